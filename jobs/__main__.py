@@ -1,0 +1,169 @@
+"""Command line: python -m jobs {run,list,land} ...
+
+Exit codes: 0 success; 1 the run failed (its report says why); 2 bad usage or a bad
+declaration; 3 the run refused to start and changed nothing (another run holds the
+checkpoint, an incompatible declaration change, a missing location); 130 stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+
+from jobs import spec as specs
+from jobs.storage import DEFAULT_ROOT
+
+EXIT_FAILED, EXIT_USAGE, EXIT_REFUSED, EXIT_STOPPED = 1, 2, 3, 130
+
+
+def _fail(code: int, message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return code
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    for name, spec in specs.load_all().items():
+        if not args.verbose:
+            print(name)
+            continue
+        window = f"{spec.window.duration_s}s"
+        if not spec.window.is_tumbling:
+            window += f" sliding every {spec.window.slide_s}s"
+        aggregates = ", ".join(f"{a.name}={a.function}({a.column or '*'})" for a in spec.aggregates)
+        print(f"{name}: {spec.description}")
+        print(f"  source     {spec.source.format}, event time {spec.source.event_time.column}")
+        print(f"  window     {window}, watermark {spec.watermark_s}s, keys {', '.join(spec.keys)}")
+        print(f"  aggregates {aggregates}")
+        print(f"  output     {spec.output.format}, partitioned by {spec.output.partition_by or 'nothing'}")
+        print(f"  schedule   {spec.schedule or 'none'}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from jobs import runner
+    from jobs.session import check_java
+    from jobs.storage import Locations
+
+    spec = specs.load(args.pipeline)
+    options = runner.RunOptions(
+        trigger=runner.Trigger.parse(args.trigger),
+        max_files_per_trigger=args.max_files_per_trigger,
+        max_bytes_per_trigger=runner.parse_size(args.max_bytes_per_trigger) if args.max_bytes_per_trigger else None,
+        report_path=args.report,
+    )
+    locations = Locations.resolve(
+        spec.name,
+        root=args.root,
+        landing=args.landing,
+        output=args.output,
+        checkpoint=args.checkpoint,
+        quarantine=args.quarantine,
+    )
+    check_java()
+    try:
+        runner.run(spec, locations, options)
+    except runner.RunRefused as error:
+        return _fail(EXIT_REFUSED, str(error))
+    except runner.RunStopped:
+        return 0 if options.trigger.kind == "processing-time" else EXIT_STOPPED
+    except runner.RunFailed as error:
+        return _fail(EXIT_FAILED, f"run failed: {error}")
+    return 0
+
+
+def cmd_land(args: argparse.Namespace) -> int:
+    from jobs.landing import land_files
+
+    for landed in land_files(args.files, args.to):
+        print(landed)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m jobs",
+        description="Trigger-once Structured Streaming pipelines over landed JSON event files.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    listing = commands.add_parser("list", help="the declared pipelines, one name per line")
+    listing.add_argument("--verbose", "-v", action="store_true", help="describe each pipeline")
+    listing.set_defaults(handler=cmd_list)
+
+    run = commands.add_parser(
+        "run",
+        help="process the files landed since the last run",
+        description=(
+            "Process every file landed since the last run of PIPELINE, exactly once, and append "
+            "the windows the watermark has closed to the output table. Each location defaults "
+            "from --root: <root>/landing|tables|checkpoints|quarantine|runs/<pipeline>."
+        ),
+    )
+    run.add_argument("pipeline", metavar="PIPELINE", help="a declared pipeline (see `list`)")
+    run.add_argument(
+        "--root", default=DEFAULT_ROOT, metavar="URI", help="base of every location (default: %(default)s)"
+    )
+    run.add_argument("--landing", metavar="URI", help="where producers land files (default: <root>/landing/<pipeline>)")
+    run.add_argument("--output", metavar="URI", help="the output table (default: <root>/tables/<pipeline>)")
+    run.add_argument(
+        "--checkpoint",
+        metavar="URI",
+        help="Spark's checkpoint: the run's progress (default: <root>/checkpoints/<pipeline>)",
+    )
+    run.add_argument(
+        "--quarantine",
+        metavar="URI",
+        help="unusable records, with file, line and reason (default: <root>/quarantine/<pipeline>)",
+    )
+    run.add_argument(
+        "--trigger",
+        default="available-now",
+        metavar="TRIGGER",
+        help=(
+            "available-now (default): everything landed so far, in as many batches as the rate limits "
+            "allow, then stop; once: everything in a single batch (rate limits ignored), then stop; "
+            "processing-time=<duration> (e.g. processing-time=30s): keep running, one "
+            "batch per interval, until stopped with Ctrl-C or SIGTERM"
+        ),
+    )
+    run.add_argument("--max-files-per-trigger", type=int, metavar="N", help="at most N new files per batch")
+    run.add_argument(
+        "--max-bytes-per-trigger", metavar="SIZE", help="about SIZE of new files per batch (bytes, or e.g. 64m, 1g)"
+    )
+    run.add_argument("--report", metavar="PATH", help="also write the run report as JSON to PATH")
+    run.set_defaults(handler=cmd_run)
+
+    land = commands.add_parser(
+        "land",
+        help="land files atomically into a landing location",
+        description="Copy each file under a temporary hidden name, then rename it: the pipeline never reads half a file.",
+    )
+    land.add_argument("files", nargs="+", metavar="FILE")
+    land.add_argument("--to", required=True, metavar="URI", help="the landing location (a folder)")
+    land.set_defaults(handler=cmd_land)
+    return parser
+
+
+def _stop_on_sigterm(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    try:
+        return args.handler(args)
+    except specs.SpecError as error:
+        return _fail(EXIT_USAGE, str(error))
+    except KeyboardInterrupt:
+        return EXIT_STOPPED
+    except Exception as error:  # noqa: BLE001 - one actionable line, not a traceback
+        from jobs.session import JavaMissing
+
+        code = EXIT_REFUSED if isinstance(error, JavaMissing) else EXIT_FAILED
+        return _fail(code, str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""Landing files atomically, the way producers must (see README "Landing files").
+
+A file appears in the landing location under its final name only once it is whole:
+it is written under a hidden temporary name (Spark's file source skips names starting
+with '.' or '_') and then renamed, which is atomic within one file system.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from jobs import storage
+
+
+class LandingError(RuntimeError):
+    pass
+
+
+def land_files(files: list[str], to: str) -> list[str]:
+    """Land each file under its own name in `to`; returns the landed paths."""
+    target = storage.local_path(storage.normalize(to))
+    sources = [Path(f) for f in files]
+    for source in sources:
+        if not source.is_file():
+            raise LandingError(f"{source}: not a file; nothing was landed")
+        if source.name.startswith((".", "_")):
+            raise LandingError(f"{source}: names starting with '.' or '_' are never read; rename it first")
+        if (target / source.name).exists():
+            raise LandingError(
+                f"{target / source.name} already exists: the pipeline reads each name once, "
+                "so give new data a new file name; nothing was landed"
+            )
+    target.mkdir(parents=True, exist_ok=True)
+    landed = []
+    for source in sources:
+        with tempfile.NamedTemporaryFile(dir=target, prefix=f".{source.name}.", delete=False) as tmp:
+            with open(source, "rb") as data:
+                shutil.copyfileobj(data, tmp)
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        os.replace(tmp.name, target / source.name)
+        landed.append(str(target / source.name))
+    return landed

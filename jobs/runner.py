@@ -1,0 +1,262 @@
+"""The streaming lifecycle, for any declared pipeline.
+
+    lock the checkpoint -> check the declaration -> account what an interrupted run left
+    -> start the query -> await it, showing progress -> account the new batches
+    -> write the run report
+
+Exactly once: Spark's file source records which files each batch read, and its file
+sink records which output files each batch committed, both in the checkpoint; a batch
+interrupted before its commit is redone from the same files on the next run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
+
+from jobs import storage
+from jobs.accounting import account_batches
+from jobs.checkpoint import CheckpointLog, IncompatibleCheckpoint, check_declaration, ms_to_iso, record_declaration
+from jobs.report import RunReport, new_run_id, save
+from jobs.spec import PipelineSpec, SpecError, parse_duration_s, spark_duration
+from jobs.storage import AlreadyRunning, Locations, StorageError
+from jobs.transforms import LINE, SOURCE_FILE, parse_events, valid_events, window_aggregate
+
+TRIGGERS = ("available-now", "once", "processing-time=<duration>")
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)b?\s*$", re.IGNORECASE)
+_SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+
+
+class RunFailed(RuntimeError):
+    """The run started but did not finish; its report says why."""
+
+
+class RunRefused(RuntimeError):
+    """The run did not start, so nothing changed."""
+
+
+class RunStopped(RuntimeError):
+    """The run was asked to stop (Ctrl-C or SIGTERM) and stopped cleanly."""
+
+
+@dataclass(frozen=True)
+class Trigger:
+    kind: str
+    interval_s: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Trigger:
+        if text in ("available-now", "once"):
+            return cls(text)
+        if text.startswith("processing-time="):
+            return cls("processing-time", parse_duration_s(text.split("=", 1)[1], "--trigger processing-time"))
+        raise SpecError(f"--trigger {text!r}: use one of {', '.join(TRIGGERS)}")
+
+    def __str__(self) -> str:
+        return f"processing-time={self.interval_s}s" if self.interval_s else self.kind
+
+
+def parse_size(text: str) -> int:
+    """'64m' -> 67108864. Plain numbers are bytes."""
+    match = _SIZE.match(text)
+    if not match:
+        raise SpecError(f"size {text!r}: use a number of bytes or a number with k, m, g or t (e.g. 64m)")
+    return int(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    trigger: Trigger = Trigger("available-now")
+    max_files_per_trigger: int | None = None
+    max_bytes_per_trigger: int | None = None
+    report_path: str | None = None
+    poll_s: float = 1.0
+
+
+def _one_line(error: BaseException) -> str:
+    """The first meaningful line of an error, without a JVM stack trace."""
+    text = str(error).strip() or type(error).__name__
+    first = text.splitlines()[0].strip()
+    return first[:500]
+
+
+def landed_lines(spark: SparkSession, landing: str, options: RunOptions) -> DataFrame:
+    """The streaming source: every line of every landed file, with the file it came from."""
+    reader = spark.readStream.format("text").option("recursiveFileLookup", "true")
+    if options.max_files_per_trigger:
+        reader = reader.option("maxFilesPerTrigger", options.max_files_per_trigger)
+    if options.max_bytes_per_trigger:
+        reader = reader.option("maxBytesPerTrigger", options.max_bytes_per_trigger)
+    return reader.load(landing).select(F.col("value").alias(LINE), F.col("_metadata.file_path").alias(SOURCE_FILE))
+
+
+def start_query(spark: SparkSession, spec: PipelineSpec, locations: Locations, options: RunOptions) -> StreamingQuery:
+    table = (
+        landed_lines(spark, locations.landing, options)
+        .transform(parse_events, spec.source)
+        .transform(valid_events)
+        .transform(window_aggregate, spec)
+    )
+    writer = (
+        table.writeStream.queryName(spec.name)
+        .format(spec.output.format)
+        .outputMode("append")
+        .option("path", locations.output)
+        .option("checkpointLocation", locations.checkpoint)
+    )
+    if spec.output.partition_by:
+        writer = writer.partitionBy(spec.output.partition_by)
+    trigger = options.trigger
+    if trigger.kind == "available-now":
+        writer = writer.trigger(availableNow=True)
+    elif trigger.kind == "once":
+        writer = writer.trigger(once=True)
+    else:
+        writer = writer.trigger(processingTime=spark_duration(trigger.interval_s))
+    return writer.start()
+
+
+def _progress_line(progress) -> str:
+    state = progress.stateOperators[0].numRowsTotal if progress.stateOperators else 0
+    rate = progress.processedRowsPerSecond or 0.0
+    watermark = (progress.eventTime or {}).get("watermark", "-")
+    return (
+        f"  batch {progress.batchId}: {progress.numInputRows} lines read, {rate:.0f} lines/s, "
+        f"watermark {watermark}, state rows {state}"
+    )
+
+
+class _Watch:
+    """Follows a running query: prints each new batch's progress as it completes."""
+
+    def __init__(self, query: StreamingQuery, echo: Callable[[str], None]):
+        self.query = query
+        self.echo = echo
+        self.seen: set[int] = set()
+        self.last_state_rows: int | None = None
+
+    def poll(self) -> None:
+        for progress in self.query.recentProgress:
+            if progress.batchId in self.seen:
+                continue
+            self.seen.add(progress.batchId)
+            if progress.stateOperators:
+                self.last_state_rows = progress.stateOperators[0].numRowsTotal
+            self.echo(_progress_line(progress))
+
+
+def _state_rows(spark: SparkSession, log: CheckpointLog) -> int:
+    if not log.committed_batches():
+        return 0
+    return spark.read.format("statestore").load(log.root).count()
+
+
+def _execute(
+    spark: SparkSession,
+    spec: PipelineSpec,
+    locations: Locations,
+    options: RunOptions,
+    report: RunReport,
+    echo: Callable[[str], None],
+) -> None:
+    log = CheckpointLog(locations)
+    record_declaration(spec, locations)
+    committed_before = log.committed_batches()
+    pending = sorted(set(committed_before) - log.accounted_batches())
+    if pending:
+        echo(f"  accounting batches {pending}, committed by an interrupted earlier run")
+        report.recovered_batch_ids = pending
+        report.add_batches(account_batches(spark, spec, log, pending))
+
+    query = start_query(spark, spec, locations, options)
+    watch = _Watch(query, echo)
+    accounted_through = max(committed_before, default=-1)
+    interrupted: BaseException | None = None
+    try:
+        while not query.awaitTermination(options.poll_s):
+            watch.poll()
+            if options.trigger.kind == "processing-time":
+                new = [b for b in log.committed_batches() if b > accounted_through]
+                if new:
+                    report.add_batches(account_batches(spark, spec, log, new))
+                    accounted_through = new[-1]
+    except BaseException as error:  # noqa: BLE001 - committed batches are accounted whatever ended the query
+        interrupted = error
+        if isinstance(error, KeyboardInterrupt):
+            echo("  stopping: the batch in flight, if any, is redone by the next run")
+        query.stop()
+
+    watch.poll()
+    try:
+        new = [b for b in log.committed_batches() if b > accounted_through]
+        report.add_batches(account_batches(spark, spec, log, new))
+        committed = log.committed_batches()
+        report.watermark = ms_to_iso(log.next_watermark_ms(committed[-1])) if committed else None
+        report.state_rows = watch.last_state_rows
+        if report.state_rows is None:
+            report.state_rows = _state_rows(spark, log)
+    except Exception as error:
+        if interrupted is None:
+            raise
+        echo(f"  could not account the committed batches ({_one_line(error)}); the next run will")
+    if interrupted is not None:
+        raise interrupted
+
+
+def run(
+    spec: PipelineSpec,
+    locations: Locations,
+    options: RunOptions = RunOptions(),
+    spark: SparkSession | None = None,
+    echo: Callable[[str], None] = print,
+) -> RunReport:
+    """Run one pipeline once with the given trigger; always stores a run report.
+
+    Raises RunRefused (nothing was done), RunStopped or RunFailed; the report is
+    stored and printed in every case.
+    """
+    started = datetime.now(UTC)
+    report = RunReport(
+        run_id=new_run_id(started),
+        pipeline=spec.name,
+        trigger=str(options.trigger),
+        started_at=started.isoformat(timespec="seconds"),
+        locations=asdict(locations),
+    )
+    echo(f"{spec.name}: run {report.run_id}, trigger {options.trigger}, landing {locations.landing}")
+    try:
+        with storage.CheckpointLock(locations, spec.name):
+            check_declaration(spec, locations)
+            if not storage.exists(locations.landing):
+                raise StorageError(
+                    f"landing location {locations.landing} does not exist; land files there first "
+                    f"(python -m jobs land FILE... --to {locations.landing}) or pass --landing"
+                )
+            if spark is None:
+                from jobs.session import get_spark
+
+                spark = get_spark(f"jobs-{spec.name}", {"spark.sql.shuffle.partitions": str(spec.state_partitions)})
+            else:
+                spark.conf.set("spark.sql.shuffle.partitions", str(spec.state_partitions))
+            _execute(spark, spec, locations, options, report, echo)
+        report.finish("succeeded")
+    except (AlreadyRunning, IncompatibleCheckpoint, StorageError) as error:
+        report.finish("refused", _one_line(error))
+        raise RunRefused(report.error) from error
+    except KeyboardInterrupt as error:
+        report.finish("stopped", None)
+        raise RunStopped("stopped on request") from error
+    except Exception as error:
+        report.finish("failed", _one_line(error))
+        raise RunFailed(report.error) from error
+    finally:
+        uri = save(report, locations, options.report_path)
+        echo(report.summary())
+        echo(f"  report: {uri}")
+    return report

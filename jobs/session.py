@@ -1,0 +1,71 @@
+"""The SparkSession every command uses, and the Java check that comes before it."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from pyspark.logger import PySparkLogger
+from pyspark.sql import SparkSession
+
+MIN_JAVA = 17
+LOG4J_CONFIG = Path(__file__).resolve().parent.parent / "infra" / "spark" / "log4j2.properties"
+
+# Settings every session needs for the runner's results to mean what README says.
+BASE_CONF = {
+    # Windows, window_date and reports are in UTC whatever the machine's zone.
+    "spark.sql.session.timeZone": "UTC",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.ui.enabled": "false",
+    "spark.sql.sources.partitionOverwriteMode": "dynamic",
+    "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}",
+}
+
+
+class JavaMissing(RuntimeError):
+    pass
+
+
+def java_major_version() -> int:
+    """The major version of the java Spark will start (JAVA_HOME first, then PATH)."""
+    java_home = os.environ.get("JAVA_HOME")
+    java = os.path.join(java_home, "bin", "java") if java_home else shutil.which("java")
+    if not java or not os.path.exists(java):
+        raise JavaMissing(
+            f"Java {MIN_JAVA}+ is required and none was found (JAVA_HOME or PATH); "
+            "install one, e.g. `apt-get install openjdk-17-jre-headless`"
+        )
+    result = subprocess.run([java, "-version"], capture_output=True, text=True, check=False)
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', result.stderr + result.stdout)
+    if not match:
+        raise JavaMissing(f"could not read the version of {java}; Java {MIN_JAVA}+ is required")
+    major = int(match.group(1))
+    return int(match.group(2)) if major == 1 and match.group(2) else major
+
+
+def check_java() -> None:
+    major = java_major_version()
+    if major < MIN_JAVA:
+        raise JavaMissing(f"Java {MIN_JAVA}+ is required, found Java {major}; point JAVA_HOME at a newer one")
+
+
+def get_spark(app_name: str = "jobs", extra_conf: dict[str, str] | None = None) -> SparkSession:
+    """The active session, or a new local one. Under spark-submit, its settings win."""
+    check_java()
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder.appName(app_name)
+    # spark-submit starts the JVM first and hands Python its gateway: keep its master.
+    if not os.environ.get("PYSPARK_GATEWAY_PORT"):
+        builder = builder.master(os.environ.get("SPARK_MASTER", "local[2]"))
+    for key, value in {**BASE_CONF, **(extra_conf or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "ERROR"))
+    # PySpark logs every analysis error with its whole plan; the runner reports it in one line.
+    for name in ("DataFrameQueryContextLogger", "SQLQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
+    return spark
