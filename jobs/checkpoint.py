@@ -3,7 +3,7 @@
 Spark's logs (read only, never written here):
     offsets/N            batch N's planned source offsets and the watermark it ran with
     commits/N            batch N finished; the watermark for the next batch
-    sources/0/N          the landed files batch N read (N.compact: every batch so far)
+    sources/0/K          the landed files the file source found at its offset K (K.compact: all so far)
     <output>/_spark_metadata/N   the files the sink committed in batch N
 
 The runner's own files, under <checkpoint>/_pipeline/:
@@ -60,12 +60,24 @@ class CheckpointLog:
     def committed_batches(self) -> list[int]:
         return sorted(_batch_files(join(self.root, "commits")))
 
+    def _offsets(self, batch_id: int) -> list[str]:
+        return storage.read_text(join(self.root, "offsets", str(batch_id))).splitlines()
+
     def batch_watermark_ms(self, batch_id: int) -> int:
         """The watermark batch `batch_id` ran with (0 before any)."""
         if batch_id < 0:
             return 0
-        text = storage.read_text(join(self.root, "offsets", str(batch_id)))
-        return int(json.loads(text.splitlines()[1]).get("batchWatermarkMs", 0))
+        return int(json.loads(self._offsets(batch_id)[1]).get("batchWatermarkMs", 0))
+
+    def source_log_offset(self, batch_id: int, source: int = 0) -> int:
+        """How far into the source's own file log batch `batch_id` read (-1: nothing yet)."""
+        if batch_id < 0:
+            return -1
+        lines = self._offsets(batch_id)
+        try:
+            return int(json.loads(lines[2 + source])["logOffset"])
+        except (IndexError, ValueError, KeyError, TypeError):
+            return -1
 
     def late_watermark_ms(self, batch_id: int) -> int:
         """The watermark that decides which of batch `batch_id`'s rows are late.
@@ -82,17 +94,31 @@ class CheckpointLog:
         return int(json.loads(text.splitlines()[1]).get("nextBatchWatermarkMs", 0))
 
     def source_files(self, batch_id: int, source: int = 0) -> list[str]:
-        """The landed files batch `batch_id` read."""
+        """The landed files batch `batch_id` read.
+
+        The file source keeps its own log, numbered by its own offsets, which advance only
+        when new files arrive: a batch read the entries after the previous batch's offset
+        up to its own.
+        """
+        first = self.source_log_offset(batch_id - 1, source) + 1
+        last = self.source_log_offset(batch_id, source)
         folder = join(self.root, "sources", str(source))
         logs = _batch_files(folder)
-        if batch_id in logs and not logs[batch_id].endswith(".compact"):
-            return [entry["path"] for entry in _log_entries(join(folder, logs[batch_id]))]
-        # Compacted: the first compact file at or after the batch holds its entries.
-        for candidate in sorted(b for b in logs if b >= batch_id):
+        files = []
+        for log_id in range(first, last + 1):
+            files += self._source_log_entries(folder, logs, log_id)
+        return files
+
+    @staticmethod
+    def _source_log_entries(folder: str, logs: dict[int, str], log_id: int) -> list[str]:
+        if log_id in logs and not logs[log_id].endswith(".compact"):
+            return [entry["path"] for entry in _log_entries(join(folder, logs[log_id]))]
+        # Compacted: the first compact file at or after the id holds its entries.
+        for candidate in sorted(b for b in logs if b >= log_id):
             if logs[candidate].endswith(".compact"):
                 entries = _log_entries(join(folder, logs[candidate]))
-                return [e["path"] for e in entries if e.get("batchId") == batch_id]
-        return []
+                return [e["path"] for e in entries if e.get("batchId") == log_id]
+        raise FileNotFoundError(f"source log entry {log_id} is missing from {folder}")
 
     def sink_files(self, batch_id: int) -> list[str] | None:
         """The output files the sink committed in batch `batch_id`; None if no longer known."""

@@ -143,7 +143,8 @@ class _Watch:
 
     def poll(self) -> None:
         for progress in self.query.recentProgress:
-            if progress.batchId in self.seen:
+            # Idle progress events (no batch ran) carry no addBatch duration.
+            if progress.batchId in self.seen or "addBatch" not in (progress.durationMs or {}):
                 continue
             self.seen.add(progress.batchId)
             if progress.stateOperators:
