@@ -1,0 +1,209 @@
+"""Real availableNow runs over several arrivals, compared with the plain-Python model."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+
+from jobs import runner
+from jobs.checkpoint import CheckpointLog
+from jobs.runner import RunOptions, Trigger
+from jobs.transforms import LINE, SOURCE_FILE, parse_events, valid_events, window_aggregate
+from tests.conftest import event, land
+from tests.model import ClickstreamModel
+
+T0 = datetime(2023, 7, 30, 10, 0, tzinfo=UTC)
+
+
+def at(minutes: float) -> str:
+    return (T0 + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# Four arrivals: events across 20 minutes, late events once the watermark has moved,
+# events for several users in the same window, and a few unusable lines.
+ARRIVALS = [
+    {
+        "a1.json": [event("u1", at(0.1)), event("u1", at(0.5)), event("u2", at(0.9)), event("u2", at(3.2))],
+        "a1b.json": [event("u3", at(1.5)), "{broken", event(None, at(1.0))],
+    },
+    # Watermark now 09:58:12: nothing here is late yet.
+    {"a2.json": [event("u1", at(7.5)), event("u2", at(8.1)), event("u1", at(2.5)), event("u3", at(0.2))]},
+    # Watermark now 10:03:06: windows ending 10:02 and 10:03 are late, 10:04 is not.
+    {
+        "a3.json": [event("u1", at(12.0)), event("u1", at(1.5)), event("u2", at(2.9)), event("u2", at(2.9))],
+        "a3b.json": [event("u3", at(3.1), page="/x"), event("u3", at(7.0))],
+    },
+    # Watermark now 10:07:00: a window ending exactly at 10:07 is late; 10:08 is not.
+    {"a4.json": [event("u2", at(20.0)), event("u2", at(6.0)), event("u1", at(7.01)), event("u1", "not a time"), ""]},
+]
+
+
+def table_rows(spark, output: str) -> list[tuple]:
+    if not list(Path(output).glob("window_date=*/*.parquet")):
+        return []  # nothing committed yet: Spark cannot infer an empty table's schema
+    rows = spark.read.parquet(output).orderBy("window_start", "user_id").collect()
+    return [
+        (r.window_start.replace(tzinfo=UTC), r.window_end.replace(tzinfo=UTC), r.user_id, r.event_count) for r in rows
+    ]
+
+
+def run(spark, spec, locations, quiet, **options):
+    return runner.run(spec, locations, RunOptions(**options), spark=spark, echo=quiet.append)
+
+
+def test_arrivals_match_the_model_run_by_run(spark, clickstream, locations, quiet):
+    model = ClickstreamModel()
+    for arrival in ARRIVALS:
+        land(locations.landing, arrival)
+        report = run(spark, clickstream, locations, quiet)
+        expected = model.run([[line for lines in arrival.values() for line in lines]])
+
+        assert report.status == "succeeded"
+        assert report.input_files == len(arrival)
+        assert (report.input_rows, report.quarantined_rows, report.late_rows_dropped, report.aggregated_rows) == (
+            expected.input_rows,
+            expected.quarantined_rows,
+            expected.late_rows_dropped,
+            expected.aggregated_rows,
+        )
+        assert report.output_rows == len(expected.emitted)
+        assert report.watermark == model.next_watermark.strftime("%Y-%m-%dT%H:%M:%SZ")
+        assert report.state_rows == len(model.state)
+        assert table_rows(spark, locations.output) == model.rows()
+    # The fixture has late rows and quarantined rows, or it proves little.
+    assert sum(r["late_rows_dropped"] for r in _reports(locations)) == 4
+    assert sum(r["quarantined_rows"] for r in _reports(locations)) == 3
+
+
+def _reports(locations):
+    from jobs.report import load_reports
+
+    return load_reports(locations)
+
+
+def test_a_run_with_no_new_files_writes_nothing(spark, clickstream, locations, quiet, root):
+    land(locations.landing, ARRIVALS[0])
+    run(spark, clickstream, locations, quiet)
+    files_before = sorted(p.name for p in root.rglob("*") if "runs" not in p.parts)
+
+    report = run(spark, clickstream, locations, quiet)
+
+    assert report.status == "succeeded"
+    assert (report.batches, report.input_rows, report.output_rows) == (0, 0, 0)
+    assert sorted(p.name for p in root.rglob("*") if "runs" not in p.parts) == files_before
+    assert len(_reports(locations)) == 2
+
+
+def test_rate_limited_run_matches_the_model_batch_by_batch(spark, clickstream, locations, quiet):
+    """One file per batch: late rows are judged against the previous batch's watermark."""
+    files = {
+        "f1.json": [event("u1", at(20.0))],
+        # u9's window ends at 10:15, exactly the watermark this batch runs with: kept,
+        # because late rows are judged against the previous batch's watermark (none yet).
+        "f2.json": [event("u2", at(30.0)), event("u9", at(14.5))],
+        # u3 (10:20:30) is behind this batch's watermark (10:25) but not the previous one.
+        "f3.json": [event("u3", at(20.5)), event("u4", at(26.5)), event("u5", at(14.0))],
+    }
+    for name, lines in files.items():  # one by one, so modification times give the order
+        land(locations.landing, {name: lines})
+    report = run(spark, clickstream, locations, quiet, max_files_per_trigger=1)
+
+    model = ClickstreamModel()
+    expected = model.run(list(files.values()))
+    assert report.batches == 3
+    assert (report.input_rows, report.late_rows_dropped, report.aggregated_rows) == (
+        expected.input_rows,
+        expected.late_rows_dropped,
+        expected.aggregated_rows,
+    )
+    assert expected.late_rows_dropped == 1  # u5 only
+    assert table_rows(spark, locations.output) == model.rows()
+
+
+def test_trigger_once_reads_everything_in_one_batch(spark, clickstream, locations, quiet):
+    for arrival in ARRIVALS[:2]:
+        land(locations.landing, arrival)
+    report = run(spark, clickstream, locations, quiet, trigger=Trigger("once"), max_files_per_trigger=1)
+
+    model = ClickstreamModel()
+    lines = [line for arrival in ARRIVALS[:2] for lines in arrival.values() for line in lines]
+    expected = model.run([lines], trailing_batch=False)
+    assert (report.trigger, report.batches, report.input_files) == ("once", 1, 3)
+    assert report.input_rows == expected.input_rows
+    assert report.output_rows == len(expected.emitted) == 0
+    # Windows the moved watermark closed wait for the next run that has new data:
+    # without new files, no batch runs at all.
+    assert run(spark, clickstream, locations, quiet).output_rows == 0
+    land(locations.landing, ARRIVALS[2])
+    follow_up = run(spark, clickstream, locations, quiet)
+    expected = model.run([[line for lines in ARRIVALS[2].values() for line in lines]])
+    assert follow_up.output_rows == len(expected.emitted) > 0
+    assert table_rows(spark, locations.output) == model.rows()
+
+
+def test_late_rows_match_sparks_own_count_when_no_two_share_a_window(spark, clickstream, locations, quiet):
+    """Ties the accounting's late-row rule to Spark's: numRowsDroppedByWatermark counts
+    groups, which equals rows when every late row is alone in its (window, user)."""
+    land(locations.landing, {"first.json": [event("u1", at(30.0))]})
+    run(spark, clickstream, locations, quiet)
+    late = [event(f"late{i}", at(i)) for i in range(5)] + [event("fresh", at(29.0))]
+    land(locations.landing, {"second.json": late})
+
+    query = runner.start_query(spark, clickstream, locations, RunOptions())
+    query.awaitTermination()
+    dropped_by_spark = sum(p.stateOperators[0].numRowsDroppedByWatermark for p in query.recentProgress)
+
+    from jobs.accounting import account_batches
+
+    log = CheckpointLog(locations)
+    new = [b for b in log.committed_batches() if b not in log.accounted_batches()]
+    accounts = account_batches(spark, clickstream, log, new)
+    assert dropped_by_spark == 5
+    assert sum(a.late_rows_dropped for a in accounts) == 5
+
+
+def test_transforms_give_the_same_windows_in_batch_and_streaming(spark, clickstream, locations, quiet):
+    """The pure transforms on a batch DataFrame agree with what the streaming run wrote
+    for windows the watermark has closed."""
+    lines = [line for arrival in ARRIVALS for lines in arrival.values() for line in lines]
+    land(locations.landing, {"all.json": lines})
+    run(spark, clickstream, locations, quiet)
+
+    batch = (
+        spark.read.text(locations.landing)
+        .select(F.col("value").alias(LINE), F.lit("x").alias(SOURCE_FILE))
+        .transform(parse_events, clickstream.source)
+        .transform(valid_events)
+        .transform(window_aggregate, clickstream)
+    )
+    streamed = table_rows(spark, locations.output)
+    closed = {(r[0], r[2]) for r in streamed}
+    batch_rows = [
+        (r.window_start.replace(tzinfo=UTC), r.window_end.replace(tzinfo=UTC), r.user_id, r.event_count)
+        for r in batch.collect()
+        if (r.window_start.replace(tzinfo=UTC), r.user_id) in closed
+    ]
+    assert sorted(batch_rows) == streamed
+    assert len(streamed) > 3
+
+
+@pytest.mark.parametrize("partitioned_by", ["window_date"])
+def test_output_layout_and_columns(spark, clickstream, locations, quiet, root, partitioned_by):
+    land(locations.landing, ARRIVALS[0] | ARRIVALS[1])
+    run(spark, clickstream, locations, quiet)
+    table = spark.read.parquet(locations.output)
+    assert table.columns == ["window_start", "window_end", "user_id", "event_count", partitioned_by]
+    assert dict(table.dtypes) == {
+        "window_start": "timestamp",
+        "window_end": "timestamp",
+        "user_id": "string",
+        "event_count": "bigint",
+        "window_date": "date",
+    }
+    assert {p.name for p in (root / "tables" / "clickstream").iterdir()} >= {
+        "_spark_metadata",
+        "window_date=2023-07-30",
+    }
