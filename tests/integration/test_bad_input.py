@@ -1,0 +1,71 @@
+"""Unusable records are quarantined with file, line and reason, counted, and never fail a run."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from jobs import runner
+from jobs.checkpoint import CheckpointLog
+from jobs.runner import RunOptions
+from tests.conftest import event, land
+
+BAD_LINES = {
+    '{"event_id": "x", "user_id": "u1", ': "malformed_json",
+    "[1, 2, 3]": "not_a_json_object",
+    event(None, "2023-07-30T10:00:20Z"): "missing_user_id",
+    event("u1", None): "missing_eventtimestamp",
+    event("u1", "30/07/2023"): "unparseable_eventtimestamp",
+}
+
+
+def quarantine_rows(quarantine: str) -> list[dict]:
+    rows = []
+    for path in sorted(Path(quarantine).glob("batch_id=*/*.json")):
+        batch_id = int(path.parent.name.split("=")[1])
+        rows += [{**json.loads(line), "batch_id": batch_id} for line in path.read_text().splitlines()]
+    return rows
+
+
+def run(spark, spec, locations, quiet):
+    return runner.run(spec, locations, RunOptions(), spark=spark, echo=quiet.append)
+
+
+def test_every_kind_of_bad_record_is_quarantined_with_file_line_and_reason(spark, clickstream, locations, quiet):
+    good = [event("u1", "2023-07-30T10:00:20Z"), event("u2", "2023-07-30T10:00:40Z")]
+    land(locations.landing, {"mixed.json": [*good, *BAD_LINES], "empty.json": [], "only-bad.json": ["nope", "{"]})
+
+    report = run(spark, clickstream, locations, quiet)
+
+    assert report.status == "succeeded"
+    assert report.input_files == 3
+    assert (report.input_rows, report.quarantined_rows, report.aggregated_rows) == (9, 7, 2)
+    rows = quarantine_rows(locations.quarantine)
+    by_line = {r["line"]: (Path(r["source_file"]).name, r["reason"]) for r in rows}
+    expected = {line: ("mixed.json", reason) for line, reason in BAD_LINES.items()}
+    expected |= {"nope": ("only-bad.json", "malformed_json"), "{": ("only-bad.json", "malformed_json")}
+    assert by_line == expected
+    assert len(rows) == 7
+
+
+def test_accounting_a_batch_again_rewrites_the_same_quarantine(spark, clickstream, locations, quiet):
+    """A crash after a batch commits but before its accounting is repaired by the next
+    run, which must not duplicate quarantined rows."""
+    land(locations.landing, {"a.json": [event("u1", "2023-07-30T10:00:20Z"), "{bad", "[]"]})
+    run(spark, clickstream, locations, quiet)
+    first = quarantine_rows(locations.quarantine)
+    # Forget the accounting, as if the process had died right after the batch committed.
+    shutil.rmtree(Path(locations.pipeline_dir) / "accounting")
+
+    report = run(spark, clickstream, locations, quiet)
+
+    assert report.recovered_batch_ids == CheckpointLog(locations).committed_batches()
+    assert (report.input_rows, report.quarantined_rows) == (3, 2)
+    assert sorted(map(str, quarantine_rows(locations.quarantine))) == sorted(map(str, first))
+
+
+def test_a_landing_with_only_empty_files_succeeds(spark, clickstream, locations, quiet):
+    land(locations.landing, {"empty-1.json": [], "empty-2.json": [""]})
+    report = run(spark, clickstream, locations, quiet)
+    assert (report.status, report.input_files, report.input_rows, report.output_rows) == ("succeeded", 2, 0, 0)

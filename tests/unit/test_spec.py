@@ -1,0 +1,113 @@
+"""Declarations: what loads, and the clear errors for what does not."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from jobs import spec as specs
+
+VALID = {
+    "name": "demo_counts",
+    "source": {
+        "format": "json",
+        "schema": {"user_id": "string", "ts": "string", "amount": "double"},
+        "required": ["user_id"],
+        "event_time": {"column": "ts"},
+    },
+    "watermark": "10 minutes",
+    "window": {"duration": "10 minutes", "slide": "5 minutes"},
+    "keys": ["user_id"],
+    "aggregates": [{"name": "total", "function": "sum", "column": "amount"}, {"name": "n", "function": "count"}],
+    "output": {"format": "parquet", "partition_by": "window_date"},
+}
+
+
+def with_change(path: str, value):
+    raw = copy.deepcopy(VALID)
+    *parents, last = path.split(".")
+    node = raw
+    for key in parents:
+        node = node[key]
+    if value is None:
+        del node[last]
+    else:
+        node[last] = value
+    return raw
+
+
+def test_every_shipped_declaration_loads():
+    loaded = specs.load_all()
+    assert "clickstream" in loaded
+    clickstream = loaded["clickstream"]
+    assert clickstream.watermark_s == 300
+    assert (clickstream.window.duration_s, clickstream.window.slide_s) == (60, 60)
+    assert clickstream.keys == ("user_id",)
+    assert clickstream.output_columns == ["window_start", "window_end", "user_id", "event_count"]
+    assert clickstream.source.required == ("user_id", "eventtimestamp")
+
+
+def test_a_valid_declaration_parses():
+    spec = specs.parse_spec(VALID)
+    assert spec.window.duration_s == 600 and spec.window.slide_s == 300 and not spec.window.is_tumbling
+    assert spec.source.required == ("user_id", "ts")  # the event time is always required
+    assert spec.source.ddl() == "`user_id` string, `ts` string, `amount` double"
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("5 minutes", 300), ("1 minute", 60), ("30s", 30), ("2h", 7200), ("1 day", 86400), ("10 min", 600)],
+)
+def test_durations(text, seconds):
+    assert specs.parse_duration_s(text, "x") == seconds
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        ("watermark", "soon", "not a duration"),
+        ("window.duration", "0 minutes", "longer than zero"),
+        ("window.slide", "20 minutes", "cannot be longer than its duration"),
+        ("window.slide", "3 minutes", "multiple of its slide"),
+        ("keys", ["country"], "key 'country' is not in the source schema"),
+        ("aggregates", [{"name": "x", "function": "median", "column": "amount"}], "is not one of"),
+        ("aggregates", [{"name": "x", "function": "sum"}], "sum needs a 'column'"),
+        ("aggregates", [], "at least one aggregate"),
+        ("source.event_time", {"column": "when"}, "event time column 'when' is not in the source schema"),
+        ("source.schema", {"user_id": "varchar", "ts": "string"}, "has type 'varchar'"),
+        ("source.format", "xml", "source format 'xml'"),
+        ("output.partition_by", "user_id", "may only be 'window_date'"),
+        ("name", "Bad Name", "lower-case letters"),
+        ("watermark", None, "missing 'watermark'"),
+        ("colour", "blue", "unknown setting(s) ['colour']"),
+        ("aggregates", [{"name": "user_id", "function": "count"}], "collide"),
+    ],
+)
+def test_invalid_declarations_say_what_is_wrong(path, value, message):
+    with pytest.raises(specs.SpecError, match=None) as error:
+        specs.parse_spec(with_change(path, value))
+    assert message in str(error.value)
+
+
+def test_unknown_pipeline_lists_the_known_ones():
+    with pytest.raises(specs.SpecError) as error:
+        specs.load("nope")
+    assert "unknown pipeline 'nope'" in str(error.value) and "clickstream" in str(error.value)
+
+
+def test_state_contract_ignores_what_a_checkpoint_survives():
+    base = specs.parse_spec(VALID)
+    other_watermark = specs.parse_spec(with_change("watermark", "1 hour"))
+    other_window = specs.parse_spec(with_change("window.duration", "20 minutes"))
+    assert base.state_contract() == other_watermark.state_contract()
+    assert base.state_contract() != other_window.state_contract()
+
+
+def test_pyspark_and_pyspark_client_are_the_same_release():
+    """Both install the same files: a version skew silently breaks one of them."""
+    from importlib.metadata import version
+
+    import pyspark
+
+    assert version("pyspark") == version("pyspark-client") == pyspark.__version__
