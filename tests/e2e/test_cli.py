@@ -1,0 +1,127 @@
+"""The command line as users run it: real processes, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, event, land, python_cmd
+
+
+def cli(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        python_cmd(*args), cwd=REPO, capture_output=True, text=True, timeout=timeout, env=env or os.environ.copy()
+    )
+
+
+def wait_for(predicate, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def test_list_prints_one_name_per_line():
+    result = cli("list")
+    assert result.returncode == 0
+    assert result.stdout.splitlines() == sorted(p.stem for p in (REPO / "jobs" / "pipelines").glob("*.yaml"))
+    verbose = cli("list", "--verbose")
+    assert "window     60s, watermark 300s, keys user_id" in verbose.stdout
+
+
+def test_help_explains_every_run_option():
+    result = cli("run", "--help")
+    assert result.returncode == 0
+    for option in (
+        "--root",
+        "--landing",
+        "--output",
+        "--checkpoint",
+        "--quarantine",
+        "--trigger",
+        "--max-files-per-trigger",
+        "--max-bytes-per-trigger",
+        "--report",
+    ):
+        assert option in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["run", "nope"], 2, "error: unknown pipeline 'nope'; declared pipelines: clickstream"),
+        (["run", "clickstream", "--trigger", "sometimes"], 2, "error: --trigger 'sometimes': use one of"),
+        (["run", "clickstream", "--max-bytes-per-trigger", "lots"], 2, "error: size 'lots'"),
+        (["run", "clickstream", "--root", "/nonexistent/root"], 3, "error: landing location /nonexistent/root/landing"),
+    ],
+)
+def test_bad_input_gives_one_actionable_line(args, code, message):
+    result = cli(*args)
+    assert result.returncode == code
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith(message), result.stderr
+
+
+def test_missing_java_is_reported_before_anything_starts(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    env["PATH"] = str(tmp_path)  # no java here
+    result = cli("run", "clickstream", "--root", str(tmp_path), env=env)
+    assert result.returncode == 3
+    assert "Java 17+ is required" in result.stderr
+
+
+@pytest.mark.slow
+def test_run_writes_table_and_reports(tmp_path):
+    root = tmp_path / "root"
+    land(str(root / "landing" / "clickstream"), {"a.json": [event("u1", "2023-07-30T10:00:20Z"), "{bad"]})
+    extra_report = tmp_path / "report.json"
+
+    result = cli("run", "clickstream", "--root", str(root), "--report", str(extra_report))
+
+    assert result.returncode == 0, result.stderr
+    assert "succeeded" in result.stdout and "quarantined 1" in result.stdout
+    report = json.loads(extra_report.read_text())
+    stored = json.loads(next((root / "runs" / "clickstream").glob("*.json")).read_text())
+    assert report == stored
+    assert (report["input_rows"], report["aggregated_rows"], report["quarantined_rows"]) == (2, 1, 1)
+    assert (root / "tables" / "clickstream" / "_spark_metadata").is_dir()
+
+
+@pytest.mark.slow
+def test_a_second_run_refuses_while_a_processing_time_run_holds_the_checkpoint(tmp_path):
+    root = tmp_path / "root"
+    land(str(root / "landing" / "clickstream"), {"a.json": [event("u1", "2023-07-30T10:00:20Z")] * 3})
+    first = subprocess.Popen(
+        python_cmd("run", "clickstream", "--root", str(root), "--trigger", "processing-time=1s"),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        commits = root / "checkpoints" / "clickstream" / "commits"
+        wait_for(lambda: (commits / "0").exists(), 120, "the first run's first batch")
+
+        second = cli("run", "clickstream", "--root", str(root))
+        assert second.returncode == 3
+        assert "error: pipeline 'clickstream' is already running" in second.stderr
+        assert f"pid {first.pid}" in second.stderr
+
+        first.send_signal(signal.SIGTERM)
+        out, err = first.communicate(timeout=120)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode == 0, err
+    reports = [json.loads(p.read_text()) for p in sorted((root / "runs" / "clickstream").glob("*.json"))]
+    statuses = sorted(r["status"] for r in reports)
+    assert statuses == ["refused", "stopped"]
+    stopped = next(r for r in reports if r["status"] == "stopped")
+    assert stopped["input_rows"] == 3 and stopped["trigger"] == "processing-time=1s"
