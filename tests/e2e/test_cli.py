@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
@@ -115,7 +114,7 @@ def test_a_second_run_refuses_while_a_processing_time_run_holds_the_checkpoint(t
         assert f"pid {first.pid}" in second.stderr
 
         first.send_signal(signal.SIGTERM)
-        out, err = first.communicate(timeout=120)
+        _, err = first.communicate(timeout=120)
     finally:
         if first.poll() is None:
             first.kill()
