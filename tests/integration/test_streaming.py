@@ -207,3 +207,13 @@ def test_output_layout_and_columns(spark, clickstream, locations, quiet, root, p
         "_spark_metadata",
         "window_date=2023-07-30",
     }
+
+
+def test_max_bytes_per_trigger_splits_a_backlog_into_batches(spark, clickstream, locations, quiet):
+    files = {f"b{i}.json": [event("u1", at(i)), event("u2", at(i + 0.5))] for i in range(3)}
+    for name, lines in files.items():
+        land(locations.landing, {name: lines})
+    report = run(spark, clickstream, locations, quiet, max_bytes_per_trigger=1)  # at least one file per batch
+    data_batches = [b for b in report.batch_ids if CheckpointLog(locations).source_files(b)]
+    assert len(data_batches) == 3
+    assert report.input_rows == 6 and report.aggregated_rows == 6
