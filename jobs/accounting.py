@@ -87,6 +87,7 @@ def account_batches(
         finally:
             classified.unpersist()
 
+    accounts = {}
     for b in todo:
         aggregated = counts.get((b, "aggregated"), 0)
         quarantined_rows = counts.get((b, "quarantined"), 0)
@@ -102,4 +103,5 @@ def account_batches(
             output_rows=_output_rows(log, b),
         )
         log.write_account(b, asdict(account))
-    return [BatchAccount(**log.read_account(b)) for b in batch_ids]
+        accounts[b] = account
+    return [accounts[b] if b in accounts else BatchAccount(**log.read_account(b)) for b in batch_ids]

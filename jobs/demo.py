@@ -13,13 +13,12 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from jobs import spec as specs
-from jobs.landing import land_files
-from jobs.storage import DEFAULT_ROOT, Locations, local_path
+from jobs.landing import land_lines
+from jobs.storage import DEFAULT_ROOT, Locations
 
 START = datetime(2023, 7, 30, 10, 0, tzinfo=UTC)
 USERS = ["user1", "user2", "user3", "user4"]
@@ -83,22 +82,9 @@ def clickstream_arrivals(seed: int = 7) -> list[dict[str, list[str]]]:
     ]
 
 
-def land_arrival(files: dict[str, list[str]], landing: str) -> list[str]:
-    """Land one arrival atomically; files landed by an earlier demo run are left alone."""
-    target = local_path(landing)
-    with tempfile.TemporaryDirectory() as scratch:
-        fresh = []
-        for name, lines in files.items():
-            if (target / name).exists():
-                continue
-            path = Path(scratch) / name
-            path.write_text("".join(f"{line}\n" for line in lines))
-            fresh.append(str(path))
-        return land_files(fresh, landing) if fresh else []
-
-
-def show_table(spark, locations: Locations, columns: list[str]) -> None:
-    table = spark.read.parquet(locations.output).orderBy("window_start", *columns[2:3]).select(*columns)
+def show_table(spark, spec: specs.PipelineSpec, locations: Locations) -> None:
+    columns = spec.output_columns
+    table = spark.read.parquet(locations.output).orderBy("window_start", *spec.keys).select(*columns)
     rows = table.collect()
     print(f"\n{locations.output}: {len(rows)} windows")
     print("  " + "  ".join(f"{c:<20}" for c in columns))
@@ -121,13 +107,14 @@ def main(argv: list[str] | None = None) -> int:
     spark = get_spark("jobs-demo", {"spark.sql.shuffle.partitions": str(spec.state_partitions)})
     totals = {"input_rows": 0, "aggregated_rows": 0, "quarantined_rows": 0, "late_rows_dropped": 0, "output_rows": 0}
     for number, files in enumerate(clickstream_arrivals(), start=1):
-        landed = land_arrival(files, locations.landing)
+        # Files landed by an earlier demo run are left alone: rerunning adds nothing.
+        landed = land_lines(files, locations.landing, skip_existing=True)
         names = ", ".join(Path(p).name for p in landed) or "nothing new (landed by an earlier demo run)"
         print(f"\n=== arrival {number}: landed {names}")
         report = runner.run(spec, locations, spark=spark)
         for key in totals:
             totals[key] += getattr(report, key) or 0
-    show_table(spark, locations, spec.output_columns)
+    show_table(spark, spec, locations)
     print(
         "\nthis demo run: {input_rows} input rows = {aggregated_rows} aggregated + {quarantined_rows} quarantined "
         "+ {late_rows_dropped} late; {output_rows} window rows written".format(**totals)

@@ -19,6 +19,21 @@ class LandingError(RuntimeError):
     pass
 
 
+def land_lines(files: dict[str, list[str]], to: str, skip_existing: bool = False) -> list[str]:
+    """Land each {name: lines} as a newline-delimited file, in order; with `skip_existing`,
+    names already landed are left alone. Returns the landed paths."""
+    target = storage.local_path(storage.normalize(to))
+    with tempfile.TemporaryDirectory() as scratch:
+        paths = []
+        for name, lines in files.items():
+            if skip_existing and (target / name).exists():
+                continue
+            path = Path(scratch) / name
+            path.write_text("".join(f"{line}\n" for line in lines))
+            paths.append(str(path))
+        return land_files(paths, to) if paths else []
+
+
 def land_files(files: list[str], to: str) -> list[str]:
     """Land each file under its own name in `to`; returns the landed paths."""
     target = storage.local_path(storage.normalize(to))

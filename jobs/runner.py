@@ -195,9 +195,8 @@ def _execute(
 
     watch.poll()
     try:
-        new = [b for b in log.committed_batches() if b > accounted_through]
-        report.add_batches(account_batches(spark, spec, log, new))
         committed = log.committed_batches()
+        report.add_batches(account_batches(spark, spec, log, [b for b in committed if b > accounted_through]))
         report.watermark = ms_to_iso(log.next_watermark_ms(committed[-1])) if committed else None
         report.state_rows = watch.last_state_rows
         if report.state_rows is None:

@@ -5,14 +5,17 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
-from collections.abc import Iterator
+import time
+from datetime import UTC
 from pathlib import Path
 
 import pytest
 
+from jobs import runner
 from jobs import spec as specs
-from jobs.landing import land_files
+from jobs.landing import land_lines
+from jobs.report import RunReport
+from jobs.runner import RunOptions
 from jobs.storage import Locations
 
 REPO = Path(__file__).resolve().parent.parent
@@ -55,14 +58,31 @@ def event(user: str | None, timestamp: str | None, event_id: str = "e", **extra:
 
 
 def land(landing: str, files: dict[str, list[str]]) -> list[str]:
-    """Write files to a scratch folder and land them atomically, like a producer would."""
-    with tempfile.TemporaryDirectory() as scratch:
-        paths = []
-        for name, lines in files.items():
-            path = Path(scratch) / name
-            path.write_text("".join(f"{line}\n" for line in lines))
-            paths.append(str(path))
-        return land_files(paths, landing)
+    """Land files atomically, like a producer would."""
+    return land_lines(files, landing)
+
+
+def land_in_order(landing: str, files: dict[str, list[str]]) -> None:
+    """One file at a time: the file source orders a batch by modification time only,
+    so distinct times make the order of one-file batches certain."""
+    for name, lines in files.items():
+        land(landing, {name: lines})
+        time.sleep(0.02)
+
+
+def run_pipeline(spark, spec, locations, quiet: list[str], **options) -> RunReport:
+    """An in-process run on the shared session, its output collected in `quiet`."""
+    return runner.run(spec, locations, RunOptions(**options), spark=spark, echo=quiet.append)
+
+
+def table_rows(spark, output: str) -> list[tuple]:
+    """The clickstream table as sorted (window_start, window_end, user_id, event_count), in UTC."""
+    if not list(Path(output).glob("window_date=*/*.parquet")):
+        return []  # nothing committed yet: Spark cannot infer an empty table's schema
+    rows = spark.read.parquet(output).collect()
+    return sorted(
+        (r.window_start.replace(tzinfo=UTC), r.window_end.replace(tzinfo=UTC), r.user_id, r.event_count) for r in rows
+    )
 
 
 def python_cmd(*args: str) -> list[str]:
@@ -70,7 +90,6 @@ def python_cmd(*args: str) -> list[str]:
 
 
 @pytest.fixture
-def quiet() -> Iterator[list[str]]:
+def quiet() -> list[str]:
     """An echo that collects the runner's lines instead of printing them."""
-    lines: list[str] = []
-    yield lines
+    return []

@@ -6,10 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
-from jobs import runner
 from jobs.checkpoint import CheckpointLog
-from jobs.runner import RunOptions
-from tests.conftest import event, land
+from tests.conftest import event, land, run_pipeline
 
 BAD_LINES = {
     '{"event_id": "x", "user_id": "u1", ': "malformed_json",
@@ -28,15 +26,11 @@ def quarantine_rows(quarantine: str) -> list[dict]:
     return rows
 
 
-def run(spark, spec, locations, quiet):
-    return runner.run(spec, locations, RunOptions(), spark=spark, echo=quiet.append)
-
-
 def test_every_kind_of_bad_record_is_quarantined_with_file_line_and_reason(spark, clickstream, locations, quiet):
     good = [event("u1", "2023-07-30T10:00:20Z"), event("u2", "2023-07-30T10:00:40Z")]
     land(locations.landing, {"mixed.json": [*good, *BAD_LINES], "empty.json": [], "only-bad.json": ["nope", "{"]})
 
-    report = run(spark, clickstream, locations, quiet)
+    report = run_pipeline(spark, clickstream, locations, quiet)
 
     assert report.status == "succeeded"
     assert report.input_files == 3
@@ -53,12 +47,12 @@ def test_accounting_a_batch_again_rewrites_the_same_quarantine(spark, clickstrea
     """A crash after a batch commits but before its accounting is repaired by the next
     run, which must not duplicate quarantined rows."""
     land(locations.landing, {"a.json": [event("u1", "2023-07-30T10:00:20Z"), "{bad", "[]"]})
-    run(spark, clickstream, locations, quiet)
+    run_pipeline(spark, clickstream, locations, quiet)
     first = quarantine_rows(locations.quarantine)
     # Forget the accounting, as if the process had died right after the batch committed.
     shutil.rmtree(Path(locations.pipeline_dir) / "accounting")
 
-    report = run(spark, clickstream, locations, quiet)
+    report = run_pipeline(spark, clickstream, locations, quiet)
 
     assert report.recovered_batch_ids == CheckpointLog(locations).committed_batches()
     assert (report.input_rows, report.quarantined_rows) == (3, 2)
@@ -67,5 +61,5 @@ def test_accounting_a_batch_again_rewrites_the_same_quarantine(spark, clickstrea
 
 def test_a_landing_with_only_empty_files_succeeds(spark, clickstream, locations, quiet):
     land(locations.landing, {"empty-1.json": [], "empty-2.json": [""]})
-    report = run(spark, clickstream, locations, quiet)
+    report = run_pipeline(spark, clickstream, locations, quiet)
     assert (report.status, report.input_files, report.input_rows, report.output_rows) == ("succeeded", 2, 0, 0)

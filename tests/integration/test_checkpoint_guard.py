@@ -8,19 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from jobs import runner
 from jobs.checkpoint import CheckpointLog
-from jobs.runner import RunOptions, RunRefused, Trigger
+from jobs.runner import RunRefused, Trigger
 from jobs.spec import Window
 from jobs.storage import CheckpointLock, Locations
-from tests.conftest import event, land
+from tests.conftest import event, land, run_pipeline
 
 FIRST = {"a.json": [event("u1", "2023-07-30T10:00:20Z"), event("u1", "2023-07-30T10:09:20Z")]}
 SECOND = {"b.json": [event("u2", "2023-07-30T10:20:00Z")]}
-
-
-def run(spark, spec, locations, quiet, **options):
-    return runner.run(spec, locations, RunOptions(**options), spark=spark, echo=quiet.append)
 
 
 def checkpoint_files(locations: Locations) -> list[str]:
@@ -38,12 +33,12 @@ def checkpoint_files(locations: Locations) -> list[str]:
 )
 def test_an_incompatible_change_is_refused_before_anything_runs(spark, clickstream, locations, quiet, change, named):
     land(locations.landing, FIRST)
-    run(spark, clickstream, locations, quiet)
+    run_pipeline(spark, clickstream, locations, quiet)
     land(locations.landing, SECOND)
     before = checkpoint_files(locations)
 
     with pytest.raises(RunRefused) as error:
-        run(spark, dataclasses.replace(clickstream, **change), locations, quiet)
+        run_pipeline(spark, dataclasses.replace(clickstream, **change), locations, quiet)
 
     message = str(error.value)
     assert named in message
@@ -55,11 +50,11 @@ def test_an_incompatible_change_is_refused_before_anything_runs(spark, clickstre
 
 def test_compatible_changes_resume(spark, clickstream, locations, quiet):
     land(locations.landing, FIRST)
-    run(spark, clickstream, locations, quiet)
+    run_pipeline(spark, clickstream, locations, quiet)
     land(locations.landing, SECOND)
     changed = dataclasses.replace(clickstream, watermark_s=600, description="new words")
 
-    report = run(spark, changed, locations, quiet, trigger=Trigger("once"), max_files_per_trigger=5)
+    report = run_pipeline(spark, changed, locations, quiet, trigger=Trigger("once"), max_files_per_trigger=5)
 
     assert report.status == "succeeded" and report.input_rows == 1
 
@@ -67,25 +62,25 @@ def test_compatible_changes_resume(spark, clickstream, locations, quiet):
 def test_a_second_run_on_a_held_checkpoint_refuses_to_start(spark, clickstream, locations, quiet):
     land(locations.landing, FIRST)
     with CheckpointLock(locations, clickstream.name), pytest.raises(RunRefused) as error:
-        run(spark, clickstream, locations, quiet)
+        run_pipeline(spark, clickstream, locations, quiet)
     assert "already running" in str(error.value) and f"pid {__import__('os').getpid()}" in str(error.value)
     assert not CheckpointLog(locations).has_started()
     # Released: the next run goes ahead.
-    assert run(spark, clickstream, locations, quiet).status == "succeeded"
+    assert run_pipeline(spark, clickstream, locations, quiet).status == "succeeded"
 
 
 def test_a_new_checkpoint_on_an_existing_table_is_refused(spark, clickstream, locations, quiet, root):
     land(locations.landing, FIRST)
-    run(spark, clickstream, locations, quiet)
+    run_pipeline(spark, clickstream, locations, quiet)
     moved = Locations.resolve(clickstream.name, root=str(root), checkpoint=str(root / "other-checkpoint"))
 
     with pytest.raises(RunRefused) as error:
-        run(spark, clickstream, moved, quiet)
+        run_pipeline(spark, clickstream, moved, quiet)
 
     assert "already holds a table written under another checkpoint" in str(error.value)
 
 
 def test_a_missing_landing_location_is_refused(spark, clickstream, locations, quiet):
     with pytest.raises(RunRefused) as error:
-        run(spark, clickstream, locations, quiet)
+        run_pipeline(spark, clickstream, locations, quiet)
     assert f"landing location {locations.landing} does not exist" in str(error.value)

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
-import pytest
 from pyspark.sql import functions as F
 
 from jobs import runner
 from jobs.checkpoint import CheckpointLog
 from jobs.runner import RunOptions, Trigger
 from jobs.transforms import LINE, SOURCE_FILE, parse_events, valid_events, window_aggregate
-from tests.conftest import event, land
+from tests.conftest import event, land, land_in_order, run_pipeline, table_rows
 from tests.model import ClickstreamModel
 
 T0 = datetime(2023, 7, 30, 10, 0, tzinfo=UTC)
@@ -41,24 +39,11 @@ ARRIVALS = [
 ]
 
 
-def table_rows(spark, output: str) -> list[tuple]:
-    if not list(Path(output).glob("window_date=*/*.parquet")):
-        return []  # nothing committed yet: Spark cannot infer an empty table's schema
-    rows = spark.read.parquet(output).orderBy("window_start", "user_id").collect()
-    return [
-        (r.window_start.replace(tzinfo=UTC), r.window_end.replace(tzinfo=UTC), r.user_id, r.event_count) for r in rows
-    ]
-
-
-def run(spark, spec, locations, quiet, **options):
-    return runner.run(spec, locations, RunOptions(**options), spark=spark, echo=quiet.append)
-
-
 def test_arrivals_match_the_model_run_by_run(spark, clickstream, locations, quiet):
     model = ClickstreamModel()
     for arrival in ARRIVALS:
         land(locations.landing, arrival)
-        report = run(spark, clickstream, locations, quiet)
+        report = run_pipeline(spark, clickstream, locations, quiet)
         expected = model.run([[line for lines in arrival.values() for line in lines]])
 
         assert report.status == "succeeded"
@@ -86,10 +71,10 @@ def _reports(locations):
 
 def test_a_run_with_no_new_files_writes_nothing(spark, clickstream, locations, quiet, root):
     land(locations.landing, ARRIVALS[0])
-    run(spark, clickstream, locations, quiet)
+    run_pipeline(spark, clickstream, locations, quiet)
     files_before = sorted(p.name for p in root.rglob("*") if "runs" not in p.parts)
 
-    report = run(spark, clickstream, locations, quiet)
+    report = run_pipeline(spark, clickstream, locations, quiet)
 
     assert report.status == "succeeded"
     assert (report.batches, report.input_rows, report.output_rows) == (0, 0, 0)
@@ -107,9 +92,8 @@ def test_rate_limited_run_matches_the_model_batch_by_batch(spark, clickstream, l
         # u3 (10:20:30) is behind this batch's watermark (10:25) but not the previous one.
         "f3.json": [event("u3", at(20.5)), event("u4", at(26.5)), event("u5", at(14.0))],
     }
-    for name, lines in files.items():  # one by one, so modification times give the order
-        land(locations.landing, {name: lines})
-    report = run(spark, clickstream, locations, quiet, max_files_per_trigger=1)
+    land_in_order(locations.landing, files)
+    report = run_pipeline(spark, clickstream, locations, quiet, max_files_per_trigger=1)
 
     model = ClickstreamModel()
     expected = model.run(list(files.values()))
@@ -126,7 +110,7 @@ def test_rate_limited_run_matches_the_model_batch_by_batch(spark, clickstream, l
 def test_trigger_once_reads_everything_in_one_batch(spark, clickstream, locations, quiet):
     for arrival in ARRIVALS[:2]:
         land(locations.landing, arrival)
-    report = run(spark, clickstream, locations, quiet, trigger=Trigger("once"), max_files_per_trigger=1)
+    report = run_pipeline(spark, clickstream, locations, quiet, trigger=Trigger("once"), max_files_per_trigger=1)
 
     model = ClickstreamModel()
     lines = [line for arrival in ARRIVALS[:2] for lines in arrival.values() for line in lines]
@@ -136,9 +120,9 @@ def test_trigger_once_reads_everything_in_one_batch(spark, clickstream, location
     assert report.output_rows == len(expected.emitted) == 0
     # Windows the moved watermark closed wait for the next run that has new data:
     # without new files, no batch runs at all.
-    assert run(spark, clickstream, locations, quiet).output_rows == 0
+    assert run_pipeline(spark, clickstream, locations, quiet).output_rows == 0
     land(locations.landing, ARRIVALS[2])
-    follow_up = run(spark, clickstream, locations, quiet)
+    follow_up = run_pipeline(spark, clickstream, locations, quiet)
     expected = model.run([[line for lines in ARRIVALS[2].values() for line in lines]])
     assert follow_up.output_rows == len(expected.emitted) > 0
     assert table_rows(spark, locations.output) == model.rows()
@@ -148,7 +132,7 @@ def test_late_rows_match_sparks_own_count_when_no_two_share_a_window(spark, clic
     """Ties the accounting's late-row rule to Spark's: numRowsDroppedByWatermark counts
     groups, which equals rows when every late row is alone in its (window, user)."""
     land(locations.landing, {"first.json": [event("u1", at(30.0))]})
-    run(spark, clickstream, locations, quiet)
+    run_pipeline(spark, clickstream, locations, quiet)
     late = [event(f"late{i}", at(i)) for i in range(5)] + [event("fresh", at(29.0))]
     land(locations.landing, {"second.json": late})
 
@@ -170,7 +154,7 @@ def test_transforms_give_the_same_windows_in_batch_and_streaming(spark, clickstr
     for windows the watermark has closed."""
     lines = [line for arrival in ARRIVALS for lines in arrival.values() for line in lines]
     land(locations.landing, {"all.json": lines})
-    run(spark, clickstream, locations, quiet)
+    run_pipeline(spark, clickstream, locations, quiet)
 
     batch = (
         spark.read.text(locations.landing)
@@ -190,12 +174,11 @@ def test_transforms_give_the_same_windows_in_batch_and_streaming(spark, clickstr
     assert len(streamed) > 3
 
 
-@pytest.mark.parametrize("partitioned_by", ["window_date"])
-def test_output_layout_and_columns(spark, clickstream, locations, quiet, root, partitioned_by):
+def test_output_layout_and_columns(spark, clickstream, locations, quiet, root):
     land(locations.landing, ARRIVALS[0] | ARRIVALS[1])
-    run(spark, clickstream, locations, quiet)
+    run_pipeline(spark, clickstream, locations, quiet)
     table = spark.read.parquet(locations.output)
-    assert table.columns == ["window_start", "window_end", "user_id", "event_count", partitioned_by]
+    assert table.columns == ["window_start", "window_end", "user_id", "event_count", "window_date"]
     assert dict(table.dtypes) == {
         "window_start": "timestamp",
         "window_end": "timestamp",
@@ -211,9 +194,8 @@ def test_output_layout_and_columns(spark, clickstream, locations, quiet, root, p
 
 def test_max_bytes_per_trigger_splits_a_backlog_into_batches(spark, clickstream, locations, quiet):
     files = {f"b{i}.json": [event("u1", at(i)), event("u2", at(i + 0.5))] for i in range(3)}
-    for name, lines in files.items():
-        land(locations.landing, {name: lines})
-    report = run(spark, clickstream, locations, quiet, max_bytes_per_trigger=1)  # at least one file per batch
+    land_in_order(locations.landing, files)
+    report = run_pipeline(spark, clickstream, locations, quiet, max_bytes_per_trigger=1)  # at least one file per batch
     data_batches = [b for b in report.batch_ids if CheckpointLog(locations).source_files(b)]
     assert len(data_batches) == 3
     assert report.input_rows == 6 and report.aggregated_rows == 6

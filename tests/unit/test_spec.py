@@ -85,7 +85,7 @@ def test_durations(text, seconds):
     ],
 )
 def test_invalid_declarations_say_what_is_wrong(path, value, message):
-    with pytest.raises(specs.SpecError, match=None) as error:
+    with pytest.raises(specs.SpecError) as error:
         specs.parse_spec(with_change(path, value))
     assert message in str(error.value)
 
