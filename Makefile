@@ -4,11 +4,12 @@ PY := $(VENV)/bin/python
 export SPARK_LOCAL_IP := 127.0.0.1
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: help venv demo test test-fast lint format lock clean
+.PHONY: help venv assets browser demo report test test-fast lint format lock clean
 
 help:
 	@echo "make demo     land sample clickstream events in arrivals and run the pipeline after each"
 	@echo "make test     the whole test suite (lint, unit, streaming, crash and CLI tests)"
+	@echo "make report   build the data quality report (summary page and Data Docs) and print its path"
 	@echo "make lint     ruff check and format check"
 	@echo "make lock     regenerate requirements.txt from requirements.in"
 	@echo "make clean    remove ./data (the demo's root) and caches"
@@ -16,13 +17,24 @@ help:
 venv:
 	@./infra/bootstrap.sh
 
-demo: venv
+# Copies of the CDN files Great Expectations' Data Docs link, so the report opens offline.
+assets: venv
+	@$(PY) infra/datadocs/fetch.py >/dev/null
+
+# Debian's Chromium, for the test that opens the report in a real browser.
+browser:
+	@./infra/chromium.sh >/dev/null
+
+demo: venv assets
 	$(PY) -m jobs.demo $(if $(PIPELINE),--pipeline $(PIPELINE),)
 
-test: venv lint
+report: venv assets
+	$(PY) -m jobs report $(if $(ROOT),--root $(ROOT),)
+
+test: venv lint assets browser
 	$(PY) -m pytest
 
-test-fast: venv
+test-fast: venv assets browser
 	$(PY) -m pytest -m "not slow"
 
 lint: venv
@@ -37,4 +49,4 @@ lock: venv
 	$(VENV)/bin/uv pip compile --python-version 3.11 requirements.in -o requirements.txt
 
 clean:
-	rm -rf data .pytest_cache .ruff_cache test-artifacts
+	rm -rf data .pytest_cache .ruff_cache test-artifacts .cache

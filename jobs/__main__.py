@@ -1,8 +1,10 @@
-"""Command line: python -m jobs {run,list,land} ...
+"""Command line: python -m jobs {list,run,validate,report,land} ...
 
-Exit codes: 0 success; 1 the run failed (its report says why); 2 bad usage or a bad
-declaration; 3 the run refused to start and changed nothing (another run holds the
-checkpoint, an incompatible declaration change, a missing location); 130 stopped.
+Exit codes: 0 success (validation passed, or only warned); 1 the run failed (its report
+says why); 2 bad usage or a bad declaration; 3 the run refused to start and changed
+nothing (another run holds the checkpoint, an incompatible declaration change, a missing
+location), or there is nothing to validate; 4 the output failed a `fail` expectation;
+130 stopped.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ import sys
 
 from jobs import spec as specs
 from jobs.storage import DEFAULT_ROOT
+from jobs.suite import load_suite
 
-EXIT_FAILED, EXIT_USAGE, EXIT_REFUSED, EXIT_STOPPED = 1, 2, 3, 130
+EXIT_FAILED, EXIT_USAGE, EXIT_REFUSED, EXIT_INVALID, EXIT_STOPPED = 1, 2, 3, 4, 130
 
 
 def _fail(code: int, message: str) -> int:
@@ -40,35 +43,83 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _locations(args: argparse.Namespace, pipeline: str):
+    from jobs.storage import Locations
+
+    return Locations.resolve(
+        pipeline,
+        root=args.root,
+        landing=getattr(args, "landing", None),
+        output=args.output,
+        checkpoint=args.checkpoint,
+        quarantine=getattr(args, "quarantine", None),
+        reports=args.reports,
+    )
+
+
+def _verdict(validation) -> int:
+    return EXIT_INVALID if validation.status == "failed" else 0
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from jobs import runner
     from jobs.session import check_java
-    from jobs.storage import Locations
 
     spec = specs.load(args.pipeline)
+    suite = None if args.no_validate else load_suite(spec)  # a broken suite stops the run before it starts
     options = runner.RunOptions(
         trigger=runner.Trigger.parse(args.trigger),
         max_files_per_trigger=args.max_files_per_trigger,
         max_bytes_per_trigger=runner.parse_size(args.max_bytes_per_trigger) if args.max_bytes_per_trigger else None,
         report_path=args.report,
     )
-    locations = Locations.resolve(
-        spec.name,
-        root=args.root,
-        landing=args.landing,
-        output=args.output,
-        checkpoint=args.checkpoint,
-        quarantine=args.quarantine,
-    )
+    locations = _locations(args, spec.name)
     check_java()
     try:
-        runner.run(spec, locations, options)
+        report = runner.run(spec, locations, options)
     except runner.RunRefused as error:
         return _fail(EXIT_REFUSED, str(error))
     except runner.RunStopped:
         return 0 if options.trigger.kind == "processing-time" else EXIT_STOPPED
     except runner.RunFailed as error:
         return _fail(EXIT_FAILED, f"run failed: {error}")
+    if suite is None:
+        return 0
+    from jobs import quality
+    from jobs.session import get_spark
+
+    validation = quality.validate_run(get_spark(f"jobs-{spec.name}"), spec, locations, report.to_dict(), suite)
+    return _verdict(validation)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from jobs.session import check_java
+
+    spec = specs.load(args.pipeline)
+    suite = load_suite(spec)
+    locations = _locations(args, spec.name)
+    check_java()
+    from jobs import quality
+    from jobs.session import get_spark
+
+    try:
+        report = None if args.all else quality.latest_report(locations, args.run)
+        spark = get_spark(f"jobs-validate-{spec.name}")
+        if report is None:
+            validation = quality.validate_table(spark, spec, locations, suite)
+        else:
+            validation = quality.validate_run(spark, spec, locations, report, suite)
+    except quality.ValidationError as error:
+        return _fail(EXIT_REFUSED, str(error))
+    print(f"  results: {locations.runs}/{validation.validation_id}{quality.RESULTS_SUFFIX}")
+    return _verdict(validation)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from jobs import dq_report
+
+    page = dq_report.build(args.root, args.reports, with_data_docs=not args.summary_only)
+    print(page)
     return 0
 
 
@@ -101,16 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     run.add_argument("pipeline", metavar="PIPELINE", help="a declared pipeline (see `list`)")
-    run.add_argument(
-        "--root", default=DEFAULT_ROOT, metavar="URI", help="base of every location (default: %(default)s)"
-    )
+    _add_table_locations(run)
     run.add_argument("--landing", metavar="URI", help="where producers land files (default: <root>/landing/<pipeline>)")
-    run.add_argument("--output", metavar="URI", help="the output table (default: <root>/tables/<pipeline>)")
-    run.add_argument(
-        "--checkpoint",
-        metavar="URI",
-        help="Spark's checkpoint: the run's progress (default: <root>/checkpoints/<pipeline>)",
-    )
     run.add_argument(
         "--quarantine",
         metavar="URI",
@@ -132,7 +175,40 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-bytes-per-trigger", metavar="SIZE", help="about SIZE of new files per batch (bytes, or e.g. 64m, 1g)"
     )
     run.add_argument("--report", metavar="PATH", help="also write the run report as JSON to PATH")
+    run.add_argument(
+        "--no-validate",
+        action="store_true",
+        help="skip validating the run's output (e.g. when a later step, like the Airflow DAG's, validates it)",
+    )
     run.set_defaults(handler=cmd_run)
+
+    validate = commands.add_parser(
+        "validate",
+        help="check a run's output (or the whole table) with Great Expectations",
+        description=(
+            "Validate the rows the latest finished run of PIPELINE committed (or run --run, or the whole "
+            "table with --all) against expectations/<pipeline>.yaml, and check the run's row accounting. "
+            "Results go to <root>/runs/<pipeline>/<id>.quality.json. Exit 4 when a `fail` check fails."
+        ),
+    )
+    validate.add_argument("pipeline", metavar="PIPELINE", help="a declared pipeline (see `list`)")
+    _add_table_locations(validate)
+    scope = validate.add_mutually_exclusive_group()
+    scope.add_argument("--all", action="store_true", help="validate the whole committed table")
+    scope.add_argument("--run", metavar="RUN_ID", help="validate this run's output (default: the latest run)")
+    validate.set_defaults(handler=cmd_validate)
+
+    report = commands.add_parser(
+        "report",
+        help="build the data quality report: a summary page and the Data Docs site",
+        description="Build <reports>/index.html (runs, rows and verdicts of every pipeline) and the Data Docs site.",
+    )
+    report.add_argument(
+        "--root", default=DEFAULT_ROOT, metavar="URI", help="base of every location (default: %(default)s)"
+    )
+    report.add_argument("--reports", metavar="URI", help="where the report goes (default: <root>/reports)")
+    report.add_argument("--summary-only", action="store_true", help="skip rebuilding the Data Docs site")
+    report.set_defaults(handler=cmd_report)
 
     land = commands.add_parser(
         "land",
@@ -143,6 +219,19 @@ def build_parser() -> argparse.ArgumentParser:
     land.add_argument("--to", required=True, metavar="URI", help="the landing location (a folder)")
     land.set_defaults(handler=cmd_land)
     return parser
+
+
+def _add_table_locations(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--root", default=DEFAULT_ROOT, metavar="URI", help="base of every location (default: %(default)s)"
+    )
+    parser.add_argument("--output", metavar="URI", help="the output table (default: <root>/tables/<pipeline>)")
+    parser.add_argument(
+        "--checkpoint",
+        metavar="URI",
+        help="Spark's checkpoint: the run's progress (default: <root>/checkpoints/<pipeline>)",
+    )
+    parser.add_argument("--reports", metavar="URI", help="the data quality report (default: <root>/reports)")
 
 
 def _stop_on_sigterm(signum: int, frame: object) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from jobs import spec as specs
 from jobs.landing import land_lines
 from jobs.storage import DEFAULT_ROOT, Locations
+from jobs.suite import load_suite
 
 START = datetime(2023, 7, 30, 10, 0, tzinfo=UTC)
 USERS = ["user1", "user2", "user3", "user4"]
@@ -99,10 +100,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pipeline", default="clickstream", choices=["clickstream"], help="the pipeline to show")
     args = parser.parse_args(argv)
 
-    from jobs import runner
+    from jobs import dq_report, quality, runner
     from jobs.session import get_spark
 
     spec = specs.load(args.pipeline)
+    suite = load_suite(spec)
+    suite_path = f"expectations/{spec.name}.yaml"
+    verdicts: list[str] = []
     locations = Locations.resolve(spec.name, root=args.root)
     spark = get_spark("jobs-demo", {"spark.sql.shuffle.partitions": str(spec.state_partitions)})
     totals = {"input_rows": 0, "aggregated_rows": 0, "quarantined_rows": 0, "late_rows_dropped": 0, "output_rows": 0}
@@ -112,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         names = ", ".join(Path(p).name for p in landed) or "nothing new (landed by an earlier demo run)"
         print(f"\n=== arrival {number}: landed {names}")
         report = runner.run(spec, locations, spark=spark)
+        verdicts.append(quality.validate_run(spark, spec, locations, report.to_dict(), suite).status)
         for key in totals:
             totals[key] += getattr(report, key) or 0
     show_table(spark, spec, locations)
@@ -121,6 +126,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"quarantine: {locations.quarantine}   run reports: {locations.runs}")
     print("windows still open (not yet past the watermark) stay in state until later events arrive.")
+    print(
+        f"validation (Great Expectations, {suite_path}): "
+        + ", ".join(f"run {n} {v}" for n, v in enumerate(verdicts, start=1))
+    )
+    page = dq_report.build(args.root)
+    print(f"data quality report: {page}")
     spark.stop()
     return 0
 

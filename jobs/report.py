@@ -12,6 +12,9 @@ from jobs import storage
 from jobs.accounting import BatchAccount
 from jobs.storage import Locations, join
 
+# Validation results (jobs/quality.py) live beside the run reports: <run_id>.quality.json.
+RESULTS_SUFFIX = ".quality.json"
+
 
 def new_run_id(now: datetime) -> str:
     """Sortable by start time, unique across hosts."""
@@ -102,5 +105,12 @@ def save(report: RunReport, locations: Locations, extra_path: str | None = None)
 
 def load_reports(locations: Locations) -> list[dict[str, Any]]:
     """Every stored run report of a pipeline, oldest first."""
-    names = [n for n in storage.list_names(locations.runs) if n.endswith(".json")]
+    names = [n for n in storage.list_names(locations.runs) if n.endswith(".json") and not n.endswith(RESULTS_SUFFIX)]
     return [json.loads(storage.read_text(join(locations.runs, n))) for n in names]
+
+
+def load_validations(locations: Locations) -> list[dict[str, Any]]:
+    """Every stored validation result of a pipeline, oldest first."""
+    names = [n for n in storage.list_names(locations.runs) if n.endswith(RESULTS_SUFFIX)]
+    found = [json.loads(storage.read_text(join(locations.runs, n))) for n in names]
+    return sorted(found, key=lambda v: v["validated_at"])

@@ -5,7 +5,9 @@ The layout under one root (the product's contract, see README "Data layout"):
     <root>/tables/<pipeline>/       the output table (Parquet, with Spark's _spark_metadata log)
     <root>/checkpoints/<pipeline>/  Spark's checkpoint, plus _pipeline/ (declaration, lock, ledger)
     <root>/quarantine/<pipeline>/   records that could not be used, with file, line and reason
-    <root>/runs/<pipeline>/         one JSON run report per run
+    <root>/runs/<pipeline>/         one JSON run report per run, and its validation results
+    <root>/quality/                 the Great Expectations project (suites, results) of all pipelines
+    <root>/reports/                 the data quality report: index.html and the Data Docs site
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ class Locations:
     checkpoint: str
     quarantine: str
     runs: str
+    quality: str
+    reports: str
 
     @classmethod
     def resolve(
@@ -63,6 +67,7 @@ class Locations:
         checkpoint: str | None = None,
         quarantine: str | None = None,
         runs: str | None = None,
+        reports: str | None = None,
     ) -> Locations:
         """Each location defaults from the root, following the documented layout."""
         base = normalize(root)
@@ -72,6 +77,8 @@ class Locations:
             checkpoint=normalize(checkpoint) if checkpoint else join(base, "checkpoints", pipeline),
             quarantine=normalize(quarantine) if quarantine else join(base, "quarantine", pipeline),
             runs=normalize(runs) if runs else join(base, "runs", pipeline),
+            quality=join(base, "quality"),
+            reports=normalize(reports) if reports else join(base, "reports"),
         )
 
     @property
@@ -122,6 +129,26 @@ def parquet_row_count(uri: str) -> int:
     import pyarrow.parquet as pq
 
     return pq.ParquetFile(local_path(uri)).metadata.num_rows
+
+
+class FolderLock:
+    """Waits for, then holds, an exclusive flock on `<folder>/lock` (released on exit, however it ends)."""
+
+    def __init__(self, folder: str):
+        self.path = local_path(join(folder, "lock"))
+        self._file = None
+
+    def __enter__(self) -> FolderLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(self.path, "a+")
+        fcntl.flock(self._file, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._file is not None:
+            fcntl.flock(self._file, fcntl.LOCK_UN)
+            self._file.close()
+            self._file = None
 
 
 class CheckpointLock:
