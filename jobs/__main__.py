@@ -27,6 +27,7 @@ def _fail(code: int, message: str) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     for name, spec in specs.load_all().items():
+        suite = load_suite(spec)  # a table without a valid suite is a broken declaration
         if not args.verbose:
             print(name)
             continue
@@ -40,6 +41,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"  aggregates {aggregates}")
         print(f"  output     {spec.output.format}, partitioned by {spec.output.partition_by or 'nothing'}")
         print(f"  schedule   {spec.schedule or 'none'}")
+        severities = [e.severity for e in suite.expectations]
+        print(
+            f"  checks     {len(severities)} expectations ({severities.count('fail')} fail, "
+            f"{severities.count('warn')} warn), {len(suite.run_checks)} run report checks"
+        )
     return 0
 
 

@@ -83,10 +83,13 @@ class Validation:
         what = f"run {self.run_ids[0]}" if self.scope == "run" else f"the whole table ({len(self.run_ids)} runs)"
         passed = sum(1 for c in self.checks if c.success)
         ran = sum(1 for c in self.checks if c.success is not None)
+        if all(c.success is None for c in self.checks if c.source == "great_expectations"):
+            scope = "no batch ran: only the run report was checked"
+        else:
+            scope = f"{self.rows_validated} rows in {self.files_validated} files"
         lines = [
             f"{self.pipeline} validation of {what}: {self.status.upper()} "
-            f"({passed}/{ran} checks passed, {self.rows_validated} rows in {self.files_validated} files, "
-            f"{self.duration_s}s)"
+            f"({passed}/{ran} checks passed, {scope}, {self.duration_s}s)"
         ]
         for check in self.checks:
             if check.success is False:
@@ -363,15 +366,18 @@ def _validate(
     try:
         validation.rows_validated = table.count()
         had_input = sum(r["input_rows"] for r in reports) > 0
-        checks, page = great_expectations_checks(
-            table, spec, suite, locations, f"{validation.scope}-{validation.validation_id}", had_input
-        )
+        checks, page = great_expectations_checks(table, spec, suite, locations, _gx_run_name(validation), had_input)
     finally:
         table.unpersist()
         spark.conf.set("spark.sql.shuffle.partitions", shuffle_partitions)
     validation.checks = [*checks, *run_report_checks(suite, reports)]
     validation.data_docs_page = page
     return _finish(validation, locations, started, echo)
+
+
+def _gx_run_name(validation: Validation) -> str:
+    """How the result is named in Data Docs: run-<run_id> or table-<time>."""
+    return validation.validation_id if validation.scope == "table" else f"run-{validation.validation_id}"
 
 
 def _finish(validation: Validation, locations: Locations, started: float, echo: Callable[[str], None]) -> Validation:

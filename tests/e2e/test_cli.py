@@ -10,6 +10,8 @@ import time
 
 import pytest
 
+from jobs.report import load_reports
+from jobs.storage import Locations
 from tests.conftest import REPO, event, land, python_cmd
 
 
@@ -87,10 +89,19 @@ def test_run_writes_table_and_reports(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "succeeded" in result.stdout and "quarantined 1" in result.stdout
     report = json.loads(extra_report.read_text())
-    stored = json.loads(next((root / "runs" / "clickstream").glob("*.json")).read_text())
+    stored = json.loads((root / "runs" / "clickstream" / f"{report['run_id']}.json").read_text())
     assert report == stored
     assert (report["input_rows"], report["aggregated_rows"], report["quarantined_rows"]) == (2, 1, 1)
     assert (root / "tables" / "clickstream" / "_spark_metadata").is_dir()
+    # Then validated: the window is still open (nothing written) and half the input was
+    # quarantined. Both checks are `warn`, so the run still exits 0.
+    validation = json.loads((root / "runs" / "clickstream" / f"{report['run_id']}.quality.json").read_text())
+    assert validation["status"] == "warned"
+    assert sorted(c["name"] for c in validation["checks"] if c["success"] is False) == [
+        "quarantine_share (run report)",
+        "table_row_count_to_be_between (table)",
+    ]
+    assert "validation of run" in result.stdout and "WARNED" in result.stdout
 
 
 @pytest.mark.slow
@@ -119,7 +130,7 @@ def test_a_second_run_refuses_while_a_processing_time_run_holds_the_checkpoint(t
         if first.poll() is None:
             first.kill()
     assert first.returncode == 0, err
-    reports = [json.loads(p.read_text()) for p in sorted((root / "runs" / "clickstream").glob("*.json"))]
+    reports = load_reports(Locations.resolve("clickstream", root=str(root)))
     statuses = sorted(r["status"] for r in reports)
     assert statuses == ["refused", "stopped"]
     stopped = next(r for r in reports if r["status"] == "stopped")

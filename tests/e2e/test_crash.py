@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from jobs.report import load_reports
+from jobs.storage import Locations
 from tests.conftest import REPO, event, land_in_order, python_cmd, table_rows
 from tests.model import ClickstreamModel
 
@@ -56,7 +58,7 @@ def quarantine(root: Path) -> list[tuple[str, str, str]]:
 
 
 def reports(root: Path) -> list[dict]:
-    return [json.loads(p.read_text()) for p in sorted((root / "runs" / "clickstream").glob("*.json"))]
+    return load_reports(Locations.resolve("clickstream", root=str(root)))
 
 
 def mid_batch(checkpoint: Path) -> bool:

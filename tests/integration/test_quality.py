@@ -218,3 +218,59 @@ def test_cli_exit_code_follows_severity(damaged, tmp_path):
     assert warning.returncode == 0, warning.stdout + warning.stderr
     assert "WARNED" in warning.stdout
     assert "WARN quarantine_share (run report)" in warning.stdout
+
+
+def _open_in_chromium(browser, url: str, screenshot: Path) -> tuple[object, list[str]]:
+    """Loads `url` in a fresh page; returns the page and every error it met."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(f"script error: {error}"))
+    page.on("console", lambda message: message.type == "error" and problems.append(f"console: {message.text}"))
+    page.on("requestfailed", lambda request: problems.append(f"failed to load {request.url}"))
+    page.goto(url, wait_until="networkidle")
+    page.screenshot(path=str(screenshot), full_page=True)
+    return page, problems
+
+
+def test_report_opens_without_errors_in_headless_chromium(validated):
+    from playwright.sync_api import sync_playwright
+
+    from jobs import dq_report
+
+    browser_path = subprocess.run(
+        [str(REPO / "infra" / "chromium.sh")], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    locations = validated["locations"]
+    summary = Path(dq_report.build(str(validated["root"]), echo=lambda line: None))
+    artifacts = REPO / "test-artifacts"
+    artifacts.mkdir(exist_ok=True)
+    reports = load_reports(locations)
+    flags = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=browser_path, args=flags)
+        try:
+            page, problems = _open_in_chromium(browser, summary.as_uri(), artifacts / "report-summary.png")
+            assert problems == []
+            # One table row per run, newest first, each with its validation verdict.
+            rows = page.locator("#clickstream ~ table tbody tr")
+            assert rows.count() == len(reports)
+            assert rows.first.locator("td").first.inner_text() == reports[-1]["run_id"]
+            verdicts = [v.status for v in reversed(validated["validations"])]
+            assert [rows.nth(i).locator(".badge").nth(1).inner_text() for i in range(len(reports))] == verdicts
+            # The chart: one bar segment per non-zero fate of each run that read input.
+            segments = sum(
+                bool(r["aggregated_rows"]) + bool(r["quarantined_rows"]) + bool(r["late_rows_dropped"]) for r in reports
+            )
+            assert page.locator("svg rect").count() == segments
+
+            docs = summary.parent / "data_docs" / "index.html"
+            page, problems = _open_in_chromium(browser, docs.as_uri(), artifacts / "data-docs-index.png")
+            assert problems == []
+            assert page.locator("text=clickstream").count() > 0
+            result_page = summary.parent / "data_docs" / validated["validations"][-1].data_docs_page
+            page, problems = _open_in_chromium(browser, result_page.as_uri(), artifacts / "data-docs-result.png")
+            assert problems == []
+            assert page.locator("text=window_length_s").count() > 0
+        finally:
+            browser.close()

@@ -1,0 +1,82 @@
+"""Expectation suites as data: every table has one, and a broken suite says what is wrong."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from jobs import spec as specs
+from jobs.quality import run_report_checks
+from jobs.suite import EXPECTATIONS_DIR, RunCheck, Suite, load_suite, parse_suite
+
+
+@pytest.mark.parametrize("name", sorted(specs.load_all()))
+def test_every_declared_pipeline_has_a_suite_that_loads(name):
+    suite = load_suite(specs.load(name))
+    assert suite.table == name
+    assert {e.severity for e in suite.expectations} <= {"fail", "warn"}
+
+
+def test_suite_references_take_values_from_the_declaration(clickstream):
+    suite = load_suite(clickstream)
+    by_name = {e.check_name: e for e in suite.expectations}
+    length = by_name["column_values_to_be_between (window_length_s)"]
+    assert (length.kwargs["min_value"], length.kwargs["max_value"]) == (60, 60)
+    assert by_name["compound_columns_to_be_unique (window_start, user_id)"].severity == "fail"
+    assert by_name["table_row_count_to_be_between (table)"].when == "run_had_input"
+
+
+def _raw() -> dict:
+    return yaml.safe_load((EXPECTATIONS_DIR / "clickstream.yaml").read_text())
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda r: r["expectations"][0].update(severity="critical"), "severity 'critical': use one of fail, warn"),
+        (lambda r: r["expectations"][3].update(min_value="$window"), "$window is not a declared value"),
+        (lambda r: r["expectations"][2].update(column="userid"), "column 'userid' is not in table clickstream"),
+        (lambda r: r.update(table="clicks"), "table 'clicks' does not match the pipeline 'clickstream'"),
+        (lambda r: r["expectations"].append(dict(r["expectations"][0])), "declared twice"),
+        (lambda r: r["expectations"][6].update(when="always"), "when 'always': use one of run_had_input"),
+        (lambda r: r["run_checks"].update(quarantine_share={"max": 5}), "a share between 0 and 1"),
+        (lambda r: r["run_checks"].update(row_balance={}), "run_checks.row_balance: unknown check"),
+        (lambda r: r["expectations"].append({"column": "user_id"}), "expectation 8: needs 'expect'"),
+    ],
+)
+def test_broken_suites_are_refused_with_the_reason(clickstream, change, message):
+    raw = _raw()
+    change(raw)
+    with pytest.raises(specs.SpecError, match=message.replace("$", r"\$").replace("(", r"\(")):
+        parse_suite(raw, clickstream)
+
+
+def _report(input_rows: int, aggregated: int, quarantined: int, late: int) -> dict:
+    return {
+        "input_rows": input_rows,
+        "aggregated_rows": aggregated,
+        "quarantined_rows": quarantined,
+        "late_rows_dropped": late,
+    }
+
+
+SUITE = Suite("clickstream", (), (RunCheck("rows_balance", "fail"), RunCheck("quarantine_share", "warn", 0.05)))
+
+
+def test_run_checks_pass_when_rows_balance_and_little_is_quarantined():
+    balance, share = run_report_checks(SUITE, [_report(100, 90, 5, 5)])
+    assert balance.success and balance.message == "input rows 100 = aggregated 90 + quarantined 5 + late 5"
+    assert share.success and share.message == "5 of 100 input rows quarantined (5.0%, at most 5.0%)"
+
+
+def test_run_checks_catch_unaccounted_rows_and_a_large_quarantine():
+    balance, share = run_report_checks(SUITE, [_report(100, 80, 6, 5), _report(10, 10, 0, 0)])
+    assert balance.success is False and balance.severity == "fail"
+    assert balance.message.endswith("9 rows unaccounted for")
+    assert share.success is False and share.severity == "warn"
+    assert share.message.startswith("6 of 110 input rows quarantined (5.5%")
+
+
+def test_no_input_is_no_quarantine():
+    balance, share = run_report_checks(SUITE, [_report(0, 0, 0, 0)])
+    assert balance.success and share.success
