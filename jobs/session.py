@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from pyspark.logger import PySparkLogger
@@ -57,6 +58,8 @@ def get_spark(app_name: str = "jobs", extra_conf: dict[str, str] | None = None) 
     """The active session, or a new local one. Under spark-submit, its settings win."""
     check_java()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Python workers (UDFs, some GX metrics) run this interpreter, not whatever python3 is on PATH.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
     # spark-submit starts the JVM first and hands Python its gateway: keep its master.
     if not os.environ.get("PYSPARK_GATEWAY_PORT"):
