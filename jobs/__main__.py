@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from datetime import date
 
 from jobs import spec as specs
 from jobs.storage import DEFAULT_ROOT
@@ -63,6 +64,13 @@ def _locations(args: argparse.Namespace, pipeline: str):
     )
 
 
+def _date(text: str, option: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise specs.SpecError(f"{option} {text!r}: use a date like 2023-07-30") from None
+
+
 def _verdict(validation) -> int:
     return EXIT_INVALID if validation.status == "failed" else 0
 
@@ -78,8 +86,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         max_files_per_trigger=args.max_files_per_trigger,
         max_bytes_per_trigger=runner.parse_size(args.max_bytes_per_trigger) if args.max_bytes_per_trigger else None,
         report_path=args.report,
+        landing_glob=args.landing_glob,
+        landing_since=_date(args.landing_since, "--landing-since") if args.landing_since else None,
     )
     locations = _locations(args, spec.name)
+    runner.landing_path(locations.landing, options)  # a bad pattern or date is a usage error
     check_java()
     try:
         report = runner.run(spec, locations, options)
@@ -92,9 +103,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if suite is None:
         return 0
     from jobs import quality
-    from jobs.session import get_spark
+    from jobs.session import spark_for
 
-    validation = quality.validate_run(get_spark(f"jobs-{spec.name}"), spec, locations, report.to_dict(), suite)
+    validation = quality.validate_run(
+        spark_for(locations, f"jobs-{spec.name}"), spec, locations, report.to_dict(), suite
+    )
     return _verdict(validation)
 
 
@@ -106,11 +119,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     locations = _locations(args, spec.name)
     check_java()
     from jobs import quality
-    from jobs.session import get_spark
+    from jobs.session import spark_for
 
     try:
         report = None if args.all else quality.latest_report(locations, args.run)
-        spark = get_spark(f"jobs-validate-{spec.name}")
+        spark = spark_for(locations, f"jobs-validate-{spec.name}")
         if report is None:
             validation = quality.validate_table(spark, spec, locations, suite)
         else:
@@ -179,6 +192,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-files-per-trigger", type=int, metavar="N", help="at most N new files per batch")
     run.add_argument(
         "--max-bytes-per-trigger", metavar="SIZE", help="about SIZE of new files per batch (bytes, or e.g. 64m, 1g)"
+    )
+    run.add_argument(
+        "--landing-glob",
+        metavar="PATTERN",
+        help="list only files matching PATTERN under the landing location (e.g. 'dt=2023-07-*/*')",
+    )
+    run.add_argument(
+        "--landing-since",
+        metavar="DATE",
+        help="list only dt=YYYY-MM-DD folders from DATE to today (UTC) under the landing location",
     )
     run.add_argument("--report", metavar="PATH", help="also write the run report as JSON to PATH")
     run.add_argument(

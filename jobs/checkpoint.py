@@ -9,7 +9,7 @@ Spark's logs (read only, never written here):
 The runner's own files, under <checkpoint>/_pipeline/:
     declaration.json     the declaration's state contract the checkpoint was started with
     accounting/N.json    batch N's exact row accounting, written once the batch is accounted
-    lock                 see storage.CheckpointLock
+    lock                 see storage.checkpoint_lock
 """
 
 from __future__ import annotations

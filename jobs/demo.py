@@ -101,14 +101,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from jobs import dq_report, quality, runner
-    from jobs.session import get_spark
+    from jobs.session import spark_for
 
     spec = specs.load(args.pipeline)
     suite = load_suite(spec)
     suite_path = f"expectations/{spec.name}.yaml"
     verdicts: list[str] = []
     locations = Locations.resolve(spec.name, root=args.root)
-    spark = get_spark("jobs-demo", {"spark.sql.shuffle.partitions": str(spec.state_partitions)})
+    spark = spark_for(locations, "jobs-demo", {"spark.sql.shuffle.partitions": str(spec.state_partitions)})
     totals = {"input_rows": 0, "aggregated_rows": 0, "quarantined_rows": 0, "late_rows_dropped": 0, "output_rows": 0}
     for number, files in enumerate(clickstream_arrivals(), start=1):
         # Files landed by an earlier demo run are left alone: rerunning adds nothing.

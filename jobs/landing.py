@@ -1,8 +1,10 @@
 """Landing files atomically, the way producers must (see README "Landing files").
 
-A file appears in the landing location under its final name only once it is whole:
-it is written under a hidden temporary name (Spark's file source skips names starting
-with '.' or '_') and then renamed, which is atomic within one file system.
+A file appears in the landing location under its final name only once it is whole.
+Locally it is written under a hidden temporary name (Spark's file source skips names
+starting with '.' or '_') and then renamed, which is atomic within one file system.
+On S3 each file is one PUT, which is atomic, made conditional (If-None-Match) so that
+an existing object is never overwritten.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from pathlib import Path
 
 from jobs import storage
 
+_ONE_NAME_ONCE = "the pipeline reads each name once, so give new data a new file name"
+
 
 class LandingError(RuntimeError):
     pass
@@ -22,11 +26,11 @@ class LandingError(RuntimeError):
 def land_lines(files: dict[str, list[str]], to: str, skip_existing: bool = False) -> list[str]:
     """Land each {name: lines} as a newline-delimited file, in order; with `skip_existing`,
     names already landed are left alone. Returns the landed paths."""
-    target = storage.local_path(storage.normalize(to))
+    target = storage.normalize(to)
     with tempfile.TemporaryDirectory() as scratch:
         paths = []
         for name, lines in files.items():
-            if skip_existing and (target / name).exists():
+            if skip_existing and storage.exists(storage.join(target, name)):
                 continue
             path = Path(scratch) / name
             path.write_text("".join(f"{line}\n" for line in lines))
@@ -36,18 +40,18 @@ def land_lines(files: dict[str, list[str]], to: str, skip_existing: bool = False
 
 def land_files(files: list[str], to: str) -> list[str]:
     """Land each file under its own name in `to`; returns the landed paths."""
-    target = storage.local_path(storage.normalize(to))
+    uri = storage.normalize(to)
     sources = [Path(f) for f in files]
     for source in sources:
         if not source.is_file():
             raise LandingError(f"{source}: not a file; nothing was landed")
         if source.name.startswith((".", "_")):
             raise LandingError(f"{source}: names starting with '.' or '_' are never read; rename it first")
-        if (target / source.name).exists():
-            raise LandingError(
-                f"{target / source.name} already exists: the pipeline reads each name once, "
-                "so give new data a new file name; nothing was landed"
-            )
+        if storage.exists(storage.join(uri, source.name)):
+            raise LandingError(f"{storage.join(uri, source.name)} already exists: {_ONE_NAME_ONCE}; nothing was landed")
+    if storage.is_s3(uri):
+        return _put_objects(sources, uri)
+    target = storage.local_path(uri)
     target.mkdir(parents=True, exist_ok=True)
     landed = []
     for source in sources:
@@ -58,4 +62,14 @@ def land_files(files: list[str], to: str) -> list[str]:
             os.fsync(tmp.fileno())
         os.replace(tmp.name, target / source.name)
         landed.append(str(target / source.name))
+    return landed
+
+
+def _put_objects(sources: list[Path], uri: str) -> list[str]:
+    landed = []
+    for source in sources:
+        target = storage.join(uri, source.name)
+        if not storage.put_new_file(source, target):
+            raise LandingError(f"{target} already exists: {_ONE_NAME_ONCE}; landed before it: {landed or 'nothing'}")
+        landed.append(target)
     return landed

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -193,7 +194,7 @@ def _gx_context(locations: Locations):
         "class_name": "SiteBuilder",
         "store_backend": {
             "class_name": "TupleFilesystemStoreBackend",
-            "base_directory": str(storage.local_path(join(locations.reports, "data_docs"))),
+            "base_directory": str(_site_folder(locations)),
         },
         "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
     }
@@ -326,6 +327,14 @@ def great_expectations_checks(
     return checks, page
 
 
+def _site_folder(locations: Locations) -> Path:
+    """Where GX builds the Data Docs site: in the reports folder, or, when the reports go
+    to a bucket, in a local staging folder that `build_data_docs` uploads."""
+    if storage.is_s3(locations.reports):
+        return storage.local_path(join(locations.quality, "data_docs_staging"))
+    return storage.local_path(join(locations.reports, "data_docs"))
+
+
 def build_data_docs(locations: Locations) -> str:
     """Rebuilds the Data Docs site from every stored result; returns its index page.
 
@@ -334,7 +343,11 @@ def build_data_docs(locations: Locations) -> str:
     site = join(locations.reports, "data_docs")
     with storage.FolderLock(locations.quality):
         _gx_context(locations).build_data_docs(site_names=[DATA_DOCS_SITE])
-        data_docs.localize(storage.local_path(site))
+        try:
+            data_docs.localize(_site_folder(locations))
+        finally:
+            if storage.is_s3(site):
+                storage.upload_tree(_site_folder(locations), site)
     return join(site, "index.html")
 
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
-from jobs import storage
+from jobs import s3, storage
 from jobs.accounting import account_batches
 from jobs.checkpoint import CheckpointLog, IncompatibleCheckpoint, check_declaration, ms_to_iso, record_declaration
 from jobs.report import RunReport, new_run_id, save
@@ -76,6 +76,9 @@ class RunOptions:
     max_files_per_trigger: int | None = None
     max_bytes_per_trigger: int | None = None
     report_path: str | None = None
+    # Limits what each run lists under the landing location (see landing_paths).
+    landing_glob: str | None = None
+    landing_since: date | None = None
     poll_s: float = 1.0
 
 
@@ -86,6 +89,41 @@ def _one_line(error: BaseException) -> str:
     return first[:500]
 
 
+def _whole_text(error: BaseException) -> str:
+    """An error with its causes and, for a JVM error, its Java stack trace ("Caused by: ...")."""
+    parts, seen = [], set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        parts += [str(error), str(getattr(error, "_stackTrace", "") or "")]
+        error = getattr(error, "_cause", None) or error.__cause__
+    return "\n".join(parts)
+
+
+def landing_path(landing: str, options: RunOptions) -> str:
+    """What the source lists: the landing location, or only part of it.
+
+    A long history under date-organised prefixes (landing/dt=2023-07-30/hour=10/...)
+    would be listed in full by every run. `landing_glob` (e.g. 'dt=2023-07-*/*') or
+    `landing_since` (only the dt=YYYY-MM-DD folders from that date on) narrow the
+    listing. Files already processed are remembered by the checkpoint either way, so
+    narrowing never reprocesses; it only keeps older files from being listed.
+    """
+    if options.landing_glob and options.landing_since:
+        raise SpecError("use --landing-glob or --landing-since, not both")
+    if options.landing_glob:
+        if options.landing_glob.startswith("/") or ".." in options.landing_glob.split("/"):
+            raise SpecError(f"--landing-glob {options.landing_glob!r}: give a pattern inside the landing location")
+        return storage.join(landing, options.landing_glob)
+    if options.landing_since:
+        # One listing of the top level only, then the source lists just these folders.
+        since = f"dt={options.landing_since.isoformat()}"
+        folders = [n for n in storage.list_names(landing) if n.startswith("dt=") and n >= since]
+        if not folders:
+            return storage.join(landing, since)  # nothing yet: an empty folder lists nothing
+        return storage.join(landing, "{" + ",".join(folders) + "}")
+    return landing
+
+
 def landed_lines(spark: SparkSession, landing: str, options: RunOptions) -> DataFrame:
     """The streaming source: every line of every landed file, with the file it came from."""
     reader = spark.readStream.format("text").option("recursiveFileLookup", "true")
@@ -93,7 +131,9 @@ def landed_lines(spark: SparkSession, landing: str, options: RunOptions) -> Data
         reader = reader.option("maxFilesPerTrigger", options.max_files_per_trigger)
     if options.max_bytes_per_trigger:
         reader = reader.option("maxBytesPerTrigger", options.max_bytes_per_trigger)
-    return reader.load(landing).select(F.col("value").alias(LINE), F.col("_metadata.file_path").alias(SOURCE_FILE))
+    return reader.load(landing_path(landing, options)).select(
+        F.col("value").alias(LINE), F.col("_metadata.file_path").alias(SOURCE_FILE)
+    )
 
 
 def start_query(spark: SparkSession, spec: PipelineSpec, locations: Locations, options: RunOptions) -> StreamingQuery:
@@ -231,7 +271,7 @@ def run(
     )
     echo(f"{spec.name}: run {report.run_id}, trigger {options.trigger}, landing {locations.landing}")
     try:
-        with storage.CheckpointLock(locations, spec.name):
+        with storage.checkpoint_lock(locations, spec.name):
             check_declaration(spec, locations)
             if not storage.exists(locations.landing):
                 raise StorageError(
@@ -239,24 +279,30 @@ def run(
                     f"(python -m jobs land FILE... --to {locations.landing}) or pass --landing"
                 )
             if spark is None:
-                from jobs.session import get_spark
+                from jobs.session import spark_for
 
-                spark = get_spark(f"jobs-{spec.name}", {"spark.sql.shuffle.partitions": str(spec.state_partitions)})
+                spark = spark_for(
+                    locations, f"jobs-{spec.name}", {"spark.sql.shuffle.partitions": str(spec.state_partitions)}
+                )
             else:
                 spark.conf.set("spark.sql.shuffle.partitions", str(spec.state_partitions))
             _execute(spark, spec, locations, options, report, echo)
         report.finish("succeeded")
-    except (AlreadyRunning, IncompatibleCheckpoint, StorageError) as error:
+    except (AlreadyRunning, IncompatibleCheckpoint, StorageError, s3.S3Error) as error:
         report.finish("refused", _one_line(error))
         raise RunRefused(report.error) from error
     except KeyboardInterrupt as error:
         report.finish("stopped", None)
         raise RunStopped("stopped on request") from error
     except Exception as error:
-        report.finish("failed", _one_line(error))
+        cause = s3.explain_spark_error(_whole_text(error)) if locations.uses_s3 else None
+        report.finish("failed", f"{cause} ({_one_line(error)})" if cause else _one_line(error))
         raise RunFailed(report.error) from error
     finally:
-        uri = save(report, locations, options.report_path)
         echo(report.summary())
-        echo(f"  report: {uri}")
+        try:
+            echo(f"  report: {save(report, locations, options.report_path)}")
+        except StorageError as error:
+            # The run's outcome matters more than its report: say so, and keep the run's error.
+            echo(f"  the run report could not be stored: {error}")
     return report

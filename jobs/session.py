@@ -72,3 +72,11 @@ def get_spark(app_name: str = "jobs", extra_conf: dict[str, str] | None = None) 
     for name in ("DataFrameQueryContextLogger", "SQLQueryContextLogger"):
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
     return spark
+
+
+def spark_for(locations, app_name: str, extra_conf: dict[str, str] | None = None) -> SparkSession:
+    """get_spark, with the s3a settings when any of the pipeline's locations is a bucket."""
+    from jobs import s3
+
+    conf = {**(extra_conf or {}), **(s3.spark_conf() if locations.uses_s3 else {})}
+    return get_spark(app_name, conf)

@@ -12,15 +12,20 @@ The layout under one root (the product's contract, see README "Data layout"):
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import io
 import json
 import os
 import socket
 import tempfile
+import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import unquote, urlparse
+
+from jobs import s3
 
 DEFAULT_ROOT = "./data"
 
@@ -33,12 +38,20 @@ class AlreadyRunning(RuntimeError):
     """Another run holds the pipeline's checkpoint."""
 
 
+def is_s3(uri: str) -> bool:
+    return uri.startswith("s3a://")
+
+
 def normalize(uri: str) -> str:
-    """Local paths become absolute paths; URIs with a scheme are kept as they are."""
+    """Local paths become absolute paths; s3:// and s3a:// become s3a://bucket/prefix."""
     if "://" in uri:
-        scheme = uri.split("://", 1)[0]
+        scheme, rest = uri.split("://", 1)
+        if scheme in s3.SCHEMES:
+            if not rest.split("/", 1)[0]:
+                raise StorageError(f"{uri}: no bucket; use s3a://bucket/prefix")
+            return f"s3a://{rest.rstrip('/')}"
         if scheme != "file":
-            raise StorageError(f"{uri}: only local paths are supported so far (got a {scheme}:// location)")
+            raise StorageError(f"{uri}: use a local path or s3a://bucket/prefix (got a {scheme}:// location)")
         return str(Path(unquote(urlparse(uri).path)).resolve())
     return str(Path(uri).expanduser().resolve())
 
@@ -77,9 +90,16 @@ class Locations:
             checkpoint=normalize(checkpoint) if checkpoint else join(base, "checkpoints", pipeline),
             quarantine=normalize(quarantine) if quarantine else join(base, "quarantine", pipeline),
             runs=normalize(runs) if runs else join(base, "runs", pipeline),
-            quality=join(base, "quality"),
+            # Great Expectations keeps its project in a local folder, also when the root is a bucket.
+            quality=join(base, "quality")
+            if not is_s3(base)
+            else join(normalize(DEFAULT_ROOT), "quality", *s3.split(base)),
             reports=normalize(reports) if reports else join(base, "reports"),
         )
+
+    @property
+    def uses_s3(self) -> bool:
+        return any(is_s3(uri) for uri in (self.landing, self.output, self.checkpoint, self.quarantine, self.runs))
 
     @property
     def pipeline_dir(self) -> str:
@@ -88,29 +108,71 @@ class Locations:
 
 
 def local_path(uri: str) -> Path:
+    if is_s3(uri):
+        raise StorageError(f"{uri}: this needs a local folder, not a bucket")
     if uri.startswith("file:"):
         return Path(unquote(urlparse(uri).path))
     return Path(uri)
 
 
+def _s3(uri: str, action):
+    """Runs `action(client, bucket, key)`, turning S3 errors into one actionable line."""
+    bucket, key = s3.split(uri)
+    try:
+        return action(s3.client(), bucket, key)
+    except Exception as error:
+        if type(error).__module__.startswith(("botocore", "boto3")):
+            raise StorageError(str(s3.explain(error, uri))) from None
+        raise
+
+
 def exists(uri: str) -> bool:
-    return local_path(uri).exists()
+    """A file, or a folder (on S3: a prefix with at least one object under it)."""
+    if not is_s3(uri):
+        return local_path(uri).exists()
+
+    def probe(client, bucket, key):
+        if not key:
+            client.head_bucket(Bucket=bucket)
+            return True
+        found = client.list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=2, Delimiter="/")
+        names = [o["Key"] for o in found.get("Contents", [])] + [p["Prefix"] for p in found.get("CommonPrefixes", [])]
+        return any(name in (key, f"{key}/") for name in names)
+
+    return _s3(uri, probe)
 
 
 def read_text(uri: str) -> str:
-    return local_path(uri).read_text()
+    if not is_s3(uri):
+        return local_path(uri).read_text()
+    return _s3(uri, lambda client, bucket, key: client.get_object(Bucket=bucket, Key=key)["Body"].read().decode())
 
 
 def list_names(uri: str) -> list[str]:
     """Names directly under a folder (none if it does not exist), hidden ones left out."""
-    path = local_path(uri)
-    if not path.is_dir():
-        return []
-    return sorted(name for name in os.listdir(path) if not name.startswith("."))
+    if not is_s3(uri):
+        path = local_path(uri)
+        if not path.is_dir():
+            return []
+        return sorted(name for name in os.listdir(path) if not name.startswith("."))
+
+    def listing(client, bucket, key):
+        prefix = f"{key}/" if key else ""
+        names = set()
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix, Delimiter="/"):
+            names.update(o["Key"][len(prefix) :] for o in page.get("Contents", []))
+            names.update(p["Prefix"][len(prefix) :].rstrip("/") for p in page.get("CommonPrefixes", []))
+        return sorted(n for n in names if n and not n.startswith("."))
+
+    return _s3(uri, listing)
 
 
 def write_text(uri: str, text: str) -> None:
     """Write a whole file so that readers see the old content or the new, never half."""
+    if is_s3(uri):
+        # One PUT: S3 shows the whole new object or the old one.
+        _s3(uri, lambda client, bucket, key: client.put_object(Bucket=bucket, Key=key, Body=text.encode()))
+        return
     path = local_path(uri)
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False) as tmp:
@@ -128,7 +190,17 @@ def parquet_row_count(uri: str) -> int:
     """Rows in one Parquet file, from its footer."""
     import pyarrow.parquet as pq
 
-    return pq.ParquetFile(local_path(uri)).metadata.num_rows
+    if not is_s3(uri):
+        return pq.ParquetFile(local_path(uri)).metadata.num_rows
+
+    def footer_rows(client, bucket, key):
+        # The footer is at the end: its length, then "PAR1". Read just that, not the file.
+        tail = client.get_object(Bucket=bucket, Key=key, Range="bytes=-8")["Body"].read()
+        length = int.from_bytes(tail[:4], "little")
+        footer = client.get_object(Bucket=bucket, Key=key, Range=f"bytes=-{length + 8}")["Body"].read()
+        return pq.read_metadata(io.BytesIO(b"PAR1" + footer)).num_rows
+
+    return _s3(uri, footer_rows)
 
 
 class FolderLock:
@@ -191,3 +263,107 @@ class CheckpointLock:
             fcntl.flock(self._file, fcntl.LOCK_UN)
             self._file.close()
             self._file = None
+
+
+class S3Lease:
+    """One run per checkpoint at a time when the checkpoint is in a bucket.
+
+    S3 has no flock. The lock is an object created with a conditional PUT
+    (If-None-Match: *), so only one run can create it. The holder rewrites it every
+    `lease_s / 3` seconds. A run that crashed stops doing so, and once its object is
+    older than `lease_s`, the next run may take it over, again with a conditional PUT
+    (If-Match on the stale copy's ETag), so two runs can never both take it.
+    """
+
+    def __init__(self, locations: Locations, pipeline: str, lease_s: float | None = None):
+        self.uri = join(locations.pipeline_dir, "lock")
+        self.pipeline = pipeline
+        self.lease_s = lease_s or float(os.environ.get("JOBS_S3_LEASE_S", "300"))
+        self._etag: str | None = None
+        self._stop = threading.Event()
+        self._heartbeat: threading.Thread | None = None
+
+    def _holder(self) -> bytes:
+        started = datetime.now(UTC).isoformat(timespec="seconds")
+        return f"pid {os.getpid()} on {socket.gethostname()}, renewed {started}\n".encode()
+
+    def _put(self, **condition: str) -> bool:
+        from botocore.exceptions import ClientError
+
+        def put(client, bucket, key):
+            try:
+                return client.put_object(Bucket=bucket, Key=key, Body=self._holder(), **condition)["ETag"]
+            except ClientError as error:
+                if error.response.get("Error", {}).get("Code") in (
+                    "PreconditionFailed",
+                    "412",
+                    "ConditionalRequestConflict",
+                ):
+                    return None
+                raise
+
+        etag = _s3(self.uri, put)
+        if etag is not None:
+            self._etag = etag
+        return etag is not None
+
+    def __enter__(self) -> S3Lease:
+        if not self._put(IfNoneMatch="*"):
+            current = _s3(self.uri, lambda client, bucket, key: client.get_object(Bucket=bucket, Key=key))
+            holder = current["Body"].read().decode().strip() or "unknown holder"
+            age_s = (datetime.now(UTC) - current["LastModified"]).total_seconds()
+            if age_s <= self.lease_s or not self._put(IfMatch=current["ETag"]):
+                raise AlreadyRunning(
+                    f"pipeline '{self.pipeline}' is already running on checkpoint {self.uri.rsplit('/', 2)[0]} "
+                    f"({holder}); wait for it to finish, or stop it, then run again. A crashed run's lease "
+                    f"expires {self.lease_s:.0f}s after it was last renewed"
+                )
+        self._heartbeat = threading.Thread(target=self._renew, name="s3-lease", daemon=True)
+        self._heartbeat.start()
+        return self
+
+    def _renew(self) -> None:
+        while not self._stop.wait(self.lease_s / 3):
+            # S3 unreachable for a moment: the next renewal tries again.
+            with contextlib.suppress(StorageError):
+                self._put(IfMatch=self._etag)
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        if self._heartbeat is not None:
+            self._heartbeat.join()
+        with contextlib.suppress(StorageError):  # if S3 is unreachable, the lease simply expires
+            _s3(self.uri, lambda client, bucket, key: client.delete_object(Bucket=bucket, Key=key))
+
+
+def checkpoint_lock(locations: Locations, pipeline: str) -> CheckpointLock | S3Lease:
+    """The lock that keeps two runs off one checkpoint, local or in a bucket."""
+    if is_s3(locations.checkpoint):
+        return S3Lease(locations, pipeline)
+    return CheckpointLock(locations, pipeline)
+
+
+def put_new_file(source: Path, uri: str) -> bool:
+    """Upload a local file as a new object in one PUT; False if the name is already taken."""
+    from botocore.exceptions import ClientError
+
+    def put(client, bucket, key):
+        try:
+            with source.open("rb") as data:
+                client.put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
+            return True
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in ("PreconditionFailed", "412"):
+                return False
+            raise
+
+    return _s3(uri, put)
+
+
+def upload_tree(folder: Path, uri: str) -> int:
+    """Copy every file under a local folder to `uri`, keeping relative paths; returns the count."""
+    files = [f for f in folder.rglob("*") if f.is_file()]
+    for file in files:
+        target = join(uri, file.relative_to(folder).as_posix())
+        _s3(target, lambda client, bucket, key, file=file: client.upload_file(str(file), bucket, key))
+    return len(files)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
+import secrets
 import sys
 import time
 from datetime import UTC
@@ -24,13 +26,61 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 
 
+# A secret that must never appear in anything a run prints or writes (tests/integration/test_s3.py).
+S3_SECRET = f"test-secret-{secrets.token_hex(8)}"
+S3_BUCKET = "lake"
+
+
 @pytest.fixture(scope="session")
-def spark():
+def s3_endpoint():
+    """A real S3-protocol server (moto) on 127.0.0.1, for the whole test session.
+
+    Its settings go into the environment before the SparkSession starts, as a user's
+    would: the JVM's credential provider reads them from there.
+    """
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request otherwise
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{server._server.server_port}"
+    settings = {
+        "AWS_ACCESS_KEY_ID": "test-access-key",
+        "AWS_SECRET_ACCESS_KEY": S3_SECRET,
+        "AWS_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL_S3": endpoint,
+    }
+    saved = {key: os.environ.get(key) for key in settings}
+    os.environ.update(settings)
+    from jobs import s3
+
+    s3.client.cache_clear()
+    s3.client().create_bucket(Bucket=S3_BUCKET)
+    yield endpoint
+    server.stop()
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    s3.client.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def spark(s3_endpoint):
+    from jobs import s3
     from jobs.session import get_spark
 
-    session = get_spark("jobs-tests", {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
+    conf = {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2", **s3.spark_conf()}
+    session = get_spark("jobs-tests", conf)
     yield session
     session.stop()
+
+
+@pytest.fixture
+def s3_root(s3_endpoint, request) -> str:
+    """A fresh prefix in the test bucket."""
+    return f"s3a://{S3_BUCKET}/{request.node.name[:60]}-{secrets.token_hex(3)}"
 
 
 @pytest.fixture

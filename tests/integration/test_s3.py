@@ -1,0 +1,226 @@
+"""Every location in a bucket on a real S3-protocol server (moto on 127.0.0.1), over s3a://."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from jobs import s3
+from jobs import spec as specs
+from jobs.report import load_reports
+from jobs.storage import Locations, StorageError, list_names, read_text
+from tests.conftest import REPO, S3_BUCKET, S3_SECRET, event, land, python_cmd, run_pipeline
+from tests.integration.test_streaming import ARRIVALS
+from tests.model import ClickstreamModel
+from tests.tcp_proxy import TcpProxy
+
+
+def s3_table(spark, output: str) -> list[tuple]:
+    from datetime import UTC
+
+    if not list_names(output):
+        return []
+    # With a schema, a table whose committed batches wrote no file yet reads as empty.
+    schema = "window_start timestamp, window_end timestamp, user_id string, event_count long, window_date date"
+    rows = spark.read.schema(schema).parquet(output).collect()
+    return sorted(
+        (r.window_start.replace(tzinfo=UTC), r.window_end.replace(tzinfo=UTC), r.user_id, r.event_count) for r in rows
+    )
+
+
+def all_lines(files: dict[str, list[str]]) -> list[str]:
+    return [line for lines in files.values() for line in lines]
+
+
+def test_arrivals_in_a_bucket_match_the_model_run_by_run(spark, s3_root):
+    spec = specs.load("clickstream")
+    locations = Locations.resolve(spec.name, root=s3_root)
+    assert locations.checkpoint.startswith("s3a://") and locations.runs.startswith("s3a://")
+    model = ClickstreamModel()
+    for files in ARRIVALS:
+        landed = land(locations.landing, files)
+        assert all(path.startswith(f"s3a://{S3_BUCKET}/") for path in landed)
+        report = run_pipeline(spark, spec, locations, [])
+        expected = model.run([all_lines(files)])
+        # Only the new objects are read, and every row is accounted for.
+        assert report.input_files == len(files)
+        assert (report.input_rows, report.aggregated_rows, report.quarantined_rows, report.late_rows_dropped) == (
+            expected.input_rows,
+            expected.aggregated_rows,
+            expected.quarantined_rows,
+            expected.late_rows_dropped,
+        )
+        assert report.output_rows == len(expected.emitted)
+        assert s3_table(spark, locations.output) == model.rows()
+    # Checkpoint, sink log, quarantine and reports are objects in the bucket.
+    assert "commits" in list_names(locations.checkpoint)
+    assert list_names(f"{locations.output}/_spark_metadata")
+    assert len(load_reports(locations)) == len(ARRIVALS)
+    assert list_names(locations.quarantine)
+
+
+def test_a_run_with_nothing_new_reads_nothing(spark, s3_root):
+    spec = specs.load("clickstream")
+    locations = Locations.resolve(spec.name, root=s3_root)
+    land(locations.landing, ARRIVALS[0])
+    run_pipeline(spark, spec, locations, [])
+    again = run_pipeline(spark, spec, locations, [])
+    assert (again.batches, again.input_rows) == (0, 0)
+
+
+def test_date_organised_prefixes_and_listing_limits(spark, s3_root):
+    spec = specs.load("clickstream")
+    locations = Locations.resolve(spec.name, root=s3_root)
+    old = {"a.json": [event("u1", "2023-07-28T10:00:10Z"), event("u1", "2023-07-28T10:00:20Z")]}
+    new = {"b.json": [event("u2", "2023-07-30T10:00:10Z")], "c.json": [event("u3", "2023-07-30T10:00:30Z")]}
+    land(f"{locations.landing}/dt=2023-07-28/hour=10", old)
+    land(f"{locations.landing}/dt=2023-07-30/hour=10", new)
+
+    # Only dt= folders from 2023-07-29 on are listed: the old file is never seen.
+    report = run_pipeline(spark, spec, locations, [], landing_since=date(2023, 7, 29))
+    assert (report.input_files, report.input_rows) == (2, 2)
+
+    # A glob: one more file in the same hour is read; nothing twice.
+    land(f"{locations.landing}/dt=2023-07-30/hour=11", {"d.json": [event("u4", "2023-07-30T11:00:00Z")]})
+    report = run_pipeline(spark, spec, locations, [], landing_glob="dt=2023-07-3*/hour=*")
+    assert (report.input_files, report.input_rows) == (1, 1)
+
+    # Without a limit, the whole history is listed and only the old file is new.
+    report = run_pipeline(spark, spec, locations, [])
+    assert (report.input_files, report.input_rows) == (1, 2)
+
+
+@pytest.mark.slow
+def test_the_server_going_away_mid_run_fails_clearly_and_the_next_run_resumes(spark, s3_root, s3_endpoint, tmp_path):
+    spec = specs.load("clickstream")
+    locations = Locations.resolve(spec.name, root=s3_root)
+    files = {f"part-{i}.json": [event(f"u{i % 3}", f"2023-07-30T10:{i:02d}:10Z") for _ in range(3)] for i in range(10)}
+    # One file per batch, in landing order: S3 keeps modification times to the second.
+    for name, lines in files.items():
+        land(locations.landing, {name: lines})
+        time.sleep(1.05)
+    proxy = TcpProxy(int(s3_endpoint.rsplit(":", 1)[1])).start()
+    env = {**os.environ, "AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{proxy.port}", "JOBS_S3_LEASE_S": "3"}
+    command = python_cmd("run", "clickstream", "--root", s3_root, "--max-files-per-trigger", "1", "--no-validate")
+
+    run = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in run.stdout:
+            if line.strip().startswith("batch 2:"):
+                proxy.stop()  # the server is gone, mid-run
+                break
+        out, err = run.communicate(timeout=300)
+    finally:
+        proxy.stop()
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 1, out + err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "S3" in errors[0] and f"127.0.0.1:{proxy.port}" in errors[0], err
+
+    time.sleep(3.5)  # the failed run could not release its lease; it expires
+    proxy.start()  # the server is back, with its data
+    try:
+        again = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    finally:
+        proxy.stop()
+    assert again.returncode == 0, again.stdout + again.stderr
+
+    model = ClickstreamModel()
+    model.run([lines for lines in files.values()])
+    assert s3_table(spark, locations.output) == model.rows()
+    succeeded = [r for r in load_reports(locations) if r["status"] == "succeeded"]
+    counted = sum(r["input_rows"] for r in load_reports(locations))
+    assert succeeded and counted == sum(len(lines) for lines in files.values())
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_wrong_credentials_give_a_clear_error_and_no_secret(tmp_path):
+    port = _free_port()
+    # A server that checks every request's signature against the keys it knows: none.
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        env={**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "0"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while socket.socket().connect_ex(("127.0.0.1", port)) != 0:
+            assert time.monotonic() < deadline, "moto server did not start"
+            time.sleep(0.2)
+        env = {**os.environ, "AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "wrong-key"}
+        result = subprocess.run(
+            python_cmd("run", "clickstream", "--root", "s3a://lake/wrong"),
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=10)
+    assert result.returncode == 3, result.stdout + result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "refused the credentials" in errors[0] and "AWS_SECRET_ACCESS_KEY" in errors[0]
+    assert S3_SECRET not in result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_the_secret_never_appears_in_output_reports_or_spark_config(spark, s3_root, tmp_path):
+    spec = specs.load("clickstream")
+    locations = Locations.resolve(spec.name, root=s3_root)
+    land(locations.landing, ARRIVALS[0])
+    land(locations.landing, ARRIVALS[1])
+    env = {**os.environ, "SPARK_LOG_LEVEL": "INFO"}  # even Spark's chatty log level
+    run = subprocess.run(
+        python_cmd("run", "clickstream", "--root", s3_root), cwd=REPO, env=env, capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    validate = subprocess.run(
+        python_cmd("validate", "clickstream", "--root", s3_root, "--all"), cwd=REPO, capture_output=True, text=True
+    )
+    report = subprocess.run(python_cmd("report", "--root", s3_root), cwd=REPO, capture_output=True, text=True)
+    assert validate.returncode == 0 and report.returncode == 0, validate.stderr + report.stderr
+
+    printed = run.stdout + run.stderr + validate.stdout + validate.stderr + report.stdout + report.stderr
+    assert S3_SECRET not in printed
+    # Everything written to the bucket: checkpoint, table, quarantine, reports, Data Docs.
+    bucket, prefix = s3.split(s3_root)
+    written = 0
+    for page in s3.client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        for item in page.get("Contents", []):
+            body = s3.client().get_object(Bucket=bucket, Key=item["Key"])["Body"].read()
+            assert S3_SECRET.encode() not in body, item["Key"]
+            written += 1
+    assert written > 20
+    # Everything written locally for it (the Great Expectations project).
+    for file in Path(locations.quality).rglob("*"):
+        if file.is_file():
+            assert S3_SECRET.encode() not in file.read_bytes(), file
+    # Spark's configuration, as `spark.sparkContext.getConf()` or the UI would print it.
+    assert S3_SECRET not in json.dumps(spark.sparkContext.getConf().getAll())
+    assert json.loads(read_text(f"{locations.runs}/{load_reports(locations)[0]['run_id']}.json"))["status"]
+
+
+def test_s3_errors_are_one_line_without_secrets(s3_endpoint):
+    with pytest.raises(StorageError, match="bucket no-such-bucket does not exist") as error:
+        read_text("s3a://no-such-bucket/x.json")
+    assert S3_SECRET not in str(error.value)
