@@ -135,6 +135,8 @@ def spark_conf() -> dict[str, str]:
         )
     else:
         raise S3Error(f"JOBS_S3A_JARS={jars!r}: use offline (the default) or maven")
+    # Instance profiles or assumed roles need another provider (any the jars carry).
+    provider = os.environ.get("JOBS_S3A_CREDENTIALS_PROVIDER", provider)
     conf.update(
         {
             "spark.hadoop.fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
