@@ -263,13 +263,17 @@ def _add_table_locations(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reports", metavar="URI", help="the data quality report (default: <root>/reports)")
 
 
-def _stop_on_sigterm(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+def _stop_on_signal(signum: int, frame: object) -> None:
+    """SIGTERM or Ctrl-C: a run in progress stops at its next poll; anything else stops now."""
+    runner = sys.modules.get("jobs.runner")
+    if runner is None or not runner.request_stop():
+        raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    signal.signal(signal.SIGTERM, _stop_on_signal)
+    signal.signal(signal.SIGINT, _stop_on_signal)
     try:
         return args.handler(args)
     except specs.SpecError as error:

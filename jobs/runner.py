@@ -12,6 +12,7 @@ interrupted before its commit is redone from the same files on the next run.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime
@@ -31,6 +32,19 @@ from jobs.transforms import LINE, SOURCE_FILE, parse_events, valid_events, windo
 TRIGGERS = ("available-now", "once", "processing-time=<duration>")
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)b?\s*$", re.IGNORECASE)
 _SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+
+
+# Set by a signal handler: the run in progress stops at its next poll. Raising
+# KeyboardInterrupt from the handler instead could land inside a py4j call and break
+# the connection to the JVM, turning a clean stop into a failed run.
+_stop_requested = threading.Event()
+_run_in_progress = threading.Event()
+
+
+def request_stop() -> bool:
+    """Ask the run in progress to stop cleanly; False if no run is in progress."""
+    _stop_requested.set()
+    return _run_in_progress.is_set()
 
 
 class RunFailed(RuntimeError):
@@ -221,6 +235,8 @@ def _execute(
     interrupted: BaseException | None = None
     try:
         while not query.awaitTermination(options.poll_s):
+            if _stop_requested.is_set():
+                raise KeyboardInterrupt
             watch.poll()
             if options.trigger.kind == "processing-time":
                 new = [b for b in log.committed_batches() if b > accounted_through]
@@ -270,6 +286,8 @@ def run(
         locations=asdict(locations),
     )
     echo(f"{spec.name}: run {report.run_id}, trigger {options.trigger}, landing {locations.landing}")
+    _stop_requested.clear()
+    _run_in_progress.set()
     try:
         with storage.checkpoint_lock(locations, spec.name):
             check_declaration(spec, locations)
@@ -299,6 +317,7 @@ def run(
         report.finish("failed", f"{cause} ({_one_line(error)})" if cause else _one_line(error))
         raise RunFailed(report.error) from error
     finally:
+        _run_in_progress.clear()
         echo(report.summary())
         try:
             echo(f"  report: {save(report, locations, options.report_path)}")
