@@ -22,6 +22,8 @@ from jobs.storage import Locations, join
 CHART_RUNS = 40  # the chart shows the latest runs only; the table shows them all
 COLORS = {"aggregated": "#3b7dd8", "quarantined": "#e39b2d", "late": "#9a9a9a"}
 VERDICT_COLORS = {"passed": "#2e9e5b", "warned": "#e3b12d", "failed": "#d64541", None: "#d0d0d0"}
+# Run statuses share the verdicts' colours: good, needs a look, bad; anything else grey.
+STATUS_COLORS = {**VERDICT_COLORS, "succeeded": "#2e9e5b", "refused": "#e3b12d", "stopped": "#888888"}
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2rem auto; max-width: 72rem; color: #222; padding: 0 1rem; }
@@ -38,7 +40,7 @@ th:first-child, td:first-child, td.text, th.text { text-align: left; } td.checks
 
 
 def _badge(status: str | None) -> str:
-    color = VERDICT_COLORS.get(status, VERDICT_COLORS[None])
+    color = STATUS_COLORS.get(status, STATUS_COLORS[None])
     return f'<span class="badge" style="background:{color}">{escape(status or "not validated")}</span>'
 
 
@@ -137,7 +139,7 @@ def _pipeline_section(spec: specs.PipelineSpec, locations: Locations, validation
         rows.append(
             "<tr>"
             f'<td class="text">{escape(run["run_id"])}</td><td class="text">{escape(run["trigger"])}</td>'
-            f"<td>{_badge_run(run['status'])}</td><td>{run['duration_s']}</td><td>{run['input_files']}</td>"
+            f"<td>{_badge(run['status'])}</td><td>{run['duration_s']}</td><td>{run['input_files']}</td>"
             f"<td>{run['input_rows']}</td><td>{run['aggregated_rows']}</td><td>{run['quarantined_rows']}</td>"
             f"<td>{run['late_rows_dropped']}</td><td>{'?' if run['output_rows'] is None else run['output_rows']}</td>"
             f"<td>{_verdict_cell(validation)}</td>"
@@ -159,11 +161,6 @@ def _pipeline_section(spec: specs.PipelineSpec, locations: Locations, validation
         )
         whole = f"<h3>Whole-table validations</h3><ul>{items}</ul>"
     return head + _chart(runs, by_run) + runs_table + whole
-
-
-def _badge_run(status: str) -> str:
-    color = {"succeeded": "#2e9e5b", "failed": "#d64541", "refused": "#e3b12d"}.get(status, "#888")
-    return f'<span class="badge" style="background:{color}">{escape(status)}</span>'
 
 
 def render(root: str, reports: str | None = None) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -119,8 +119,7 @@ def read_committed(spark: SparkSession, spec: PipelineSpec, locations: Locations
     exists), so uncommitted files are left out in both cases.
     """
     schema = output_schema(spark, spec)
-    has_log = bool(storage.list_names(join(locations.output, "_spark_metadata")))
-    if files is None and has_log:
+    if files is None and storage.list_names(join(locations.output, "_spark_metadata")):
         table = spark.read.schema(schema).parquet(locations.output)
     elif files:
         table = spark.read.schema(schema).option("basePath", locations.output).parquet(*files)
@@ -225,6 +224,10 @@ def _gx_expectation(expectation: Expectation):
     )
 
 
+def _skipped(expectations: Iterable[Expectation], why: str) -> list[CheckResult]:
+    return [CheckResult(e.check_name, "great_expectations", e.severity, None, f"skipped: {why}") for e in expectations]
+
+
 def _bounds(kwargs: dict[str, Any]) -> str:
     low, high = kwargs.get("min_value"), kwargs.get("max_value")
     if low is not None and high is not None:
@@ -269,11 +272,7 @@ def great_expectations_checks(
     import great_expectations as gx
 
     active = [e for e in suite.expectations if e.when != "run_had_input" or had_input]
-    skipped = [
-        CheckResult(e.check_name, "great_expectations", e.severity, None, "skipped: the run read no input rows")
-        for e in suite.expectations
-        if e not in active
-    ]
+    skipped = _skipped([e for e in suite.expectations if e not in active], "the run read no input rows")
     by_name = {e.check_name: e for e in active}
     # One Great Expectations project for all pipelines: one validation at a time writes to it.
     with storage.FolderLock(locations.quality):
@@ -365,10 +364,9 @@ def _validate(
     started = time.monotonic()
     if not any(r["batch_ids"] for r in reports):
         # No batch ran (no new files): nothing was written, and there is nothing to ask GX.
-        validation.checks = [
-            CheckResult(e.check_name, "great_expectations", e.severity, None, "skipped: the run processed no batch")
-            for e in suite.expectations
-        ] + run_report_checks(suite, reports)
+        validation.checks = _skipped(suite.expectations, "the run processed no batch") + run_report_checks(
+            suite, reports
+        )
         return _finish(validation, locations, started, echo)
     table = read_committed(spark, spec, locations, files)
     validation.files_validated = len(table.inputFiles())

@@ -144,7 +144,6 @@ def spark_conf() -> dict[str, str]:
             "spark.hadoop.fs.s3a.endpoint.region": region(),
             "spark.hadoop.fs.s3a.attempts.maximum": os.environ.get("JOBS_S3A_ATTEMPTS", "3"),
             "spark.hadoop.fs.s3a.retry.limit": os.environ.get("JOBS_S3A_ATTEMPTS", "3"),
-            "spark.hadoop.fs.s3a.retry.interval": "500ms" if jars == "maven" else "500",
         }
     )
     endpoint = endpoint_url()

@@ -135,9 +135,10 @@ def exists(uri: str) -> bool:
         if not key:
             client.head_bucket(Bucket=bucket)
             return True
-        found = client.list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=2, Delimiter="/")
-        names = [o["Key"] for o in found.get("Contents", [])] + [p["Prefix"] for p in found.get("CommonPrefixes", [])]
-        return any(name in (key, f"{key}/") for name in names)
+        # "landing" must not match a sibling such as "landing-old/": list under "landing/" only.
+        if client.list_objects_v2(Bucket=bucket, Prefix=f"{key}/", MaxKeys=1).get("KeyCount", 0):
+            return True
+        return client.list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1).get("Contents", [{}])[0].get("Key") == key
 
     return _s3(uri, probe)
 

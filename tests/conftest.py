@@ -18,7 +18,7 @@ from jobs import spec as specs
 from jobs.landing import land_lines
 from jobs.report import RunReport
 from jobs.runner import RunOptions
-from jobs.storage import Locations
+from jobs.storage import Locations, list_names
 
 REPO = Path(__file__).resolve().parent.parent
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -125,14 +125,36 @@ def run_pipeline(spark, spec, locations, quiet: list[str], **options) -> RunRepo
     return runner.run(spec, locations, RunOptions(**options), spark=spark, echo=quiet.append)
 
 
+CLICKSTREAM_TABLE = "window_start timestamp, window_end timestamp, user_id string, event_count long, window_date date"
+
+
 def table_rows(spark, output: str) -> list[tuple]:
-    """The clickstream table as sorted (window_start, window_end, user_id, event_count), in UTC."""
-    if not list(Path(output).glob("window_date=*/*.parquet")):
-        return []  # nothing committed yet: Spark cannot infer an empty table's schema
-    rows = spark.read.parquet(output).collect()
+    """The clickstream table as sorted (window_start, window_end, user_id, event_count), in UTC.
+
+    Read with its schema through the sink log, so a table whose batches committed no
+    file yet reads as empty; works for local paths and s3a:// alike."""
+    if not list_names(output):
+        return []
+    rows = spark.read.schema(CLICKSTREAM_TABLE).parquet(output).collect()
     return sorted(
         (r.window_start.replace(tzinfo=UTC), r.window_end.replace(tzinfo=UTC), r.user_id, r.event_count) for r in rows
     )
+
+
+def all_lines(files: dict[str, list[str]]) -> list[str]:
+    """Every line of an arrival's files, in landing order."""
+    return [line for lines in files.values() for line in lines]
+
+
+def assert_run_matches(report: RunReport, expected) -> None:
+    """A run's row accounting equals the model's for the same batches."""
+    assert (report.input_rows, report.quarantined_rows, report.late_rows_dropped, report.aggregated_rows) == (
+        expected.input_rows,
+        expected.quarantined_rows,
+        expected.late_rows_dropped,
+        expected.aggregated_rows,
+    )
+    assert report.output_rows == len(expected.emitted)
 
 
 def python_cmd(*args: str) -> list[str]:

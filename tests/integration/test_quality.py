@@ -19,7 +19,7 @@ from jobs.checkpoint import CheckpointLog
 from jobs.report import load_reports, load_validations
 from jobs.storage import Locations
 from jobs.suite import load_suite
-from tests.conftest import REPO, land, python_cmd, run_pipeline
+from tests.conftest import REPO, all_lines, land, python_cmd, run_pipeline
 from tests.integration.test_streaming import ARRIVALS
 from tests.model import ClickstreamModel
 
@@ -36,7 +36,7 @@ def validated(spark, tmp_path_factory) -> dict:
     for files in ARRIVALS[:3]:
         land(locations.landing, files)
         report = run_pipeline(spark, spec, locations, [])
-        expected = model.run([[line for lines in files.values() for line in lines]])
+        expected = model.run([all_lines(files)])
         written.append(len(expected.emitted))
         quarantine_shares.append(expected.quarantined_rows / expected.input_rows)
         input_rows += expected.input_rows
@@ -67,7 +67,7 @@ def damaged(spark, tmp_path) -> tuple[Locations, dict, pd.DataFrame, int]:
     for files in ARRIVALS[:2]:
         land(locations.landing, files)
         run_pipeline(spark, spec, locations, [])
-        written = len(model.run([[line for lines in files.values() for line in lines]]).emitted)
+        written = len(model.run([all_lines(files)]).emitted)
     report = load_reports(locations)[1]
     # The duplicated row adds one to what the second run wrote.
     return locations, report, _corrupt_one_committed_file(spark, locations, report), written + 1

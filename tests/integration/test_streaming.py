@@ -10,7 +10,7 @@ from jobs import runner
 from jobs.checkpoint import CheckpointLog
 from jobs.runner import RunOptions, Trigger
 from jobs.transforms import LINE, SOURCE_FILE, parse_events, valid_events, window_aggregate
-from tests.conftest import event, land, land_in_order, run_pipeline, table_rows
+from tests.conftest import all_lines, assert_run_matches, event, land, land_in_order, run_pipeline, table_rows
 from tests.model import ClickstreamModel
 
 T0 = datetime(2023, 7, 30, 10, 0, tzinfo=UTC)
@@ -44,17 +44,11 @@ def test_arrivals_match_the_model_run_by_run(spark, clickstream, locations, quie
     for arrival in ARRIVALS:
         land(locations.landing, arrival)
         report = run_pipeline(spark, clickstream, locations, quiet)
-        expected = model.run([[line for lines in arrival.values() for line in lines]])
+        expected = model.run([all_lines(arrival)])
 
         assert report.status == "succeeded"
         assert report.input_files == len(arrival)
-        assert (report.input_rows, report.quarantined_rows, report.late_rows_dropped, report.aggregated_rows) == (
-            expected.input_rows,
-            expected.quarantined_rows,
-            expected.late_rows_dropped,
-            expected.aggregated_rows,
-        )
-        assert report.output_rows == len(expected.emitted)
+        assert_run_matches(report, expected)
         assert report.watermark == model.next_watermark.strftime("%Y-%m-%dT%H:%M:%SZ")
         assert report.state_rows == len(model.state)
         assert table_rows(spark, locations.output) == model.rows()
@@ -123,7 +117,7 @@ def test_trigger_once_reads_everything_in_one_batch(spark, clickstream, location
     assert run_pipeline(spark, clickstream, locations, quiet).output_rows == 0
     land(locations.landing, ARRIVALS[2])
     follow_up = run_pipeline(spark, clickstream, locations, quiet)
-    expected = model.run([[line for lines in ARRIVALS[2].values() for line in lines]])
+    expected = model.run([all_lines(ARRIVALS[2])])
     assert follow_up.output_rows == len(expected.emitted) > 0
     assert table_rows(spark, locations.output) == model.rows()
 
