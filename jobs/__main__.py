@@ -1,4 +1,4 @@
-"""Command line: python -m jobs {list,run,validate,report,land} ...
+"""Command line: python -m jobs {list,run,backfill,validate,report,land} ...
 
 Exit codes: 0 success (validation passed, or only warned); 1 the run failed (its report
 says why); 2 bad usage or a bad declaration; 3 the run refused to start and changed
@@ -10,15 +10,18 @@ location), or there is nothing to validate; 4 the output failed a `fail` expecta
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import signal
 import sys
-from datetime import date
+from datetime import UTC, date, datetime
 
 from jobs import spec as specs
-from jobs.storage import DEFAULT_ROOT
+from jobs.storage import DEFAULT_ROOT, Locations
 from jobs.suite import load_suite
 
 EXIT_FAILED, EXIT_USAGE, EXIT_REFUSED, EXIT_INVALID, EXIT_STOPPED = 1, 2, 3, 4, 130
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")
 
 
 def _fail(code: int, message: str) -> int:
@@ -50,9 +53,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _locations(args: argparse.Namespace, pipeline: str):
-    from jobs.storage import Locations
-
+def _locations(args: argparse.Namespace, pipeline: str) -> Locations:
     return Locations.resolve(
         pipeline,
         root=args.root,
@@ -88,9 +89,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         report_path=args.report,
         landing_glob=args.landing_glob,
         landing_since=_date(args.landing_since, "--landing-since") if args.landing_since else None,
+        run_id=args.run_id,
     )
     locations = _locations(args, spec.name)
     runner.landing_path(locations.landing, options)  # a bad pattern or date is a usage error
+    if args.run_id:
+        from jobs import storage
+        from jobs.report import report_uri
+
+        if not _RUN_ID.match(args.run_id):
+            raise specs.SpecError(f"--run-id {args.run_id!r}: letters, digits, '.', '_' and '-' only")
+        if storage.exists(report_uri(locations, args.run_id)):
+            return _fail(EXIT_REFUSED, f"run {args.run_id} already has a report in {locations.runs}; use a new id")
     check_java()
     try:
         report = runner.run(spec, locations, options)
@@ -109,6 +119,69 @@ def cmd_run(args: argparse.Namespace) -> int:
         spark_for(locations, f"jobs-{spec.name}"), spec, locations, report.to_dict(), suite
     )
     return _verdict(validation)
+
+
+def publish_roots(root: str) -> list[str]:
+    """Where backfills may publish: the root, and JOBS_PUBLISH_ROOTS (comma-separated)."""
+    extra = [r.strip() for r in os.environ.get("JOBS_PUBLISH_ROOTS", "").split(",") if r.strip()]
+    return [root, *extra]
+
+
+def cmd_backfill(args: argparse.Namespace) -> int:
+    from jobs import backfill, runner
+    from jobs.report import new_run_id
+    from jobs.session import check_java
+
+    params = {"pipeline": args.pipeline, "since": args.since, "until": args.until, "prefixes": args.prefix}
+    params.update(publish_to=args.publish_to, max_files_per_trigger=args.max_files_per_trigger)
+    try:
+        plan = backfill.plan_backfill(
+            {k: v for k, v in params.items() if v is not None},
+            root=args.root,
+            allowed_roots=publish_roots(args.root),
+            backfill_id=args.id or new_run_id(datetime.now(UTC)),
+        )
+    except backfill.BackfillError as error:
+        return _fail(EXIT_USAGE, str(error))
+    spec = specs.load(plan.pipeline)
+    suite = load_suite(spec)
+    options = runner.RunOptions(
+        max_files_per_trigger=plan.max_files_per_trigger,
+        landing_glob=plan.landing_glob,
+        landing_since=date.fromisoformat(plan.since) if plan.since else None,
+        landing_until=date.fromisoformat(plan.until) if plan.until else None,
+    )
+    locations = plan.locations
+    print(f"{plan.pipeline}: backfill {plan.backfill_id} of {plan.to_params()}")
+    print(f"  work root {plan.work_root} (own checkpoint), staging {plan.stage}")
+    check_java()
+    try:
+        runner.run(spec, locations, options)
+    except runner.RunRefused as error:
+        return _fail(EXIT_REFUSED, str(error))
+    except runner.RunStopped:
+        return EXIT_STOPPED
+    except runner.RunFailed as error:
+        return _fail(EXIT_FAILED, f"backfill failed: {error}")
+    from jobs import final_windows, quality
+    from jobs.session import spark_for
+
+    spark = spark_for(locations, f"jobs-backfill-{spec.name}")
+    summary = final_windows.stage_closed_range(spark, spec, locations, plan.stage)
+    print(
+        f"  staged {summary['rows']} rows: {summary['emitted_rows']} windows the watermark closed during the run "
+        f"+ {summary['held_rows']} last windows from state; windows {summary['first_window']} .. "
+        f"{summary['last_window']}"
+    )
+    if args.stage_only:
+        return 0
+    staged = Locations.resolve(spec.name, root=plan.work_root, output=plan.stage)
+    validation = quality.validate_table(spark, spec, staged, suite)
+    if validation.status == "failed":
+        return _fail(EXIT_INVALID, f"the staged result failed validation; not published ({plan.stage})")
+    pointer = backfill.publish(plan)
+    print(f"  published: {plan.publish_to}/{backfill.POINTER} -> {pointer['path']}")
+    return 0
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -209,7 +282,45 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="skip validating the run's output (e.g. when a later step, like the Airflow DAG's, validates it)",
     )
+    run.add_argument(
+        "--run-id",
+        metavar="ID",
+        help="name the run (default: start time and a random suffix); the Airflow DAG sets it to find the report",
+    )
     run.set_defaults(handler=cmd_run)
+
+    backfill = commands.add_parser(
+        "backfill",
+        help="reprocess a closed range of landed data into its own location, then publish it",
+        description=(
+            "Reprocess the landed files of a date range (the landing's dt=YYYY-MM-DD folders) or of "
+            "some prefixes into <root>/backfills/<pipeline>/<id>/, with its own checkpoint: the "
+            "production checkpoint and table are never touched. Every window of the range is kept, "
+            "including the last ones an open-ended stream would still hold. The result is staged as "
+            "<publish-to>/versions/<id>/, validated, then published by pointing "
+            "<publish-to>/_CURRENT.json at it (one atomic write)."
+        ),
+    )
+    backfill.add_argument("pipeline", metavar="PIPELINE", help="a declared pipeline (see `list`)")
+    backfill.add_argument(
+        "--root", default=DEFAULT_ROOT, metavar="URI", help="where the production landing is (default: %(default)s)"
+    )
+    backfill.add_argument("--since", metavar="DATE", help="first landing date (dt= folder) to reprocess")
+    backfill.add_argument("--until", metavar="DATE", help="last landing date (dt= folder) to reprocess, included")
+    backfill.add_argument(
+        "--prefix", action="append", metavar="FOLDER", help="a folder under the landing location (repeatable)"
+    )
+    backfill.add_argument(
+        "--publish-to",
+        metavar="URI",
+        help="where to publish, inside the root or JOBS_PUBLISH_ROOTS (default: <root>/published/<pipeline>)",
+    )
+    backfill.add_argument("--max-files-per-trigger", type=int, metavar="N", help="at most N files per batch")
+    backfill.add_argument("--id", metavar="ID", help="the backfill's id; the same id resumes an interrupted backfill")
+    backfill.add_argument(
+        "--stage-only", action="store_true", help="stop after staging (the Airflow DAG validates and publishes)"
+    )
+    backfill.set_defaults(handler=cmd_backfill)
 
     validate = commands.add_parser(
         "validate",

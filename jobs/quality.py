@@ -115,11 +115,15 @@ def with_window_length(table: DataFrame) -> DataFrame:
 def read_committed(spark: SparkSession, spec: PipelineSpec, locations: Locations, files: list[str] | None) -> DataFrame:
     """Committed output: the given files of the table, or (files=None) the whole table.
 
-    The whole table is read through the sink log (Spark does so when `_spark_metadata`
-    exists), so uncommitted files are left out in both cases.
+    A streaming table is read through its sink log (Spark does so when `_spark_metadata`
+    exists), so uncommitted files are left out in both cases. A table written by a batch
+    job, such as a staged backfill, is whole once its `_SUCCESS` marker exists.
     """
     schema = output_schema(spark, spec)
-    if files is None and storage.list_names(join(locations.output, "_spark_metadata")):
+    if files is None and (
+        storage.list_names(join(locations.output, "_spark_metadata"))
+        or storage.exists(join(locations.output, "_SUCCESS"))
+    ):
         table = spark.read.schema(schema).parquet(locations.output)
     elif files:
         table = spark.read.schema(schema).option("basePath", locations.output).parquet(*files)

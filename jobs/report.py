@@ -94,9 +94,13 @@ class RunReport:
         )
 
 
+def report_uri(locations: Locations, run_id: str) -> str:
+    return join(locations.runs, f"{run_id}.json")
+
+
 def save(report: RunReport, locations: Locations, extra_path: str | None = None) -> str:
     """Store the report under the runs location (and at `extra_path` too); returns its URI."""
-    uri = join(locations.runs, f"{report.run_id}.json")
+    uri = report_uri(locations, report.run_id)
     storage.write_json(uri, report.to_dict())
     if extra_path:
         storage.write_json(storage.normalize(extra_path), report.to_dict())

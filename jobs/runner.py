@@ -93,6 +93,9 @@ class RunOptions:
     # Limits what each run lists under the landing location (see landing_paths).
     landing_glob: str | None = None
     landing_since: date | None = None
+    landing_until: date | None = None
+    # Chosen by the caller (the Airflow DAG) so that later steps find this run's report.
+    run_id: str | None = None
     poll_s: float = 1.0
 
 
@@ -118,12 +121,17 @@ def landing_path(landing: str, options: RunOptions) -> str:
 
     A long history under date-organised prefixes (landing/dt=2023-07-30/hour=10/...)
     would be listed in full by every run. `landing_glob` (e.g. 'dt=2023-07-*/*') or
-    `landing_since` (only the dt=YYYY-MM-DD folders from that date on) narrow the
-    listing. Files already processed are remembered by the checkpoint either way, so
-    narrowing never reprocesses; it only keeps older files from being listed.
+    `landing_since` (only the dt=YYYY-MM-DD folders from that date on; `landing_until`
+    stops at a date, for backfills) narrow the listing. Files already processed are
+    remembered by the checkpoint either way, so narrowing never reprocesses; it only
+    keeps older files from being listed.
     """
-    if options.landing_glob and options.landing_since:
-        raise SpecError("use --landing-glob or --landing-since, not both")
+    if options.landing_glob and (options.landing_since or options.landing_until):
+        raise SpecError("use --landing-glob or --landing-since/--landing-until, not both")
+    if options.landing_until and not options.landing_since:
+        raise SpecError("--landing-until needs --landing-since")
+    if options.landing_since and options.landing_until and options.landing_since > options.landing_until:
+        raise SpecError(f"--landing-since {options.landing_since} is after --landing-until {options.landing_until}")
     if options.landing_glob:
         if options.landing_glob.startswith("/") or ".." in options.landing_glob.split("/"):
             raise SpecError(f"--landing-glob {options.landing_glob!r}: give a pattern inside the landing location")
@@ -131,7 +139,10 @@ def landing_path(landing: str, options: RunOptions) -> str:
     if options.landing_since:
         # One listing of the top level only, then the source lists just these folders.
         since = f"dt={options.landing_since.isoformat()}"
-        folders = [n for n in storage.list_names(landing) if n.startswith("dt=") and n >= since]
+        until = f"dt={options.landing_until.isoformat()}" if options.landing_until else None
+        folders = [
+            n for n in storage.list_names(landing) if n.startswith("dt=") and n >= since and (not until or n <= until)
+        ]
         if not folders:
             return storage.join(landing, since)  # nothing yet: an empty folder lists nothing
         return storage.join(landing, "{" + ",".join(folders) + "}")
@@ -279,7 +290,7 @@ def run(
     """
     started = datetime.now(UTC)
     report = RunReport(
-        run_id=new_run_id(started),
+        run_id=options.run_id or new_run_id(started),
         pipeline=spec.name,
         trigger=str(options.trigger),
         started_at=started.isoformat(timespec="seconds"),

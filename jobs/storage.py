@@ -17,6 +17,7 @@ import fcntl
 import io
 import json
 import os
+import shutil
 import socket
 import tempfile
 import threading
@@ -368,3 +369,25 @@ def upload_tree(folder: Path, uri: str) -> int:
         target = join(uri, file.relative_to(folder).as_posix())
         _s3(target, lambda client, bucket, key, file=file: client.upload_file(str(file), bucket, key))
     return len(files)
+
+
+def remove_tree(uri: str) -> int:
+    """Delete a folder (on S3: every object under the prefix); returns how many files went."""
+    if not is_s3(uri):
+        path = local_path(uri)
+        if not path.exists():
+            return 0
+        count = sum(1 for f in path.rglob("*") if f.is_file())
+        shutil.rmtree(path)
+        return count
+
+    def delete(client, bucket, key):
+        count = 0
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=f"{key.rstrip('/')}/"):
+            objects = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+            if objects:
+                client.delete_objects(Bucket=bucket, Delete={"Objects": objects, "Quiet": True})
+                count += len(objects)
+        return count
+
+    return _s3(uri, delete)

@@ -97,3 +97,10 @@ class ClickstreamModel:
     def rows(self) -> list[tuple[datetime, datetime, str, int]]:
         """The table so far, as (window_start, window_end, user_id, event_count), sorted."""
         return sorted((start, start + self.window, user, count) for (start, user), count in self.table.items())
+
+    def closed_range_rows(self) -> list[tuple[datetime, datetime, str, int]]:
+        """The table plus every window still held in state: a closed range's whole result."""
+        held = {key: count for key, count in self.state.items() if count}
+        return sorted(
+            (start, start + self.window, user, count) for (start, user), count in {**self.table, **held}.items()
+        )
