@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 export SPARK_LOCAL_IP := 127.0.0.1
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: help venv assets browser s3-jars s3-up s3-down demo demo-s3 report test test-fast lint format lock clean
+.PHONY: help venv assets browser s3-jars s3-up s3-down airflow airflow-stop demo demo-s3 report test test-fast lint format lock clean
 
 help:
 	@echo "make demo     land sample clickstream events in arrivals and run the pipeline after each"
@@ -12,6 +12,7 @@ help:
 	@echo "make demo-s3  the same demo with every location in a bucket on a local S3 server"
 	@echo "make s3-up    start the local S3 server (moto, 127.0.0.1:9000); make s3-down stops it"
 	@echo "make report   build the data quality report (summary page and Data Docs) and print its path"
+	@echo "make airflow  Airflow (standalone) with the project's DAGs on http://127.0.0.1:8080; make airflow-stop stops it"
 	@echo "make lint     ruff check and format check"
 	@echo "make lock     regenerate requirements.txt from requirements.in"
 	@echo "make clean    remove ./data (the demo's root) and caches"
@@ -37,6 +38,13 @@ s3-up: venv
 
 s3-down: venv
 	@$(PY) infra/s3/local_server.py stop
+
+# Airflow standalone on 127.0.0.1 with AIRFLOW_HOME=./airflow_home and the dags/ folder.
+airflow: venv assets s3-jars
+	@$(PY) infra/airflow/local.py start
+
+airflow-stop: venv
+	@$(PY) infra/airflow/local.py stop
 
 demo: venv assets
 	$(PY) -m jobs.demo $(if $(PIPELINE),--pipeline $(PIPELINE),)
@@ -68,4 +76,4 @@ lock: venv
 	$(VENV)/bin/uv pip compile --python-version 3.11 requirements.in -o requirements.txt
 
 clean:
-	rm -rf data .pytest_cache .ruff_cache test-artifacts .cache
+	rm -rf data .pytest_cache .ruff_cache test-artifacts .cache airflow_home

@@ -10,7 +10,6 @@ location), or there is nothing to validate; 4 the output failed a `fail` expecta
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import signal
 import sys
@@ -121,12 +120,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     return _verdict(validation)
 
 
-def publish_roots(root: str) -> list[str]:
-    """Where backfills may publish: the root, and JOBS_PUBLISH_ROOTS (comma-separated)."""
-    extra = [r.strip() for r in os.environ.get("JOBS_PUBLISH_ROOTS", "").split(",") if r.strip()]
-    return [root, *extra]
-
-
 def cmd_backfill(args: argparse.Namespace) -> int:
     from jobs import backfill, runner
     from jobs.report import new_run_id
@@ -138,7 +131,7 @@ def cmd_backfill(args: argparse.Namespace) -> int:
         plan = backfill.plan_backfill(
             {k: v for k, v in params.items() if v is not None},
             root=args.root,
-            allowed_roots=publish_roots(args.root),
+            allowed_roots=backfill.publish_roots(args.root),
             backfill_id=args.id or new_run_id(datetime.now(UTC)),
         )
     except backfill.BackfillError as error:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime
@@ -132,6 +133,12 @@ def _date(value: Any, name: str) -> str:
         except ValueError:
             pass
     raise BackfillError(f"{name} {value!r}: give a date like 2023-07-30")
+
+
+def publish_roots(root: str) -> list[str]:
+    """Where backfills may publish: the root, and JOBS_PUBLISH_ROOTS (comma-separated)."""
+    extra = [r.strip() for r in os.environ.get("JOBS_PUBLISH_ROOTS", "").split(",") if r.strip()]
+    return [root, *extra]
 
 
 def _inside(uri: str, folder: str) -> bool:

@@ -90,6 +90,16 @@ class Output:
 
 
 @dataclass(frozen=True)
+class Orchestration:
+    """How Airflow runs the pipeline's DAG (the declaration's optional `airflow:` block)."""
+
+    retries: int = 2
+    retry_delay_s: int = 60  # doubled on each retry, up to max_retry_delay_s
+    max_retry_delay_s: int = 1800
+    timeout_s: int = 3600  # a run that takes longer is stopped, and retried from its checkpoint
+
+
+@dataclass(frozen=True)
 class PipelineSpec:
     name: str
     description: str
@@ -100,6 +110,7 @@ class PipelineSpec:
     aggregates: tuple[Aggregate, ...]
     output: Output
     schedule: str | None = None
+    orchestration: Orchestration = Orchestration()
     # Fixed by the first run: Spark stores the number of state partitions in the checkpoint.
     state_partitions: int = 4
     path: Path | None = field(default=None, compare=False)
@@ -157,6 +168,7 @@ def parse_spec(raw: dict, where: str = "declaration") -> PipelineSpec:
             "aggregates",
             "output",
             "state_partitions",
+            "airflow",
         },
         where,
     )
@@ -248,6 +260,7 @@ def parse_spec(raw: dict, where: str = "declaration") -> PipelineSpec:
         raise SpecError(f"{where}: state_partitions must be a positive whole number")
 
     return PipelineSpec(
+        orchestration=_orchestration(raw.get("airflow") or {}, f"{where} airflow"),
         name=name,
         description=str(raw.get("description", "")).strip(),
         source=source,
@@ -258,6 +271,24 @@ def parse_spec(raw: dict, where: str = "declaration") -> PipelineSpec:
         output=output,
         schedule=raw.get("schedule"),
         state_partitions=state_partitions,
+    )
+
+
+def _orchestration(raw: dict, where: str) -> Orchestration:
+    _check_keys(raw, {"retries", "retry_delay", "max_retry_delay", "timeout"}, where)
+    retries = raw.get("retries", Orchestration.retries)
+    if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
+        raise SpecError(f"{where}: retries must be a whole number, 0 or more")
+    durations = {
+        key: parse_duration_s(raw[key], f"{where} {key}")
+        for key in ("retry_delay", "max_retry_delay", "timeout")
+        if key in raw
+    }
+    return Orchestration(
+        retries=retries,
+        retry_delay_s=durations.get("retry_delay", Orchestration.retry_delay_s),
+        max_retry_delay_s=durations.get("max_retry_delay", Orchestration.max_retry_delay_s),
+        timeout_s=durations.get("timeout", Orchestration.timeout_s),
     )
 
 

@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import secrets
+import shutil
 import sys
 import time
 from datetime import UTC
@@ -50,19 +51,15 @@ def s3_endpoint():
         "AWS_REGION": "us-east-1",
         "AWS_ENDPOINT_URL_S3": endpoint,
     }
-    saved = {key: os.environ.get(key) for key in settings}
-    os.environ.update(settings)
     from jobs import s3
 
-    s3.client.cache_clear()
-    s3.client().create_bucket(Bucket=S3_BUCKET)
-    yield endpoint
-    server.stop()
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in settings.items():
+            patch.setenv(key, value)
+        s3.client.cache_clear()
+        s3.client().create_bucket(Bucket=S3_BUCKET)
+        yield endpoint
+        server.stop()
     s3.client.cache_clear()
 
 
@@ -139,6 +136,18 @@ def table_rows(spark, output: str) -> list[tuple]:
     return sorted(
         (r.window_start.replace(tzinfo=UTC), r.window_end.replace(tzinfo=UTC), r.user_id, r.event_count) for r in rows
     )
+
+
+def replace_parquet_file(spark, target: Path, rows) -> None:
+    """Replace one committed clickstream Parquet file with `rows` (a pandas DataFrame), as a
+    bad writer would: the sink log still lists it, so readers take the new content."""
+    scratch = target.parent.parent.parent / f"scratch-{secrets.token_hex(3)}"
+    schema = "window_start timestamp, window_end timestamp, user_id string, event_count long"
+    spark.createDataFrame(rows, schema).coalesce(1).write.parquet(str(scratch))
+    (part,) = scratch.glob("part-*.parquet")
+    shutil.move(part, target)
+    shutil.rmtree(scratch)
+    (target.parent / f".{target.name}.crc").unlink()  # Hadoop's checksum of the old content
 
 
 def all_lines(files: dict[str, list[str]]) -> list[str]:

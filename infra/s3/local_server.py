@@ -19,6 +19,9 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+import processes  # noqa: E402 - infra/processes.py
+
 STATE = HERE.parent.parent / ".cache" / "s3"
 PID_FILE = STATE / "server.pid"
 
@@ -33,12 +36,7 @@ def settings() -> dict[str, str]:
 
 
 def running_pid() -> int | None:
-    try:
-        pid = int(PID_FILE.read_text())
-        os.kill(pid, 0)
-        return pid
-    except (FileNotFoundError, ValueError, ProcessLookupError):
-        return None
+    return processes.running_pid(PID_FILE)
 
 
 def answers(port: int) -> bool:
@@ -92,12 +90,7 @@ def stop() -> int:
         print("local S3 server not running")
         PID_FILE.unlink(missing_ok=True)
         return 0
-    os.killpg(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 10
-    while running_pid() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    if running_pid():
-        os.killpg(pid, signal.SIGKILL)
+    processes.stop_group(pid, ((signal.SIGTERM, 10), (signal.SIGKILL, 5)))
     PID_FILE.unlink(missing_ok=True)
     print(f"local S3 server stopped (pid {pid})")
     return 0

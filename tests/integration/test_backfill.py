@@ -203,3 +203,38 @@ def test_a_rerun_of_the_same_backfill_resumes_and_restages_the_same_result(spark
 
 def _lines(files: dict[str, list[str]]) -> list[str]:
     return [line for lines in files.values() for line in lines]
+
+
+@pytest.fixture
+def cli(spark):
+    """`python -m jobs ...` in this process, on the shared session (main() finds it)."""
+    import signal
+
+    from jobs.__main__ import main
+
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    yield main
+    for sig, handler in handlers.items():
+        signal.signal(sig, handler)
+
+
+def test_the_cli_backfills_validates_and_publishes_in_one_command(cli, spark, tmp_path, capsys):
+    days = land_days(tmp_path)
+    code = cli(["backfill", "clickstream", "--root", str(tmp_path), "--prefix", "dt=2023-08-01", "--id", "cli-1"])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    model = ClickstreamModel()
+    model.run([_lines(days["dt=2023-08-01"])])
+    publish_to = tmp_path / "published" / "clickstream"
+    assert backfill.current_version(str(publish_to)) == str(publish_to / "versions" / "cli-1")
+    assert published_rows(spark, str(publish_to)) == model.closed_range_rows()
+    assert f"+ {len(model.state)} last windows from state" in printed
+    assert f"published: {publish_to}/_CURRENT.json" in printed
+
+
+def test_the_cli_refuses_bad_backfill_params_before_any_work(cli, tmp_path, capsys):
+    land_days(tmp_path)
+    code = cli(["backfill", "clickstream", "--root", str(tmp_path), "--since", "2023-07-31", "--until", "2023-07-30"])
+    assert code == 2
+    assert "since 2023-07-31 is after until 2023-07-30" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["landing"]

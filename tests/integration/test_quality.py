@@ -19,7 +19,7 @@ from jobs.checkpoint import CheckpointLog
 from jobs.report import load_reports, load_validations
 from jobs.storage import Locations
 from jobs.suite import load_suite
-from tests.conftest import REPO, all_lines, land, python_cmd, run_pipeline
+from tests.conftest import REPO, all_lines, land, python_cmd, replace_parquet_file, run_pipeline
 from tests.integration.test_streaming import ARRIVALS
 from tests.model import ClickstreamModel
 
@@ -144,12 +144,7 @@ def _corrupt_one_committed_file(spark, locations: Locations, run_report: dict) -
     rows.loc[1, "user_id"] = None
     rows.loc[2, "window_end"] = rows.loc[2, "window_end"] + pd.Timedelta(minutes=1)
     corrupted = pd.concat([rows, rows.iloc[[0]]], ignore_index=True)
-    scratch = Path(locations.output).parent.parent / "scratch"
-    schema = "window_start timestamp, window_end timestamp, user_id string, event_count long"
-    spark.createDataFrame(corrupted, schema).coalesce(1).write.parquet(str(scratch))
-    (part,) = scratch.glob("part-*.parquet")
-    shutil.move(part, target)
-    (target.parent / f".{target.name}.crc").unlink()  # Hadoop's checksum of the old content
+    replace_parquet_file(spark, target, corrupted)
     return corrupted
 
 

@@ -82,12 +82,27 @@ def test_durations(text, seconds):
         ("watermark", None, "missing 'watermark'"),
         ("colour", "blue", "unknown setting(s) ['colour']"),
         ("aggregates", [{"name": "user_id", "function": "count"}], "collide"),
+        ("airflow", {"retries": -1}, "retries must be a whole number"),
+        ("airflow", {"retries": True}, "retries must be a whole number"),
+        ("airflow", {"timeout": "forever"}, "not a duration"),
+        ("airflow", {"pool": "x"}, "unknown setting(s) ['pool']"),
     ],
 )
 def test_invalid_declarations_say_what_is_wrong(path, value, message):
     with pytest.raises(specs.SpecError) as error:
         specs.parse_spec(with_change(path, value))
     assert message in str(error.value)
+
+
+def test_the_airflow_block_is_optional_with_safe_defaults():
+    default = specs.parse_spec(VALID).orchestration
+    assert (default.retries, default.retry_delay_s, default.timeout_s) == (2, 60, 3600)
+    custom = specs.parse_spec(with_change("airflow", {"retries": 0, "retry_delay": "5 minutes", "timeout": "2 hours"}))
+    assert (custom.orchestration.retries, custom.orchestration.retry_delay_s, custom.orchestration.timeout_s) == (
+        0,
+        300,
+        7200,
+    )
 
 
 def test_unknown_pipeline_lists_the_known_ones():

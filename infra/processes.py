@@ -1,0 +1,42 @@
+"""Background servers the Makefile starts and stops (local S3, Airflow): a pid file and a
+process group each."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+
+def running_pid(pid_file: Path) -> int | None:
+    """The pid in `pid_file` if that process is alive."""
+    try:
+        pid = int(pid_file.read_text())
+        os.kill(pid, 0)
+        return pid
+    except (FileNotFoundError, ValueError, ProcessLookupError):
+        return None
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def stop_group(pgid: int, steps: tuple[tuple[signal.Signals, float], ...]) -> None:
+    """Signal the whole process group, one (signal, seconds to wait) step at a time, until
+    no process of it is left."""
+    for sig, wait_s in steps:
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait_s
+        while group_alive(pgid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if not group_alive(pgid):
+            return

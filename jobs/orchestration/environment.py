@@ -1,0 +1,114 @@
+"""What the DAGs are configured with, and the environment their tasks run in.
+
+Settings (environment variables of the Airflow processes; `make airflow` sets them):
+    JOBS_ROOT           base of every location (default: <repo>/data); s3a://bucket/prefix works
+    JOBS_PUBLISH_ROOTS  more places backfills may publish to, comma-separated
+    JOBS_SPARK_CONN_ID  the Spark connection (default spark_default; when it does not
+                        exist the jobs run on local[*])
+    JOBS_AWS_CONN_ID    the connection S3 credentials come from (default aws_default; when it
+                        does not exist, the standard AWS_* variables are used as they are)
+    JOBS_RETRY_DELAY_S  overrides every pipeline's retry delay (for local testing)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from jobs import storage
+
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_MASTER = "local[*]"
+
+
+def root() -> str:
+    return storage.normalize(os.environ.get("JOBS_ROOT") or str(REPO / "data"))
+
+
+def spark_conn_id() -> str:
+    return os.environ.get("JOBS_SPARK_CONN_ID", "spark_default")
+
+
+def aws_conn_id() -> str:
+    return os.environ.get("JOBS_AWS_CONN_ID", "aws_default")
+
+
+def retry_delay_override() -> int | None:
+    value = os.environ.get("JOBS_RETRY_DELAY_S")
+    return int(value) if value else None
+
+
+def _connection(conn_id: str):
+    """An Airflow connection, or None when it is not defined."""
+    from airflow.sdk import BaseHook
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    try:
+        return BaseHook.get_connection(conn_id)
+    except AirflowNotFoundException:
+        return None
+
+
+def ensure_spark_connection(conn_id: str, log) -> None:
+    """Without a Spark connection the provider falls back to YARN; we fall back to local[*]."""
+    if _connection(conn_id) is None:
+        os.environ[f"AIRFLOW_CONN_{conn_id.upper()}"] = json.dumps({"conn_type": "spark", "host": DEFAULT_MASTER})
+        log.info("no Airflow connection %r: running Spark on %s", conn_id, DEFAULT_MASTER)
+
+
+def aws_variables(conn_id: str) -> dict[str, str]:
+    """The AWS_* variables an Airflow connection (conn type aws) holds: login = access key
+    id, password = secret key, extra region_name, endpoint_url and aws_session_token, as
+    the Amazon provider reads them. Empty when the connection does not exist."""
+    connection = _connection(conn_id)
+    if connection is None:
+        return {}
+    extra = connection.extra_dejson or {}
+    endpoint = extra.get("endpoint_url") or (extra.get("service_config", {}).get("s3", {}).get("endpoint_url"))
+    values = {
+        "AWS_ACCESS_KEY_ID": connection.login,
+        "AWS_SECRET_ACCESS_KEY": connection.password,
+        "AWS_SESSION_TOKEN": extra.get("aws_session_token"),
+        "AWS_REGION": extra.get("region_name"),
+        "AWS_ENDPOINT_URL_S3": endpoint,
+    }
+    return {key: str(value) for key, value in values.items() if value}
+
+
+@contextlib.contextmanager
+def task_environment(log) -> Iterator[None]:
+    """The environment a task and its spark-submit run in, for the task's duration.
+
+    The project's interpreter and its spark-submit (the venv's bin), the repository on
+    PYTHONPATH, and S3 credentials from the AWS connection when there is one. Secrets go
+    into this process's environment only: never into Spark's configuration, a template
+    field or a log line (Airflow also masks connection passwords in task logs).
+    """
+    from jobs import s3
+
+    values = {
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON") or sys.executable,
+        "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p),
+        "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
+    }
+    credentials = aws_variables(aws_conn_id())
+    if credentials:
+        log.info("S3 credentials from the Airflow connection %r", aws_conn_id())
+    values.update(credentials)
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    s3.client.cache_clear()  # a client made before would keep the old credentials
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        s3.client.cache_clear()

@@ -1,0 +1,256 @@
+"""DAGs built from the declarations in jobs/pipelines/.
+
+jobs_<pipeline>    run (spark-submit, availableNow) -> validate -> publish_report
+                   on the declared schedule; the output table is an Asset
+jobs_backfill      check_params -> reprocess -> validate -> publish, triggered by hand
+jobs_data_quality  validate every table -> data_docs -> verdict, on the tables' Assets
+                   and daily
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from airflow.sdk import (
+    DAG,
+    Asset,
+    AssetAny,
+    AssetOrTimeSchedule,
+    CronTriggerTimetable,
+    Param,
+    TriggerRule,
+    get_current_context,
+    task,
+)
+from airflow.sdk.exceptions import AirflowFailException
+
+from jobs import spec as specs
+from jobs.orchestration import environment
+from jobs.orchestration.operators import BackfillStepOperator, JobsSubmitOperator, RunPipelineOperator
+from jobs.storage import Locations
+
+log = logging.getLogger(__name__)
+START_DATE = datetime(2024, 1, 1, tzinfo=UTC)
+DAG_PREFIX = "jobs_"
+BACKFILL_DAG_ID = f"{DAG_PREFIX}backfill"
+DATA_QUALITY_DAG_ID = f"{DAG_PREFIX}data_quality"
+
+
+def table_asset(pipeline: str, root: str) -> Asset:
+    """The pipeline's output table, named by its location (Airflow wants s3:// where Spark
+    wants s3a://): another root is another table, not the same Asset moved."""
+    output = Locations.resolve(pipeline, root=root).output
+    uri = "s3://" + output.removeprefix("s3a://") if output.startswith("s3a://") else f"file://{output}"
+    return Asset(uri=uri, group="jobs", extra={"pipeline": pipeline})
+
+
+def _retry_args(orchestration: specs.Orchestration) -> dict[str, Any]:
+    delay = environment.retry_delay_override() or orchestration.retry_delay_s
+    return {
+        "retries": orchestration.retries,
+        "retry_delay": timedelta(seconds=delay),
+        "retry_exponential_backoff": True,
+        "max_retry_delay": timedelta(seconds=max(delay, orchestration.max_retry_delay_s)),
+        "execution_timeout": timedelta(seconds=orchestration.timeout_s),
+    }
+
+
+# Scheduled pipeline DAGs.
+@task
+def publish_report(pipeline: str, root: str, jobs_run_id: str) -> dict[str, Any]:
+    """The run report and its validation verdict: into the task log and the XCom, and onto
+    the table's Asset event, so consumers see what changed."""
+    from jobs import storage
+    from jobs.report import RESULTS_SUFFIX, report_uri
+
+    locations = Locations.resolve(pipeline, root=root)
+    with environment.task_environment(log):
+        report = json.loads(storage.read_text(report_uri(locations, jobs_run_id)))
+        results = storage.join(locations.runs, f"{jobs_run_id}{RESULTS_SUFFIX}")
+        validation = json.loads(storage.read_text(results)) if storage.exists(results) else None
+    published = {
+        key: report[key]
+        for key in (
+            "run_id",
+            "status",
+            "duration_s",
+            "batches",
+            "input_files",
+            "input_rows",
+            "aggregated_rows",
+            "quarantined_rows",
+            "late_rows_dropped",
+            "output_rows",
+            "watermark",
+        )
+    }
+    published["validation"] = validation["status"] if validation else None
+    published["report"] = report_uri(locations, jobs_run_id)
+    for line in json.dumps(published, indent=2).splitlines():
+        log.info("%s", line)
+    context = get_current_context()
+    context["outlet_events"][table_asset(pipeline, root)].extra = published
+    return published
+
+
+def pipeline_dag(spec: specs.PipelineSpec, root: str) -> DAG:
+    with DAG(
+        dag_id=f"{DAG_PREFIX}{spec.name}",
+        description=spec.description,
+        schedule=spec.schedule,
+        start_date=START_DATE,
+        catchup=False,
+        max_active_runs=1,  # two runs never share the checkpoint (the run also locks it)
+        default_args=_retry_args(spec.orchestration),
+        params={
+            "max_files_per_trigger": Param(
+                None, type=["null", "integer"], minimum=1, description="at most this many new files per batch"
+            ),
+            "max_bytes_per_trigger": Param(
+                None,
+                type=["null", "string"],
+                pattern=r"^\d+[kmgtKMGT]?[bB]?$",
+                description="about this much new data per batch (e.g. 64m)",
+            ),
+        },
+        tags=["jobs", "pipeline"],
+        doc_md=f"**{spec.name}**: {spec.description}\n\nDeclared in `jobs/pipelines/{spec.name}.yaml`.",
+    ) as dag:
+        run = RunPipelineOperator(task_id="run", pipeline=spec.name, root=root, name=f"jobs-{spec.name}")
+        validate = JobsSubmitOperator(
+            task_id="validate",
+            jobs_args=["validate", spec.name, f"--root={root}", "--run={{ ti.xcom_pull(task_ids='run') }}"],
+            name=f"jobs-validate-{spec.name}",
+        )
+        publish = publish_report.override(outlets=[table_asset(spec.name, root)])(spec.name, root, run.output)
+        run >> validate >> publish
+    return dag
+
+
+def pipeline_dags() -> dict[str, DAG]:
+    root = environment.root()
+    return {f"{DAG_PREFIX}{name}": pipeline_dag(spec, root) for name, spec in specs.load_all().items()}
+
+
+# The backfill DAG.
+@task(retries=0)
+def check_params() -> dict[str, Any]:
+    """Every param checked before any Spark work; the plan the next tasks follow."""
+    from jobs import backfill
+
+    context = get_current_context()
+    dag_run = context["dag_run"]
+    params = {k: v for k, v in context["params"].items() if v not in (None, "", [])}
+    root = environment.root()
+    try:
+        with environment.task_environment(log):
+            plan = backfill.plan_backfill(
+                params,
+                root=root,
+                allowed_roots=backfill.publish_roots(root),
+                backfill_id=backfill.backfill_id_for(dag_run.run_id, dag_run.run_after),
+            )
+    except backfill.BackfillError as error:
+        raise AirflowFailException(f"rejected, nothing was run: {error}") from None
+    log.info("backfill plan: %s", json.dumps(plan.to_dict(), indent=2))
+    return plan.to_dict()
+
+
+@task
+def publish_backfill(plan: dict[str, Any]) -> dict[str, Any]:
+    """Point <publish_to>/_CURRENT.json at the validated version: one atomic write."""
+    from jobs import backfill
+
+    with environment.task_environment(log):
+        pointer = backfill.publish(backfill.BackfillPlan.from_dict(plan))
+    log.info("published: %s", json.dumps(pointer, indent=2))
+    return pointer
+
+
+def backfill_dag(pipelines: list[str]) -> DAG:
+    with DAG(
+        dag_id=BACKFILL_DAG_ID,
+        description="Reprocess a closed range of landed data into its own location, then publish it",
+        schedule=None,
+        start_date=START_DATE,
+        catchup=False,
+        max_active_runs=1,
+        default_args=_retry_args(specs.Orchestration()),
+        params={
+            "pipeline": Param(pipelines[0] if pipelines else None, type="string", enum=pipelines),
+            "since": Param(None, type=["null", "string"], format="date", description="first landing date (dt= folder)"),
+            "until": Param(
+                None, type=["null", "string"], format="date", description="last landing date (dt= folder), included"
+            ),
+            "prefixes": Param(
+                None,
+                type=["null", "array"],
+                items={"type": "string"},
+                description="or: folders under the landing location, e.g. dt=2023-07-30/hour=10",
+            ),
+            "publish_to": Param(None, type=["null", "string"], description="default: <root>/published/<pipeline>"),
+            "max_files_per_trigger": Param(None, type=["null", "integer"], minimum=1),
+        },
+        tags=["jobs", "backfill"],
+        doc_md=(
+            "Reprocesses the landed files of a date range or of some prefixes with its own checkpoint, "
+            "keeps every window of the range (the last ones too), validates the result and publishes it "
+            "as `<publish_to>/_CURRENT.json`. See README, Backfills."
+        ),
+    ) as dag:
+        plan = check_params()
+        reprocess = BackfillStepOperator(task_id="reprocess", step="reprocess", name="jobs-backfill")
+        validate = BackfillStepOperator(task_id="validate", step="validate", name="jobs-backfill-validate")
+        plan >> reprocess >> validate >> publish_backfill(plan)
+    return dag
+
+
+# The data quality DAG.
+@task(trigger_rule=TriggerRule.ALL_DONE, retries=0)
+def data_docs(root: str) -> str:
+    """Rebuild the summary page and the Data Docs site, whatever the validations said."""
+    from jobs import dq_report
+
+    with environment.task_environment(log):
+        page = dq_report.build(root, None, with_data_docs=True, echo=log.info)
+    log.info("data quality report: %s", page)
+    return page
+
+
+@task(trigger_rule=TriggerRule.NONE_FAILED, retries=0)
+def verdict() -> None:
+    """Fails the DAG run when a table failed validation (its task is red too)."""
+    log.info("every validated table passed its `fail` expectations")
+
+
+def data_quality_dag(pipelines: list[str], root: str) -> DAG:
+    assets = [table_asset(name, root) for name in pipelines]
+    with DAG(
+        dag_id=DATA_QUALITY_DAG_ID,
+        description="Validate every table with Great Expectations and rebuild Data Docs",
+        schedule=AssetOrTimeSchedule(
+            timetable=CronTriggerTimetable("@daily", timezone="UTC"), assets=AssetAny(*assets)
+        ),
+        start_date=START_DATE,
+        catchup=False,
+        max_active_runs=1,
+        default_args=_retry_args(specs.Orchestration()),
+        tags=["jobs", "data-quality"],
+        doc_md="Runs when a table's Asset is updated, and daily. A failed `fail` expectation fails its task.",
+    ) as dag:
+        checks = [
+            JobsSubmitOperator(
+                task_id=f"validate_{name}",
+                jobs_args=["validate", name, f"--root={root}", "--all"],
+                skip_on_exit=(3,),  # nothing to validate yet: the pipeline has not run
+                name=f"jobs-validate-{name}",
+            )
+            for name in pipelines
+        ]
+        docs = data_docs(root)
+        checks >> docs
+        [*checks, docs] >> verdict()
+    return dag

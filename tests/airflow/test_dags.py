@@ -1,0 +1,116 @@
+"""The dags folder parses quickly, without errors or heavy imports, into the DAGs the
+declarations describe."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import timedelta
+
+import pytest
+
+from jobs import spec as specs
+from tests.airflow.conftest import airflow_env
+from tests.conftest import REPO
+
+# Loads the dags folder the way Airflow's DAG processor does, then describes what it found.
+DESCRIBE = r"""
+import json, sys, time
+from airflow.dag_processing.dagbag import DagBag
+import airflow.providers.apache.spark.operators.spark_submit  # Airflow's own cost, not the DAGs'
+before = set(sys.modules)
+started = time.monotonic()
+bag = DagBag(dag_folder=sys.argv[1])
+parse_s = time.monotonic() - started
+heavy = sorted({m.split(".")[0] for m in set(sys.modules) - before} & {"pyspark", "great_expectations", "boto3", "pandas", "pyarrow"})
+dags = {}
+for dag in bag.dags.values():
+    dags[dag.dag_id] = {
+        "tasks": {t.task_id: {"type": type(t).__name__, "upstream": sorted(t.upstream_task_ids),
+                              "retries": t.retries, "retry_delay_s": t.retry_delay.total_seconds(),
+                              "backoff": t.retry_exponential_backoff,
+                              "timeout_s": t.execution_timeout.total_seconds() if t.execution_timeout else None,
+                              "trigger_rule": getattr(t.trigger_rule, "value", t.trigger_rule),
+                              "outlets": [o.uri for o in t.outlets],
+                              "conn_id": getattr(t, "_conn_id", None)} for t in dag.tasks},
+        "timetable": type(dag.timetable).__name__,
+        "summary": getattr(dag.timetable, "expression", None) or getattr(getattr(dag.timetable, "timetable", None), "expression", None),
+        "assets": [a.uri for a in dag.timetable.asset_condition.objects] if hasattr(dag.timetable, "timetable") else [],
+        "catchup": dag.catchup, "max_active_runs": dag.max_active_runs,
+        "params": {k: v.schema for k, v in dag.params.items()},
+    }
+print(json.dumps({"errors": bag.import_errors, "parse_s": parse_s, "heavy": heavy, "dags": dags}, default=str))
+"""
+
+
+@pytest.fixture(scope="module")
+def dagbag(tmp_path_factory) -> dict:
+    home = tmp_path_factory.mktemp("airflow_parse")
+    result = subprocess.run(
+        [sys.executable, "-c", DESCRIBE, str(REPO / "dags")],
+        env=airflow_env(home, str(home / "root")),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    return {**json.loads(result.stdout.strip().splitlines()[-1]), "root": str(home / "root")}
+
+
+def test_the_dags_folder_imports_without_errors_quickly_and_without_heavy_imports(dagbag):
+    assert dagbag["errors"] == {}
+    assert dagbag["heavy"] == [], "DAG files must not import Spark, Great Expectations, boto3 or pandas"
+    # benchmarks/dag_parse.py prints the figures; this bound only catches a regression by an
+    # order of magnitude (Airflow's own dagbag_import_timeout is 30 s).
+    print(f"dags folder parsed in {dagbag['parse_s']:.3f}s")
+    assert dagbag["parse_s"] < 10
+
+
+def test_one_dag_per_declared_pipeline_with_its_schedule_and_settings(dagbag):
+    pipelines = specs.load_all()
+    expected_ids = {f"jobs_{name}" for name in pipelines} | {"jobs_backfill", "jobs_data_quality"}
+    assert set(dagbag["dags"]) == expected_ids
+    for name, spec in pipelines.items():
+        dag = dagbag["dags"][f"jobs_{name}"]
+        assert dag["timetable"] == "CronTriggerTimetable" and spec.schedule == "@hourly"
+        assert dag["summary"] in ("@hourly", "0 * * * *")
+        assert dag["catchup"] is False and dag["max_active_runs"] == 1
+        tasks = dag["tasks"]
+        assert {t: v["type"] for t, v in tasks.items()} == {
+            "run": "RunPipelineOperator",
+            "validate": "JobsSubmitOperator",
+            "publish_report": "_PythonDecoratedOperator",
+        }
+        assert tasks["validate"]["upstream"] == ["run"]
+        assert tasks["publish_report"]["upstream"] == ["run", "validate"]  # after validate; the run id from run
+        assert tasks["run"]["conn_id"] == "spark_default"
+        for task in tasks.values():
+            assert task["retries"] == spec.orchestration.retries == 2
+            assert task["backoff"] is True
+            assert task["timeout_s"] == spec.orchestration.timeout_s == timedelta(hours=1).total_seconds()
+        # The output table is the Asset the run updates (JOBS_ROOT decides where it is).
+        assert tasks["publish_report"]["outlets"] == [f"file://{dagbag['root']}/tables/{name}"]
+        assert set(dag["params"]) == {"max_files_per_trigger", "max_bytes_per_trigger"}
+
+
+def test_the_backfill_and_data_quality_dags(dagbag):
+    backfill = dagbag["dags"]["jobs_backfill"]
+    assert backfill["timetable"] == "NullTimetable" and backfill["max_active_runs"] == 1
+    assert {t: v["upstream"] for t, v in backfill["tasks"].items()} == {
+        "check_params": [],
+        "reprocess": ["check_params"],
+        "validate": ["reprocess"],
+        "publish_backfill": ["check_params", "validate"],
+    }
+    assert backfill["tasks"]["check_params"]["retries"] == 0  # bad params do not get better
+    assert backfill["params"]["pipeline"]["enum"] == sorted(specs.load_all())
+    assert set(backfill["params"]) == {"pipeline", "since", "until", "prefixes", "publish_to", "max_files_per_trigger"}
+
+    quality = dagbag["dags"]["jobs_data_quality"]
+    assert quality["timetable"] == "AssetOrTimeSchedule" and quality["summary"] in ("@daily", "0 0 * * *")
+    assert sorted(a.rsplit("/", 1)[-1] for a in quality["assets"]) == sorted(specs.load_all())
+    tasks = quality["tasks"]
+    assert tasks["data_docs"]["trigger_rule"] == "all_done"
+    assert tasks["verdict"]["trigger_rule"] == "none_failed"
+    assert set(tasks["verdict"]["upstream"]) == {"data_docs", *(f"validate_{n}" for n in specs.load_all())}

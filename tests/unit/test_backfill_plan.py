@@ -1,0 +1,153 @@
+"""Backfill params are checked before anything runs; each bad one is refused with its reason."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from jobs import backfill
+from jobs import spec as specs
+
+PIPELINES = {"clickstream": specs.load("clickstream")}
+
+
+def plan(root: Path, allowed: list[str] | None = None, **params):
+    return backfill.plan_backfill(
+        params,
+        root=str(root),
+        allowed_roots=allowed or [str(root)],
+        backfill_id="20260101T000000Z-abc",
+        pipelines=PIPELINES,
+        check_landing=False,
+    )
+
+
+def test_a_date_range_plan_isolates_the_work_and_passes_each_value_as_one_argument(tmp_path):
+    made = plan(tmp_path, pipeline="clickstream", since="2023-07-30", until="2023-07-31")
+    assert made.work_root == f"{tmp_path}/backfills/clickstream/20260101T000000Z-abc"
+    assert made.publish_to == f"{tmp_path}/published/clickstream"
+    assert made.stage == f"{made.publish_to}/versions/20260101T000000Z-abc"
+    assert made.locations.landing == f"{tmp_path}/landing/clickstream"
+    assert made.locations.checkpoint.startswith(made.work_root) and made.locations.output.startswith(made.work_root)
+    assert made.reprocess_args() == [
+        "backfill",
+        "clickstream",
+        f"--root={tmp_path}",
+        "--id=20260101T000000Z-abc",
+        f"--publish-to={made.publish_to}",
+        "--since=2023-07-30",
+        "--until=2023-07-31",
+        "--stage-only",
+    ]
+    assert backfill.BackfillPlan.from_dict(made.to_dict()) == made
+
+
+def test_prefixes_become_one_glob_under_the_landing_location(tmp_path):
+    made = plan(tmp_path, pipeline="clickstream", prefixes=["dt=2023-07-30/hour=10/", "dt=2023-07-31"])
+    assert made.landing_glob == "{dt=2023-07-30/hour=10,dt=2023-07-31}"
+    assert "--prefix=dt=2023-07-30/hour=10" in made.reprocess_args()
+
+
+@pytest.mark.parametrize(
+    ("params", "reason"),
+    [
+        ({"pipeline": "nope", "since": "2023-07-30", "until": "2023-07-30"}, "not declared"),
+        ({"pipeline": "clickstream"}, "say which landed data"),
+        ({"pipeline": "clickstream", "since": "2023-07-30"}, "give both since and until"),
+        ({"pipeline": "clickstream", "since": "2023-07-31", "until": "2023-07-30"}, "is after"),
+        ({"pipeline": "clickstream", "since": "2023-02-30", "until": "2023-03-01"}, "give a date like"),
+        ({"pipeline": "clickstream", "since": "30/07/2023", "until": "2023-07-31"}, "give a date like"),
+        ({"pipeline": "clickstream", "since": 20230730, "until": "2023-07-31"}, "give a date like"),
+        (
+            {"pipeline": "clickstream", "since": "2023-07-30", "until": "2023-07-30", "prefixes": ["dt=2023-07-30"]},
+            "not both",
+        ),
+        ({"pipeline": "clickstream", "prefixes": ["../other/landing"]}, "no globs, no '..'"),
+        ({"pipeline": "clickstream", "prefixes": ["/etc"]}, "no globs, no '..'"),
+        ({"pipeline": "clickstream", "prefixes": ["dt=2023-07-*"]}, "no globs"),
+        ({"pipeline": "clickstream", "prefixes": ["dt=1; rm -rf /"]}, "no globs"),
+        ({"pipeline": "clickstream", "prefixes": ["--root=/"]}, "no globs"),
+        ({"pipeline": "clickstream", "prefixes": "dt=2023-07-30"}, "a list"),
+        (
+            {"pipeline": "clickstream", "since": "2023-07-30", "until": "2023-07-30", "max_files_per_trigger": 0},
+            "at least 1",
+        ),
+        ({"pipeline": "clickstream", "since": "2023-07-30", "until": "2023-07-30", "shell": "x"}, "unknown param"),
+    ],
+)
+def test_bad_params_are_refused_with_their_reason(tmp_path, params, reason):
+    with pytest.raises(backfill.BackfillError) as error:
+        plan(tmp_path, **params)
+    assert reason in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("publish_to", "reason"),
+    [
+        ("/etc/published", "inside one of the configured roots"),
+        ("{root}", "inside one of the configured roots"),  # the root itself
+        ("{root}/tables/clickstream", "overlaps the production location"),
+        ("{root}/checkpoints", "overlaps the production location"),
+        ("{root}/landing/clickstream/x", "overlaps the production location"),
+        ("{root}/backfills/x", "overlaps the production location"),
+        ("{root}/../escape", "inside one of the configured roots"),
+        ("ftp://host/x", "publish_to"),
+    ],
+)
+def test_the_publish_location_must_be_inside_a_root_and_clear_of_production(tmp_path, publish_to, reason):
+    root = tmp_path / "root"
+    with pytest.raises(backfill.BackfillError) as error:
+        plan(
+            root,
+            pipeline="clickstream",
+            since="2023-07-30",
+            until="2023-07-30",
+            publish_to=publish_to.format(root=root),
+        )
+    assert reason in str(error.value)
+
+
+def test_publish_roots_may_be_added_by_configuration(tmp_path, monkeypatch):
+    elsewhere = tmp_path / "shared"
+    monkeypatch.setenv("JOBS_PUBLISH_ROOTS", f" {elsewhere} ,s3a://lake/published")
+    roots = backfill.publish_roots(str(tmp_path / "root"))
+    made = plan(
+        tmp_path / "root",
+        roots,
+        pipeline="clickstream",
+        since="2023-07-30",
+        until="2023-07-30",
+        publish_to=str(elsewhere / "clickstream"),
+    )
+    assert made.publish_to == str(elsewhere / "clickstream")
+    assert "s3a://lake/published" in roots
+
+
+def test_a_backfill_id_is_stable_for_a_dag_run_and_safe_as_a_folder_name():
+    after = datetime(2026, 11, 22, 4, 0, tzinfo=UTC)
+    first = backfill.backfill_id_for("manual__2026-11-22T04:00:00+00:00", after)
+    assert first == backfill.backfill_id_for("manual__2026-11-22T04:00:00+00:00", after)
+    assert first != backfill.backfill_id_for("manual__2026-11-22T04:00:01+00:00", after)
+    assert first.startswith("20261122T040000Z-") and "/" not in first and ":" not in first
+
+
+def test_a_range_with_no_landed_folders_is_refused(tmp_path):
+    (tmp_path / "landing" / "clickstream" / "dt=2023-07-29").mkdir(parents=True)
+    with pytest.raises(backfill.BackfillError, match="no landed folders"):
+        backfill.plan_backfill(
+            {"pipeline": "clickstream", "since": "2023-07-30", "until": "2023-07-31"},
+            root=str(tmp_path),
+            allowed_roots=[str(tmp_path)],
+            backfill_id="b1",
+            pipelines=PIPELINES,
+        )
+    with pytest.raises(backfill.BackfillError, match="no landed data"):
+        backfill.plan_backfill(
+            {"pipeline": "clickstream", "prefixes": ["dt=2023-07-30"]},
+            root=str(tmp_path),
+            allowed_roots=[str(tmp_path)],
+            backfill_id="b1",
+            pipelines=PIPELINES,
+        )
