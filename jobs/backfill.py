@@ -176,9 +176,9 @@ def plan_backfill(
     both included) or prefixes (folders under the pipeline's landing location); publish_to
     (default <root>/published/<pipeline>); max_files_per_trigger (optional).
     """
-    known = set(params) - {"pipeline", "since", "until", "prefixes", "publish_to", "max_files_per_trigger"}
-    if known:
-        raise BackfillError(f"unknown param(s) {sorted(known)}")
+    unknown = set(params) - {"pipeline", "since", "until", "prefixes", "publish_to", "max_files_per_trigger"}
+    if unknown:
+        raise BackfillError(f"unknown param(s) {sorted(unknown)}")
     pipelines = pipelines if pipelines is not None else specs.load_all()
     pipeline = params.get("pipeline")
     if pipeline not in pipelines:
@@ -232,13 +232,8 @@ def _check_landed(plan: BackfillPlan) -> None:
     """Refuse a range that selects nothing: a backfill of no data is a mistake."""
     landing = plan.landing
     if plan.since:
-        folders = [n for n in storage.list_names(landing) if n.startswith("dt=")]
-        chosen = [n for n in folders if f"dt={plan.since}" <= n <= f"dt={plan.until}"]
-        if not chosen:
-            raise BackfillError(
-                f"no landed folders dt={plan.since} .. dt={plan.until} under {landing} "
-                f"(it has {len(folders)} dt= folders)"
-            )
+        if not storage.dated_folders(landing, date.fromisoformat(plan.since), date.fromisoformat(plan.until)):
+            raise BackfillError(f"no landed folders dt={plan.since} .. dt={plan.until} under {landing}")
         return
     missing = [p for p in plan.prefixes if not storage.exists(join(landing, p))]
     if missing:

@@ -138,13 +138,10 @@ def landing_path(landing: str, options: RunOptions) -> str:
         return storage.join(landing, options.landing_glob)
     if options.landing_since:
         # One listing of the top level only, then the source lists just these folders.
-        since = f"dt={options.landing_since.isoformat()}"
-        until = f"dt={options.landing_until.isoformat()}" if options.landing_until else None
-        folders = [
-            n for n in storage.list_names(landing) if n.startswith("dt=") and n >= since and (not until or n <= until)
-        ]
+        folders = storage.dated_folders(landing, options.landing_since, options.landing_until)
         if not folders:
-            return storage.join(landing, since)  # nothing yet: an empty folder lists nothing
+            # Nothing yet: an empty folder lists nothing.
+            return storage.join(landing, f"dt={options.landing_since.isoformat()}")
         return storage.join(landing, "{" + ",".join(folders) + "}")
     return landing
 

@@ -22,7 +22,7 @@ import socket
 import tempfile
 import threading
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -167,6 +167,13 @@ def list_names(uri: str) -> list[str]:
         return sorted(n for n in names if n and not n.startswith("."))
 
     return _s3(uri, listing)
+
+
+def dated_folders(landing: str, since: date, until: date | None = None) -> list[str]:
+    """The landing's dt=YYYY-MM-DD folders from `since` to `until` (both included), from one
+    listing of the top level only."""
+    first, last = f"dt={since.isoformat()}", f"dt={until.isoformat()}" if until else None
+    return [n for n in list_names(landing) if n.startswith("dt=") and n >= first and (last is None or n <= last)]
 
 
 def write_text(uri: str, text: str) -> None:
@@ -371,23 +378,16 @@ def upload_tree(folder: Path, uri: str) -> int:
     return len(files)
 
 
-def remove_tree(uri: str) -> int:
-    """Delete a folder (on S3: every object under the prefix); returns how many files went."""
+def remove_tree(uri: str) -> None:
+    """Delete a folder (on S3: every object under the prefix)."""
     if not is_s3(uri):
-        path = local_path(uri)
-        if not path.exists():
-            return 0
-        count = sum(1 for f in path.rglob("*") if f.is_file())
-        shutil.rmtree(path)
-        return count
+        shutil.rmtree(local_path(uri), ignore_errors=True)
+        return
 
     def delete(client, bucket, key):
-        count = 0
         for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=f"{key.rstrip('/')}/"):
             objects = [{"Key": o["Key"]} for o in page.get("Contents", [])]
             if objects:
                 client.delete_objects(Bucket=bucket, Delete={"Objects": objects, "Quiet": True})
-                count += len(objects)
-        return count
 
-    return _s3(uri, delete)
+    _s3(uri, delete)
