@@ -5,7 +5,12 @@ undercounts dropped input rows. Instead, once a batch is committed, this module 
 the files the checkpoint says the batch read, applies the same pure parse transform,
 and classifies every row against the watermark the checkpoint says the batch ran with:
 
-    input_rows = aggregated_rows + quarantined_rows + late_rows_dropped     (exactly)
+    input_rows = aggregated_rows + quarantined_rows + late_rows_dropped + duplicates_dropped
+
+Duplicates (pipelines that deduplicate) are the one count only Spark knows: it is taken
+from the batch's progress event (`numDroppedDuplicateRows`), which the runner records
+as the batch completes. If a run stopped before that, the count is unknown (None) and
+the batch's repeats stay counted as aggregated.
 
 The quarantined rows of a batch are written to <quarantine>/batch_id=N/, replacing
 whatever an interrupted earlier attempt wrote there, and only then is the batch's
@@ -22,8 +27,9 @@ from pyspark.sql import functions as F
 
 from jobs import storage
 from jobs.checkpoint import CheckpointLog
+from jobs.dimensions import read_dimension
 from jobs.spec import PipelineSpec
-from jobs.transforms import LINE, SOURCE_FILE, classify_rows, parse_events, quarantined
+from jobs.transforms import LINE, SOURCE_FILE, classify_rows, enrich, parse_events, quarantined
 
 
 @dataclass(frozen=True)
@@ -36,6 +42,7 @@ class BatchAccount:
     quarantined_rows: int
     late_rows_dropped: int
     output_rows: int | None
+    duplicates_dropped: int | None = 0
 
 
 def read_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
@@ -71,7 +78,11 @@ def account_batches(
             for b in with_files
         ]
         lines = reduce(DataFrame.unionByName, batches)
-        classified = classify_rows(parse_events(lines, spec.source), spec.window, "late_watermark").persist()
+        parsed = parse_events(lines, spec.source)
+        if spec.enrich is not None:
+            # Read again, as the query's own batches do: unmatched events are quarantined here.
+            parsed = enrich(parsed, read_dimension(spark, spec, log.locations), spec.enrich)
+        classified = classify_rows(parsed, spec, "late_watermark").persist()
         try:
             for row in classified.groupBy("batch_id", "fate").count().collect():
                 counts[(row["batch_id"], row["fate"])] = row["count"]
@@ -92,14 +103,19 @@ def account_batches(
         aggregated = counts.get((b, "aggregated"), 0)
         quarantined_rows = counts.get((b, "quarantined"), 0)
         late = counts.get((b, "late"), 0)
+        duplicates = 0
+        if spec.deduplicate:
+            duplicates = (log.read_metrics(b) or {}).get("duplicates_dropped")
+            aggregated -= duplicates or 0
         account = BatchAccount(
             batch_id=b,
             late_watermark_ms=late_watermarks[b],
             input_files=len(files[b]),
-            input_rows=aggregated + quarantined_rows + late,
+            input_rows=aggregated + quarantined_rows + late + (duplicates or 0),
             aggregated_rows=aggregated,
             quarantined_rows=quarantined_rows,
             late_rows_dropped=late,
+            duplicates_dropped=duplicates,
             output_rows=_output_rows(log, b),
         )
         log.write_account(b, asdict(account))

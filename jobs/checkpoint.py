@@ -9,6 +9,7 @@ Spark's logs (read only, never written here):
 The runner's own files, under <checkpoint>/_pipeline/:
     declaration.json     the declaration's state contract the checkpoint was started with
     accounting/N.json    batch N's exact row accounting, written once the batch is accounted
+    metrics/N.json       what only Spark counted in batch N (duplicates dropped), from its progress
     lock                 see storage.checkpoint_lock
 """
 
@@ -162,6 +163,15 @@ class CheckpointLog:
 
     def write_account(self, batch_id: int, account: dict[str, Any]) -> None:
         storage.write_json(join(self.locations.pipeline_dir, "accounting", str(batch_id)), account)
+
+    # Spark's own counts of a batch, kept from its progress event (not kept by Spark).
+    def write_metrics(self, batch_id: int, metrics: dict[str, Any]) -> None:
+        storage.write_json(join(self.locations.pipeline_dir, "metrics", str(batch_id)), metrics)
+
+    def read_metrics(self, batch_id: int) -> dict[str, Any] | None:
+        """None when the run that committed the batch stopped before its progress was seen."""
+        uri = join(self.locations.pipeline_dir, "metrics", str(batch_id))
+        return json.loads(storage.read_text(uri)) if storage.exists(uri) else None
 
 
 def _declaration_uri(locations: Locations) -> str:

@@ -38,7 +38,7 @@ def held_windows(spark: SparkSession, spec: PipelineSpec, locations: Locations) 
     schema = output_schema(spark, spec)
     if not CheckpointLog(locations).committed_batches():
         return spark.createDataFrame([], schema)
-    state = spark.read.format("statestore").load(locations.checkpoint)
+    state = spark.read.format("statestore").option("operatorId", spec.aggregation_operator).load(locations.checkpoint)
     buffers = state.schema["value"].dataType.fieldNames()
     expected = sum(BUFFER_FIELDS[a.function] for a in spec.aggregates)
     if len(buffers) != expected:

@@ -25,11 +25,13 @@ from pyspark.sql.types import StructType
 
 from jobs import data_docs, storage
 from jobs.checkpoint import CheckpointLog
+from jobs.dimensions import dimension_uri, read_dimension
+from jobs.inference import with_recorded_schema
 from jobs.report import RESULTS_SUFFIX, load_reports
 from jobs.spec import PipelineSpec
 from jobs.storage import Locations, join
 from jobs.suite import Expectation, RunCheck, Suite, load_suite
-from jobs.transforms import LINE, SOURCE_FILE, parse_events, valid_events, window_aggregate
+from jobs.transforms import LINE, SOURCE_FILE, pipeline_table
 
 # Great Expectations can return every unexpected value on Spark; keep results small.
 RESULT_FORMAT = {"result_format": "SUMMARY", "partial_unexpected_count": 5}
@@ -99,15 +101,26 @@ class Validation:
 
 
 # Reading what to validate.
-def output_schema(spark: SparkSession, spec: PipelineSpec) -> StructType:
-    """The output table's schema, from the same transforms that write it (run on no rows)."""
+def output_schema(spark: SparkSession, spec: PipelineSpec, locations: Locations | None = None) -> StructType:
+    """The output table's schema, from the same transforms that write it (run on no rows).
+
+    An enriching pipeline's dimension columns take their types from the dimension table
+    when `locations` is given (strings otherwise, as CSV dimensions have)."""
     no_lines = spark.createDataFrame([], f"{LINE} string, {SOURCE_FILE} string")
-    table = no_lines.transform(parse_events, spec.source).transform(valid_events).transform(window_aggregate, spec)
-    return table.schema
+    dimension = None
+    if spec.enrich is not None:
+        if locations is not None and storage.exists(dimension_uri(spec.enrich, locations)):
+            dimension = read_dimension(spark, spec, locations).limit(0)
+        else:
+            columns = ", ".join(f"`{c}` string" for c in (spec.enrich.key, *spec.enrich.columns))
+            dimension = spark.createDataFrame([], columns)
+    return pipeline_table(no_lines, spec, dimension).schema
 
 
 def with_window_length(table: DataFrame) -> DataFrame:
-    """Adds window_length_s = window_end - window_start, in seconds."""
+    """Adds window_length_s = window_end - window_start, in seconds (windowed tables)."""
+    if "window_end" not in table.columns:
+        return table
     length = F.unix_timestamp("window_end") - F.unix_timestamp("window_start")
     return table.withColumn("window_length_s", length)
 
@@ -119,7 +132,7 @@ def read_committed(spark: SparkSession, spec: PipelineSpec, locations: Locations
     exists), so uncommitted files are left out in both cases. A table written by a batch
     job, such as a staged backfill, is whole once its `_SUCCESS` marker exists.
     """
-    schema = output_schema(spark, spec)
+    schema = output_schema(spark, spec, locations)
     if files is None and (
         storage.list_names(join(locations.output, "_spark_metadata"))
         or storage.exists(join(locations.output, "_SUCCESS"))
@@ -151,25 +164,31 @@ def run_report_checks(suite: Suite, reports: list[dict[str, Any]]) -> list[Check
     aggregated = sum(r["aggregated_rows"] for r in reports)
     quarantined = sum(r["quarantined_rows"] for r in reports)
     late = sum(r["late_rows_dropped"] for r in reports)
+    # Older reports have no duplicates; an unknown count (None) is checked as zero.
+    duplicates = sum(r.get("duplicates_dropped") or 0 for r in reports)
     results = []
     for check in suite.run_checks:
-        results.append(_run_check(check, input_rows, aggregated, quarantined, late))
+        results.append(_run_check(check, input_rows, aggregated, quarantined, late, duplicates))
     return results
 
 
-def _run_check(check: RunCheck, input_rows: int, aggregated: int, quarantined: int, late: int) -> CheckResult:
+def _run_check(
+    check: RunCheck, input_rows: int, aggregated: int, quarantined: int, late: int, duplicates: int
+) -> CheckResult:
     if check.name == "rows_balance":
-        accounted = aggregated + quarantined + late
+        accounted = aggregated + quarantined + late + duplicates
+        parts = f"aggregated {aggregated} + quarantined {quarantined} + late {late}"
+        if duplicates:
+            parts += f" + duplicates {duplicates}"
         return CheckResult(
             name="rows_balance (run report)",
             source="run_report",
             severity=check.severity,
             success=input_rows == accounted,
             message=(
-                f"input rows {input_rows} = aggregated {aggregated} + quarantined {quarantined} + late {late}"
+                f"input rows {input_rows} = {parts}"
                 if input_rows == accounted
-                else f"input rows {input_rows} != aggregated {aggregated} + quarantined {quarantined} "
-                f"+ late {late} = {accounted}: {abs(input_rows - accounted)} rows unaccounted for"
+                else f"input rows {input_rows} != {parts} = {accounted}: {abs(input_rows - accounted)} rows unaccounted for"
             ),
             observed={"input_rows": input_rows, "accounted_rows": accounted},
         )
@@ -366,6 +385,7 @@ def _validate(
     echo: Callable[[str], None],
 ) -> Validation:
     started = time.monotonic()
+    spec = with_recorded_schema(spec, locations)
     if not any(r["batch_ids"] for r in reports):
         # No batch ran (no new files): nothing was written, and there is nothing to ask GX.
         validation.checks = _skipped(suite.expectations, "the run processed no batch") + run_report_checks(

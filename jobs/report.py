@@ -40,6 +40,8 @@ class RunReport:
     aggregated_rows: int = 0
     quarantined_rows: int = 0
     late_rows_dropped: int = 0
+    # Repeats a deduplicating pipeline dropped (None: some batch's count is unknown).
+    duplicates_dropped: int | None = 0
     output_rows: int | None = 0
     watermark: str | None = None
     state_rows: int | None = None
@@ -53,6 +55,10 @@ class RunReport:
             self.aggregated_rows += account.aggregated_rows
             self.quarantined_rows += account.quarantined_rows
             self.late_rows_dropped += account.late_rows_dropped
+            if account.duplicates_dropped is None or self.duplicates_dropped is None:
+                self.duplicates_dropped = None
+            else:
+                self.duplicates_dropped += account.duplicates_dropped
             if account.output_rows is None or self.output_rows is None:
                 self.output_rows = None
             else:
@@ -61,7 +67,8 @@ class RunReport:
 
     @property
     def rows_balance(self) -> bool:
-        return self.input_rows == self.aggregated_rows + self.quarantined_rows + self.late_rows_dropped
+        accounted = self.aggregated_rows + self.quarantined_rows + self.late_rows_dropped
+        return self.input_rows == accounted + (self.duplicates_dropped or 0)
 
     def finish(self, status: str, error: str | None = None) -> None:
         ended = datetime.now(UTC)
@@ -83,12 +90,15 @@ class RunReport:
             return f"{head}\n  no new files: nothing written; watermark {self.watermark}"
         recovered = f" (incl. {len(self.recovered_batch_ids)} recovered)" if self.recovered_batch_ids else ""
         output = "unknown" if self.output_rows is None else self.output_rows
+        duplicates = "unknown" if self.duplicates_dropped is None else self.duplicates_dropped
         return "\n".join(
             [
                 head,
                 f"  batches {self.batches}{recovered}, files {self.input_files}, input rows {self.input_rows}",
                 f"  aggregated {self.aggregated_rows} + quarantined {self.quarantined_rows} "
-                f"+ late {self.late_rows_dropped} (of {self.input_rows} input rows)",
+                f"+ late {self.late_rows_dropped}"
+                + (f" + duplicates {duplicates}" if duplicates else "")
+                + f" (of {self.input_rows} input rows)",
                 f"  output rows {output}, state rows {self.state_rows}, watermark {self.watermark}",
             ]
         )

@@ -24,10 +24,12 @@ from pyspark.sql.streaming import StreamingQuery
 from jobs import s3, storage
 from jobs.accounting import account_batches
 from jobs.checkpoint import CheckpointLog, IncompatibleCheckpoint, check_declaration, ms_to_iso, record_declaration
+from jobs.dimensions import check_dimension, dimension_uri, read_dimension
+from jobs.inference import resolve
 from jobs.report import RunReport, new_run_id, save
 from jobs.spec import PipelineSpec, SpecError, parse_duration_s, spark_duration
 from jobs.storage import AlreadyRunning, Locations, StorageError
-from jobs.transforms import LINE, SOURCE_FILE, parse_events, valid_events, window_aggregate
+from jobs.transforms import LINE, SOURCE_FILE, pipeline_table
 
 TRIGGERS = ("available-now", "once", "processing-time=<duration>")
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)b?\s*$", re.IGNORECASE)
@@ -158,13 +160,16 @@ def landed_lines(spark: SparkSession, landing: str, options: RunOptions) -> Data
     )
 
 
-def start_query(spark: SparkSession, spec: PipelineSpec, locations: Locations, options: RunOptions) -> StreamingQuery:
-    table = (
-        landed_lines(spark, locations.landing, options)
-        .transform(parse_events, spec.source)
-        .transform(valid_events)
-        .transform(window_aggregate, spec)
-    )
+def start_query(
+    spark: SparkSession,
+    spec: PipelineSpec,
+    locations: Locations,
+    options: RunOptions,
+    dimension: DataFrame | None = None,
+) -> StreamingQuery:
+    if spec.enrich is not None and dimension is None:
+        dimension = read_dimension(spark, spec, locations)
+    table = pipeline_table(landed_lines(spark, locations.landing, options), spec, dimension)
     writer = (
         table.writeStream.queryName(spec.name)
         .format(spec.output.format)
@@ -184,21 +189,32 @@ def start_query(spark: SparkSession, spec: PipelineSpec, locations: Locations, o
     return writer.start()
 
 
-def _progress_line(progress) -> str:
-    state = progress.stateOperators[0].numRowsTotal if progress.stateOperators else 0
+def _state_rows_of(progress) -> int:
+    return sum(operator.numRowsTotal for operator in progress.stateOperators)
+
+
+def _duplicates_of(progress) -> int:
+    return sum((operator.customMetrics or {}).get("numDroppedDuplicateRows", 0) for operator in progress.stateOperators)
+
+
+def _progress_line(progress, deduplicates: bool) -> str:
     rate = progress.processedRowsPerSecond or 0.0
     watermark = (progress.eventTime or {}).get("watermark", "-")
+    duplicates = f", duplicates dropped {_duplicates_of(progress)}" if deduplicates else ""
     return (
         f"  batch {progress.batchId}: {progress.numInputRows} lines read, {rate:.0f} lines/s, "
-        f"watermark {watermark}, state rows {state}"
+        f"watermark {watermark}, state rows {_state_rows_of(progress)}{duplicates}"
     )
 
 
 class _Watch:
-    """Follows a running query: prints each new batch's progress as it completes."""
+    """Follows a running query: prints each new batch's progress as it completes, and keeps
+    what only Spark counted (duplicates dropped) in the checkpoint's ledger."""
 
-    def __init__(self, query: StreamingQuery, echo: Callable[[str], None]):
+    def __init__(self, query: StreamingQuery, spec: PipelineSpec, log: CheckpointLog, echo: Callable[[str], None]):
         self.query = query
+        self.spec = spec
+        self.log = log
         self.echo = echo
         self.seen: set[int] = set()
         self.last_state_rows: int | None = None
@@ -210,14 +226,17 @@ class _Watch:
                 continue
             self.seen.add(progress.batchId)
             if progress.stateOperators:
-                self.last_state_rows = progress.stateOperators[0].numRowsTotal
-            self.echo(_progress_line(progress))
+                self.last_state_rows = _state_rows_of(progress)
+            if self.spec.deduplicate:
+                self.log.write_metrics(progress.batchId, {"duplicates_dropped": _duplicates_of(progress)})
+            self.echo(_progress_line(progress, bool(self.spec.deduplicate)))
 
 
-def _state_rows(spark: SparkSession, log: CheckpointLog) -> int:
+def _state_rows(spark: SparkSession, spec: PipelineSpec, log: CheckpointLog) -> int:
     if not log.committed_batches():
         return 0
-    return spark.read.format("statestore").load(log.root).count()
+    operators = range(spec.stateful_operators)
+    return sum(spark.read.format("statestore").option("operatorId", o).load(log.root).count() for o in operators)
 
 
 def _execute(
@@ -229,6 +248,11 @@ def _execute(
     echo: Callable[[str], None],
 ) -> None:
     log = CheckpointLog(locations)
+    spec = resolve(spark, spec, locations, landing_path(locations.landing, options), echo)
+    dimension = read_dimension(spark, spec, locations)
+    if dimension is not None:
+        rows = check_dimension(dimension, spec)
+        echo(f"  dimension {spec.enrich.table}: {rows} rows from {dimension_uri(spec.enrich, locations)}")
     record_declaration(spec, locations)
     committed_before = log.committed_batches()
     pending = sorted(set(committed_before) - log.accounted_batches())
@@ -237,8 +261,8 @@ def _execute(
         report.recovered_batch_ids = pending
         report.add_batches(account_batches(spark, spec, log, pending))
 
-    query = start_query(spark, spec, locations, options)
-    watch = _Watch(query, echo)
+    query = start_query(spark, spec, locations, options, dimension)
+    watch = _Watch(query, spec, log, echo)
     accounted_through = max(committed_before, default=-1)
     interrupted: BaseException | None = None
     try:
@@ -247,7 +271,12 @@ def _execute(
                 raise KeyboardInterrupt
             watch.poll()
             if options.trigger.kind == "processing-time":
-                new = [b for b in log.committed_batches() if b > accounted_through]
+                # A deduplicating batch is accounted once its progress (its duplicates) was seen.
+                new = [
+                    b
+                    for b in log.committed_batches()
+                    if b > accounted_through and (b in watch.seen or not spec.deduplicate)
+                ]
                 if new:
                     report.add_batches(account_batches(spark, spec, log, new))
                     accounted_through = new[-1]
@@ -264,7 +293,7 @@ def _execute(
         report.watermark = ms_to_iso(log.next_watermark_ms(committed[-1])) if committed else None
         report.state_rows = watch.last_state_rows
         if report.state_rows is None:
-            report.state_rows = _state_rows(spark, log)
+            report.state_rows = _state_rows(spark, spec, log)
     except Exception as error:
         if interrupted is None:
             raise

@@ -19,6 +19,11 @@ SOURCE_FORMATS = ("json",)
 FIELD_TYPES = ("string", "long", "int", "double", "boolean", "timestamp", "date")
 AGGREGATE_FUNCTIONS = ("count", "sum", "avg", "min", "max")
 OUTPUT_FORMATS = ("parquet",)
+NEW_FIELDS = ("fail", "ignore", "rescue")  # what an inferred-schema source does with fields it has not seen
+DIMENSION_FORMATS = ("csv", "parquet")
+UNMATCHED = ("keep", "quarantine")
+EVENT_TIME = "event_time"  # the parsed event time column every pipeline adds
+RESCUED_DATA = "_rescued_data"  # new fields of an inferred-schema source, as a JSON object
 # Event time formats: ISO-8601 (a trailing Z or an offset; no zone means UTC), epoch
 # numbers, or a Spark datetime pattern such as "yyyy-MM-dd HH:mm:ss".
 EPOCH_FORMATS = ("epoch_seconds", "epoch_millis")
@@ -58,12 +63,28 @@ class EventTime:
 @dataclass(frozen=True)
 class Source:
     format: str
-    schema: dict[str, str]
+    schema: dict[str, str]  # empty until inferred, when infer_schema
     required: tuple[str, ...]
     event_time: EventTime
+    # `schema: infer`: inferred from what has landed by the first run, then recorded with
+    # the checkpoint (jobs/inference.py); fields that appear later are handled by new_fields.
+    infer_schema: bool = False
+    new_fields: str = "ignore"
 
     def ddl(self) -> str:
         return ", ".join(f"`{name}` {kind}" for name, kind in self.schema.items())
+
+
+@dataclass(frozen=True)
+class Enrichment:
+    """A stream-static join: each event gets columns of a dimension table, read every batch."""
+
+    table: str  # a name, for messages and the quarantine reason no_match_in_<table>
+    path: str  # relative to <root>/dimensions/, or a full path or s3a:// URI
+    format: str
+    key: str  # the event field and the dimension column that match
+    columns: tuple[str, ...]
+    unmatched: str  # keep (with nulls) or quarantine
 
 
 @dataclass(frozen=True)
@@ -104,20 +125,39 @@ class PipelineSpec:
     name: str
     description: str
     source: Source
-    watermark_s: int
-    window: Window
+    watermark_s: int | None  # None: the pipeline keeps no state
+    window: Window | None  # None: the pipeline writes each usable event (no aggregation)
     keys: tuple[str, ...]
     aggregates: tuple[Aggregate, ...]
     output: Output
     schedule: str | None = None
+    # Records with equal values in these columns count once (the first to arrive), while
+    # the watermark has not passed the first one's event time by the watermark delay.
+    deduplicate: tuple[str, ...] = ()
+    enrich: Enrichment | None = None
     orchestration: Orchestration = Orchestration()
     # Fixed by the first run: Spark stores the number of state partitions in the checkpoint.
     state_partitions: int = 4
     path: Path | None = field(default=None, compare=False)
 
     @property
+    def aggregation_operator(self) -> int:
+        """The aggregation's stateful operator id: deduplication, when declared, comes first."""
+        return 1 if self.deduplicate else 0
+
+    @property
+    def stateful_operators(self) -> int:
+        """How many stateful operators the query has (their ids are 0, 1, ...)."""
+        return 0 if self.window is None else 1 + len(self.deduplicate and [1])
+
+    @property
     def output_columns(self) -> list[str]:
-        return ["window_start", "window_end", *self.keys, *(a.name for a in self.aggregates)]
+        if self.window is not None:
+            return ["window_start", "window_end", *self.keys, *(a.name for a in self.aggregates)]
+        # An inferred schema is known once recorded; until then, the fields the declaration names.
+        fields = list(self.source.schema) or list(self.source.required)
+        rescued = [RESCUED_DATA] if self.source.new_fields == "rescue" else []
+        return [EVENT_TIME, *fields, *(self.enrich.columns if self.enrich else ()), *rescued]
 
     def state_contract(self) -> dict[str, Any]:
         """The parts of the declaration a checkpoint cannot outlive a change of.
@@ -126,17 +166,27 @@ class PipelineSpec:
         aggregate, and the file sink's log lives with the output: change any of these
         and the checkpoint no longer describes the query.
         """
-        return {
+        contract = {
             "source_format": self.source.format,
             "event_time_column": self.source.event_time.column,
-            "window_duration_s": self.window.duration_s,
-            "window_slide_s": self.window.slide_s,
+            "window_duration_s": self.window.duration_s if self.window else None,
+            "window_slide_s": self.window.slide_s if self.window else None,
             "keys": list(self.keys),
             "aggregates": [asdict(a) for a in self.aggregates],
             "output_format": self.output.format,
             "partition_by": self.output.partition_by,
             "state_partitions": self.state_partitions,
         }
+        # Absent when not declared, so checkpoints started before these existed still match.
+        if self.deduplicate:
+            contract["deduplicate"] = list(self.deduplicate)
+        if self.enrich:  # the join keeps no state: only the columns it adds are fixed
+            contract["enrich_columns"] = list(self.enrich.columns)
+        if self.source.infer_schema:
+            # fail and ignore may be switched (e.g. to get past new fields); rescue adds a column.
+            contract["infer_schema"] = True
+            contract["rescued_data"] = self.source.new_fields == "rescue"
+        return contract
 
 
 def _require(mapping: dict, key: str, where: str) -> Any:
@@ -165,10 +215,12 @@ def parse_spec(raw: dict, where: str = "declaration") -> PipelineSpec:
             "watermark",
             "window",
             "keys",
+            "deduplicate",
             "aggregates",
             "output",
             "state_partitions",
             "airflow",
+            "enrich",
         },
         where,
     )
@@ -177,56 +229,43 @@ def parse_spec(raw: dict, where: str = "declaration") -> PipelineSpec:
         raise SpecError(f"{where}: name {name!r} must be lower-case letters, digits and '_'")
     where = f"pipeline '{name}'"
 
-    raw_source = _require(raw, "source", where)
-    _check_keys(raw_source, {"format", "schema", "required", "event_time"}, f"{where} source")
-    source_format = _require(raw_source, "format", f"{where} source")
-    if source_format not in SOURCE_FORMATS:
-        raise SpecError(f"{where}: source format {source_format!r} is not one of {SOURCE_FORMATS}")
-    schema = _require(raw_source, "schema", f"{where} source")
-    if not isinstance(schema, dict) or not schema:
-        raise SpecError(f"{where}: source schema must map each field name to a type")
-    for column, kind in schema.items():
-        if not _COLUMN.match(str(column)):
-            raise SpecError(f"{where}: schema field {column!r} is not a plain column name")
-        if kind not in FIELD_TYPES:
-            raise SpecError(f"{where}: schema field {column!r} has type {kind!r}; use one of {FIELD_TYPES}")
+    source = _source(_require(raw, "source", where), f"{where} source")
+    required = source.required
+    enrich = _enrichment(raw["enrich"], source, f"{where} enrich") if raw.get("enrich") else None
+    # What events hold before aggregation: the source's fields and the dimension's. An
+    # inferred schema is not known yet: the first run checks the names against it.
+    event_columns = {*source.schema, *(enrich.columns if enrich else ())}
 
-    raw_time = _require(raw_source, "event_time", f"{where} source")
-    _check_keys(raw_time, {"column", "format"}, f"{where} source event_time")
-    event_time = EventTime(
-        column=_require(raw_time, "column", f"{where} source event_time"),
-        format=raw_time.get("format", "iso8601"),
-    )
-    if event_time.column not in schema:
-        raise SpecError(f"{where}: event time column {event_time.column!r} is not in the source schema")
+    def known(column: str) -> bool:
+        return source.infer_schema or column in event_columns
 
-    required = tuple(raw_source.get("required", []))
-    for column in required:
-        if column not in schema:
-            raise SpecError(f"{where}: required field {column!r} is not in the source schema")
-    if event_time.column not in required:
-        required = (*required, event_time.column)
-    source = Source(source_format, dict(schema), required, event_time)
+    window = _window(raw["window"], f"{where} window") if raw.get("window") is not None else None
+    watermark_s = None
+    if raw.get("watermark") is not None:
+        watermark_s = parse_duration_s(raw["watermark"], f"{where} watermark")
+    elif window is not None or raw.get("deduplicate"):
+        raise SpecError(f"{where}: missing 'watermark' (windows and deduplication keep state until it passes)")
 
-    watermark_s = parse_duration_s(_require(raw, "watermark", where), f"{where} watermark")
-    raw_window = _require(raw, "window", where)
-    _check_keys(raw_window, {"duration", "slide"}, f"{where} window")
-    duration_s = parse_duration_s(_require(raw_window, "duration", f"{where} window"), f"{where} window duration")
-    slide_s = duration_s
-    if raw_window.get("slide") is not None:
-        slide_s = parse_duration_s(raw_window["slide"], f"{where} window slide")
-    if slide_s > duration_s:
-        raise SpecError(f"{where}: window slide ({slide_s}s) cannot be longer than its duration ({duration_s}s)")
-    if duration_s % slide_s:
-        raise SpecError(f"{where}: window duration ({duration_s}s) must be a multiple of its slide ({slide_s}s)")
-
-    keys = tuple(_require(raw, "keys", where))
+    if window is None:
+        for setting in ("keys", "aggregates"):
+            if raw.get(setting):
+                raise SpecError(f"{where}: '{setting}' needs a 'window'; without one, each usable event is written")
+    keys = tuple(_require(raw, "keys", where)) if window else ()
     for key in keys:
-        if key not in schema:
+        if not known(key):
             raise SpecError(f"{where}: key {key!r} is not in the source schema")
 
+    deduplicate = raw.get("deduplicate") or []
+    if not isinstance(deduplicate, list) or not all(isinstance(c, str) for c in deduplicate):
+        raise SpecError(f"{where}: deduplicate is a list of source fields, e.g. [event_id]")
+    if deduplicate and window is None:
+        raise SpecError(f"{where}: deduplicate needs a 'window' (it is bounded by the aggregation's watermark)")
+    for column in deduplicate:
+        if column not in required:
+            raise SpecError(f"{where}: deduplicate field {column!r} must be a required source field")
+
     aggregates = []
-    for i, raw_agg in enumerate(_require(raw, "aggregates", where) or []):
+    for i, raw_agg in enumerate((_require(raw, "aggregates", where) or []) if window else []):
         agg_where = f"{where} aggregate #{i + 1}"
         _check_keys(raw_agg, {"name", "function", "column"}, agg_where)
         agg = Aggregate(
@@ -238,13 +277,13 @@ def parse_spec(raw: dict, where: str = "declaration") -> PipelineSpec:
             raise SpecError(f"{agg_where}: function {agg.function!r} is not one of {AGGREGATE_FUNCTIONS}")
         if agg.function != "count" and agg.column is None:
             raise SpecError(f"{agg_where}: {agg.function} needs a 'column'")
-        if agg.column is not None and agg.column not in schema:
+        if agg.column is not None and not known(agg.column):
             raise SpecError(f"{agg_where}: column {agg.column!r} is not in the source schema")
         aggregates.append(agg)
-    if not aggregates:
+    if window and not aggregates:
         raise SpecError(f"{where}: declare at least one aggregate")
     columns = ["window_start", "window_end", *keys, *(a.name for a in aggregates)]
-    if len(set(columns)) != len(columns):
+    if window and len(set(columns)) != len(columns):
         raise SpecError(f"{where}: output column names collide: {columns}")
 
     raw_output = _require(raw, "output", where)
@@ -252,8 +291,11 @@ def parse_spec(raw: dict, where: str = "declaration") -> PipelineSpec:
     output = Output(raw_output.get("format", "parquet"), raw_output.get("partition_by"))
     if output.format not in OUTPUT_FORMATS:
         raise SpecError(f"{where}: output format {output.format!r} is not one of {OUTPUT_FORMATS}")
-    if output.partition_by not in (None, "window_date"):
-        raise SpecError(f"{where}: output partition_by may only be 'window_date' (the UTC date of window_start)")
+    partition_column = (
+        "window_date (the UTC date of window_start)" if window else "event_date (the UTC date of event_time)"
+    )
+    if output.partition_by not in (None, partition_column.split()[0]):
+        raise SpecError(f"{where}: output partition_by may only be {partition_column}")
 
     state_partitions = raw.get("state_partitions", 4)
     if not isinstance(state_partitions, int) or state_partitions < 1:
@@ -265,13 +307,94 @@ def parse_spec(raw: dict, where: str = "declaration") -> PipelineSpec:
         description=str(raw.get("description", "")).strip(),
         source=source,
         watermark_s=watermark_s,
-        window=Window(duration_s, slide_s),
+        window=window,
         keys=keys,
         aggregates=tuple(aggregates),
         output=output,
         schedule=raw.get("schedule"),
+        deduplicate=tuple(deduplicate),
+        enrich=enrich,
         state_partitions=state_partitions,
     )
+
+
+def _source(raw_source: dict, where: str) -> Source:
+    _check_keys(raw_source, {"format", "schema", "required", "event_time", "new_fields"}, where)
+    source_format = _require(raw_source, "format", where)
+    if source_format not in SOURCE_FORMATS:
+        raise SpecError(f"{where}: format {source_format!r} is not one of {SOURCE_FORMATS}")
+    schema = _require(raw_source, "schema", where)
+    infer = schema == "infer"
+    if infer:
+        schema = {}
+    elif not isinstance(schema, dict) or not schema:
+        raise SpecError(f"{where}: schema must map each field name to a type, or be 'infer'")
+    for column, kind in schema.items():
+        if not _COLUMN.match(str(column)):
+            raise SpecError(f"{where}: schema field {column!r} is not a plain column name")
+        if kind not in FIELD_TYPES:
+            raise SpecError(f"{where}: schema field {column!r} has type {kind!r}; use one of {FIELD_TYPES}")
+    new_fields = raw_source.get("new_fields", "ignore")
+    if new_fields not in NEW_FIELDS:
+        raise SpecError(f"{where}: new_fields {new_fields!r}: use one of {', '.join(NEW_FIELDS)}")
+    if "new_fields" in raw_source and not infer:
+        raise SpecError(f"{where}: new_fields applies to 'schema: infer'; a declared schema ignores other fields")
+
+    raw_time = _require(raw_source, "event_time", where)
+    _check_keys(raw_time, {"column", "format"}, f"{where} event_time")
+    event_time = EventTime(
+        column=_require(raw_time, "column", f"{where} event_time"), format=raw_time.get("format", "iso8601")
+    )
+    if schema and event_time.column not in schema:
+        raise SpecError(f"{where}: event time column {event_time.column!r} is not in the source schema")
+    required = tuple(raw_source.get("required", []))
+    for column in required:
+        if schema and column not in schema:
+            raise SpecError(f"{where}: required field {column!r} is not in the source schema")
+    if event_time.column not in required:
+        required = (*required, event_time.column)
+    return Source(source_format, dict(schema), required, event_time, infer, new_fields)
+
+
+def _window(raw_window: dict, where: str) -> Window:
+    _check_keys(raw_window, {"duration", "slide"}, where)
+    duration_s = parse_duration_s(_require(raw_window, "duration", where), f"{where} duration")
+    slide_s = duration_s
+    if raw_window.get("slide") is not None:
+        slide_s = parse_duration_s(raw_window["slide"], f"{where} slide")
+    if slide_s > duration_s:
+        raise SpecError(f"{where}: slide ({slide_s}s) cannot be longer than the duration ({duration_s}s)")
+    if duration_s % slide_s:
+        raise SpecError(f"{where}: duration ({duration_s}s) must be a multiple of the slide ({slide_s}s)")
+    return Window(duration_s, slide_s)
+
+
+def _enrichment(raw: dict, source: Source, where: str) -> Enrichment:
+    _check_keys(raw, {"table", "path", "format", "key", "columns", "unmatched"}, where)
+    enrichment = Enrichment(
+        table=_require(raw, "table", where),
+        path=_require(raw, "path", where),
+        format=raw.get("format", "parquet"),
+        key=_require(raw, "key", where),
+        columns=tuple(_require(raw, "columns", where) or ()),
+        unmatched=raw.get("unmatched", "keep"),
+    )
+    if not isinstance(enrichment.table, str) or not _NAME.match(enrichment.table):
+        raise SpecError(f"{where}: table {enrichment.table!r} must be lower-case letters, digits and '_'")
+    if enrichment.format not in DIMENSION_FORMATS:
+        raise SpecError(f"{where}: format {enrichment.format!r} is not one of {DIMENSION_FORMATS}")
+    if enrichment.unmatched not in UNMATCHED:
+        raise SpecError(f"{where}: unmatched {enrichment.unmatched!r}: use keep (nulls) or quarantine")
+    if not source.infer_schema and enrichment.key not in source.schema:
+        raise SpecError(f"{where}: key {enrichment.key!r} is not in the source schema")
+    clashes = [c for c in enrichment.columns if c in source.schema]
+    if clashes:
+        raise SpecError(f"{where}: columns {clashes} are already event fields; events keep theirs")
+    if not enrichment.columns or not all(_COLUMN.match(str(c)) for c in enrichment.columns):
+        raise SpecError(f"{where}: columns lists the dimension's columns to add, e.g. [country, plan]")
+    if enrichment.key in enrichment.columns:
+        raise SpecError(f"{where}: {enrichment.key!r} is the join column; list only the columns to add")
+    return enrichment
 
 
 def _orchestration(raw: dict, where: str) -> Orchestration:

@@ -8,6 +8,7 @@ The layout under one root (the product's contract, see README "Data layout"):
     <root>/runs/<pipeline>/         one JSON run report per run, and its validation results
     <root>/quality/                 the Great Expectations project (suites, results) of all pipelines
     <root>/reports/                 the data quality report: index.html and the Data Docs site
+    <root>/dimensions/              dimension tables that pipelines join events with (e.g. users.csv)
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ class Locations:
     runs: str
     quality: str
     reports: str
+    dimensions: str = ""
 
     @classmethod
     def resolve(
@@ -96,6 +98,7 @@ class Locations:
             if not is_s3(base)
             else join(normalize(DEFAULT_ROOT), "quality", *s3.split(base)),
             reports=normalize(reports) if reports else join(base, "reports"),
+            dimensions=join(base, "dimensions"),
         )
 
     @property

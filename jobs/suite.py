@@ -23,6 +23,8 @@ DERIVED_COLUMNS = ("window_length_s",)
 
 def declared_values(spec: PipelineSpec) -> dict[str, Any]:
     """What `$name` stands for in a suite: values from the pipeline's declaration."""
+    if spec.window is None:
+        return {}
     return {
         "$window_s": spec.window.duration_s,
         "$slide_s": spec.window.slide_s,
@@ -78,7 +80,7 @@ def _severity(raw: dict, where: str) -> str:
 def _resolve(value: Any, declared: dict[str, Any], where: str) -> Any:
     if isinstance(value, str) and value.startswith("$"):
         if value not in declared:
-            raise SpecError(f"{where}: {value} is not a declared value; use one of {', '.join(declared)}")
+            raise SpecError(f"{where}: {value} is not a declared value; use one of {', '.join(declared) or 'none'}")
         return declared[value]
     return value
 
@@ -93,7 +95,7 @@ def parse_suite(raw: Any, spec: PipelineSpec, where: str = "suite") -> Suite:
     if raw.get("table") != spec.name:
         raise SpecError(f"{where}: table {raw.get('table')!r} does not match the pipeline {spec.name!r}")
     declared = declared_values(spec)
-    columns = {*spec.output_columns, *DERIVED_COLUMNS}
+    columns = {*spec.output_columns, *(DERIVED_COLUMNS if spec.window else ())}
     if spec.output.partition_by:
         columns.add(spec.output.partition_by)
 
@@ -111,6 +113,10 @@ def parse_suite(raw: Any, spec: PipelineSpec, where: str = "suite") -> Suite:
             if key not in ("expect", "severity", "when")
         }
         expectation = Expectation(entry["expect"].removeprefix("expect_"), kwargs, _severity(entry, at), when)
+        if "column_list" in expectation.kwargs and len(expectation.columns) < 2:
+            raise SpecError(
+                f"{at}: column_list needs two or more columns; for one, use column: and a column_ expectation"
+            )
         missing = [c for c in expectation.columns if c not in columns]
         if missing:
             raise SpecError(f"{at}: column {missing[0]!r} is not in table {spec.name} ({', '.join(sorted(columns))})")

@@ -3,11 +3,13 @@
 Each one runs the same on a batch DataFrame (unit tests, backfills, row accounting) and
 on a streaming one (production). None of them reads or writes anything.
 
-The flow for an aggregating pipeline:
+The flow (pipeline_table):
     lines (line, source_file)
-      -> parse_events        declared fields, event_time, quarantine_reason
-      -> valid_events        rows that can be aggregated
-      -> window_aggregate    watermark, event-time windows, keys, aggregates
+      -> parse_events        declared fields, event_time, quarantine_reason (+ _rescued_data)
+      -> enrich              a dimension's columns (stream-static join), when declared
+      -> valid_events        rows that can be used
+      -> window_aggregate    watermark, deduplication, event-time windows, keys, aggregates
+         or event_rows       each usable event, when the pipeline has no window
 """
 
 from __future__ import annotations
@@ -15,11 +17,10 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from jobs.spec import Aggregate, PipelineSpec, Source, Window, spark_duration
+from jobs.spec import EVENT_TIME, RESCUED_DATA, Aggregate, Enrichment, PipelineSpec, Source, Window, spark_duration
 
 LINE = "line"
 SOURCE_FILE = "source_file"
-EVENT_TIME = "event_time"
 QUARANTINE_REASON = "quarantine_reason"
 _CORRUPT = "__corrupt_record"
 
@@ -44,6 +45,11 @@ def parse_events(lines: DataFrame, source: Source) -> DataFrame:
     Input columns: `line` (the raw text), `source_file`, and any others, which are kept.
     Blank lines are not records and are dropped. Added: every declared field,
     `event_time` and `quarantine_reason` (null for a usable record).
+
+    Fields the schema does not have are ignored, except for an inferred schema whose
+    declaration says otherwise: `new_fields: fail` fails the batch (nothing of it is
+    committed) naming the fields and the file; `rescue` keeps them, as a JSON object,
+    in `_rescued_data`.
     """
     schema = f"{source.ddl()}, `{_CORRUPT}` string"
     parsed = (
@@ -56,15 +62,49 @@ def parse_events(lines: DataFrame, source: Source) -> DataFrame:
     )
     time_field = source.event_time.column
     event_time = _event_time(F.col(time_field), source.schema[time_field], source.event_time.format)
-    reason = (
-        F.when(F.try_parse_json(LINE).isNull(), F.lit("malformed_json"))
-        .when(~F.ltrim(LINE).startswith("{"), F.lit("not_a_json_object"))
-        .when(F.col(_CORRUPT).isNotNull(), F.lit("wrong_field_type"))
+    new_fields = F.filter(
+        F.coalesce(F.json_object_keys(LINE), F.array().cast("array<string>")),
+        lambda key: ~key.isin(*source.schema),
+    )
+    if source.new_fields == "rescue":
+        everything = F.from_json(LINE, "map<string,string>")
+        rescued = F.map_filter(everything, lambda key, _: ~key.isin(*source.schema))
+        parsed = parsed.withColumn(RESCUED_DATA, F.when(F.size(new_fields) > 0, F.to_json(rescued)))
+    reason = F.when(F.try_parse_json(LINE).isNull(), F.lit("malformed_json"))
+    if source.new_fields == "fail":
+        message = F.concat(
+            F.lit("new field(s) "),
+            F.array_join(new_fields, ", "),
+            F.lit(" in "),
+            F.col(SOURCE_FILE),
+            F.lit(" are not in the recorded schema, and the declaration says new_fields: fail"),
+        )
+        reason = reason.when(F.size(new_fields) > 0, F.raise_error(message).cast("string"))
+    reason = reason.when(~F.ltrim(LINE).startswith("{"), F.lit("not_a_json_object")).when(
+        F.col(_CORRUPT).isNotNull(), F.lit("wrong_field_type")
     )
     for field in source.required:
         reason = reason.when(F.col(field).isNull(), F.lit(f"missing_{field}"))
     reason = reason.when(event_time.isNull(), F.lit(f"unparseable_{time_field}"))
     return parsed.withColumn(EVENT_TIME, event_time).withColumn(QUARANTINE_REASON, reason).drop(_CORRUPT)
+
+
+def enrich(parsed: DataFrame, dimension: DataFrame, enrichment: Enrichment) -> DataFrame:
+    """Adds the dimension's columns to each event (a left join on `enrichment.key`).
+
+    An event with no match keeps nulls, or with `unmatched: quarantine` is quarantined
+    as no_match_in_<table> (unless it already had a reason). The dimension must have one
+    row per key (jobs/dimensions.py checks), so no event is repeated.
+    """
+    matched = "_matched"
+    lookup = dimension.select(
+        F.col(enrichment.key).alias("_dimension_key"), *enrichment.columns, F.lit(True).alias(matched)
+    )
+    joined = parsed.join(lookup, F.col(enrichment.key) == F.col("_dimension_key"), "left").drop("_dimension_key")
+    if enrichment.unmatched == "quarantine":
+        no_match = F.when(F.col(matched).isNull(), F.lit(f"no_match_in_{enrichment.table}"))
+        joined = joined.withColumn(QUARANTINE_REASON, F.coalesce(QUARANTINE_REASON, no_match))
+    return joined.drop(matched)
 
 
 def valid_events(parsed: DataFrame) -> DataFrame:
@@ -96,10 +136,12 @@ def window_aggregate(events: DataFrame, spec: PipelineSpec) -> DataFrame:
         spark_duration(spec.window.duration_s),
         spark_duration(spec.window.slide_s),
     )
-    aggregated = (
-        events.withWatermark(EVENT_TIME, spark_duration(spec.watermark_s))
-        .groupBy(window.alias("window"), *spec.keys)
-        .agg(*(_aggregate_column(a) for a in spec.aggregates))
+    watermarked = events.withWatermark(EVENT_TIME, spark_duration(spec.watermark_s))
+    if spec.deduplicate:
+        # State per key lasts until the watermark passes its first event time + the delay.
+        watermarked = watermarked.dropDuplicatesWithinWatermark(list(spec.deduplicate))
+    aggregated = watermarked.groupBy(window.alias("window"), *spec.keys).agg(
+        *(_aggregate_column(a) for a in spec.aggregates)
     )
     table = aggregated.select(
         F.col("window.start").alias("window_start"),
@@ -112,6 +154,24 @@ def window_aggregate(events: DataFrame, spec: PipelineSpec) -> DataFrame:
     return table
 
 
+def event_rows(events: DataFrame, spec: PipelineSpec) -> DataFrame:
+    """Each usable event with the pipeline's output columns (and `event_date` when the
+    output is partitioned by it): a stateless pipeline, nothing held between batches."""
+    table = events.select(*spec.output_columns)
+    if spec.output.partition_by == "event_date":
+        table = table.withColumn("event_date", F.to_date(EVENT_TIME))
+    return table
+
+
+def pipeline_table(lines: DataFrame, spec: PipelineSpec, dimension: DataFrame | None = None) -> DataFrame:
+    """The whole flow from landed lines to output rows, batch or streaming alike."""
+    parsed = parse_events(lines, spec.source)
+    if spec.enrich is not None:
+        parsed = enrich(parsed, dimension, spec.enrich)
+    events = valid_events(parsed)
+    return window_aggregate(events, spec) if spec.window else event_rows(events, spec)
+
+
 def latest_window_end(event_time: Column, window: Window) -> Column:
     """The end of the last window an event falls in (Spark's windows start at the epoch)."""
     seconds = F.unix_micros(event_time) / F.lit(1_000_000)
@@ -119,16 +179,25 @@ def latest_window_end(event_time: Column, window: Window) -> Column:
     return F.timestamp_seconds(last_start + window.duration_s)
 
 
-def classify_rows(parsed: DataFrame, window: Window, late_watermark: str) -> DataFrame:
+def classify_rows(parsed: DataFrame, spec: PipelineSpec, late_watermark: str) -> DataFrame:
     """Adds `fate`: quarantined, late (dropped by the watermark) or aggregated.
 
-    A stateful aggregation drops an input row when its window ended at or before the
-    watermark in force for late rows (`late_watermark`, a timestamp column). An event
-    counts as late only when every window it falls in was dropped.
+    Rows are judged against the watermark in force for late rows (`late_watermark`, a
+    timestamp column). A stateful aggregation drops a row's contribution to a window
+    that ended at or before it; an event counts as late only when every window it falls
+    in was dropped. Deduplication, when declared, comes first and drops any row whose
+    event time is at or before it (what passes is then never late for its windows).
+    Rows deduplication drops as repeats stay "aggregated" here: only Spark knows them.
     """
+    if spec.window is None:
+        is_late = F.lit(False)  # no state, no watermark: nothing is late
+    elif spec.deduplicate:
+        is_late = F.col(EVENT_TIME) <= F.col(late_watermark)
+    else:
+        is_late = latest_window_end(F.col(EVENT_TIME), spec.window) <= F.col(late_watermark)
     fate = (
         F.when(F.col(QUARANTINE_REASON).isNotNull(), F.lit("quarantined"))
-        .when(latest_window_end(F.col(EVENT_TIME), window) <= F.col(late_watermark), F.lit("late"))
+        .when(is_late, F.lit("late"))
         .otherwise(F.lit("aggregated"))
     )
     return parsed.withColumn("fate", fate)

@@ -155,8 +155,10 @@ def all_lines(files: dict[str, list[str]]) -> list[str]:
     return [line for lines in files.values() for line in lines]
 
 
-def assert_run_matches(report: RunReport, expected) -> None:
-    """A run's row accounting equals the model's for the same batches."""
+def assert_run_matches(report: RunReport | dict, expected) -> None:
+    """A run's row accounting (a report, or a stored one) equals the model's for the same batches."""
+    if isinstance(report, dict):
+        report = RunReport(**report)
     assert (report.input_rows, report.quarantined_rows, report.late_rows_dropped, report.aggregated_rows) == (
         expected.input_rows,
         expected.quarantined_rows,
@@ -164,6 +166,7 @@ def assert_run_matches(report: RunReport, expected) -> None:
         expected.aggregated_rows,
     )
     assert report.output_rows == len(expected.emitted)
+    assert report.duplicates_dropped == expected.duplicates_dropped
 
 
 def python_cmd(*args: str) -> list[str]:

@@ -1,40 +1,71 @@
-"""An independent model of what the clickstream pipeline must produce, in plain Python.
+"""Independent models of what the pipelines must produce, in plain Python.
 
-It shares no code with `jobs/`: it parses lines with `json` and `datetime`, and follows
+They share no code with `jobs/`: they parse lines with `json` and `datetime`, and follow
 Structured Streaming's documented rules for append-mode windowed aggregation:
 - each batch runs with the watermark computed after the batch before it;
-- an input row is dropped as late when its window ended at or before the watermark of
-  the batch before its own (Spark 3.4+: late rows against the previous batch's
-  watermark, state eviction against the current one);
+- an input row's contribution to a window is dropped as late when the window ended at
+  or before the watermark of the batch before its own (Spark 3.4+: late rows against the
+  previous batch's watermark, state eviction against the current one); with sliding
+  windows a row can be late for its older window and still count in a newer one;
 - the watermark after a batch is max(previous, newest event time so far - delay);
-- a window is written once, when its end is at or before the watermark.
+- a window is written once, when its end is at or before the watermark;
+- deduplication within the watermark (when a model has `identity`) comes first: a row
+  whose event time is at or before the previous batch's watermark is late; a row whose
+  identity was seen and is still kept is a duplicate; an identity is kept until the
+  watermark reaches its first event time + the delay.
 """
 
 from __future__ import annotations
 
 import json
-from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def event_time(line: str) -> datetime | None:
-    """The event time of a usable clickstream record, or None if it must be quarantined."""
-    if not line.strip():
-        return None
+@dataclass(frozen=True)
+class Reading:
+    """A usable record: its event time, the values of the keys, the value aggregated."""
+
+    moment: datetime
+    key: tuple
+    value: Any = None
+
+
+def record(line: str) -> dict | None:
+    """A JSON object, or None for a blank line, broken JSON or a non-object."""
     try:
-        record = json.loads(line)
+        value = json.loads(line)
     except json.JSONDecodeError:
         return None
-    if not isinstance(record, dict) or not record.get("user_id") or not record.get("eventtimestamp"):
-        return None
+    return value if isinstance(value, dict) else None
+
+
+def iso_time(text: Any) -> datetime | None:
+    """ISO-8601, in UTC; no zone means UTC."""
     try:
-        moment = datetime.fromisoformat(record["eventtimestamp"])
+        moment = datetime.fromisoformat(text)
     except (TypeError, ValueError):
         return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def clickstream_reading(line: str) -> Reading | None:
+    """A usable clickstream record, or None if it must be quarantined."""
+    found = record(line)
+    if found is None or not found.get("user_id"):
+        return None
+    moment = iso_time(found.get("eventtimestamp"))
+    return Reading(moment, (found["user_id"],)) if moment else None
+
+
+def event_time(line: str) -> datetime | None:
+    """The event time of a usable clickstream record, or None if it must be quarantined."""
+    reading = clickstream_reading(line)
+    return reading.moment if reading else None
 
 
 @dataclass
@@ -43,22 +74,44 @@ class BatchResult:
     quarantined_rows: int = 0
     late_rows_dropped: int = 0
     aggregated_rows: int = 0
-    emitted: dict[tuple[datetime, str], int] = field(default_factory=dict)
+    duplicates_dropped: int = 0
+    emitted: dict[tuple[datetime, tuple], tuple] = field(default_factory=dict)
 
 
 @dataclass
-class ClickstreamModel:
-    delay: timedelta = timedelta(minutes=5)
-    window: timedelta = timedelta(minutes=1)
+class WindowModel:
+    """Append-mode windowed aggregation of one keyed value, tumbling or sliding.
+
+    `read` turns a line into a Reading (None: quarantined); `finish` turns the values a
+    window collected into its output columns.
+    """
+
+    read: Callable[[str], Reading | None]
+    finish: Callable[[list], tuple]
+    delay: timedelta
+    window: timedelta
+    slide: timedelta | None = None  # None: tumbling
+    identity: Callable[[str], Any] | None = None  # deduplicate on this, when given
     previous_ran_with: datetime = EPOCH  # the watermark the previous batch ran with
     next_watermark: datetime = EPOCH  # the watermark the next batch runs with
     newest: datetime = EPOCH
-    state: Counter = field(default_factory=Counter)
-    table: dict[tuple[datetime, str], int] = field(default_factory=dict)
+    state: dict[tuple[datetime, tuple], list] = field(default_factory=dict)
+    table: dict[tuple[datetime, tuple], tuple] = field(default_factory=dict)
+    seen: dict[Any, datetime] = field(default_factory=dict)  # identity -> kept until
 
-    def window_start(self, moment: datetime) -> datetime:
-        seconds = self.window.total_seconds()
-        return EPOCH + timedelta(seconds=(moment - EPOCH).total_seconds() // seconds * seconds)
+    @property
+    def state_rows(self) -> int:
+        return len(self.state) + len(self.seen)
+
+    def window_starts(self, moment: datetime) -> list[datetime]:
+        """Every window start s with s <= moment < s + window, s a multiple of the slide."""
+        slide = (self.slide or self.window).total_seconds()
+        last = EPOCH + timedelta(seconds=(moment - EPOCH).total_seconds() // slide * slide)
+        starts = []
+        while last + self.window > moment:
+            starts.append(last)
+            last -= timedelta(seconds=slide)
+        return starts
 
     def _batch(self, lines: list[str], result: BatchResult) -> None:
         ran_with = self.next_watermark
@@ -66,20 +119,31 @@ class ClickstreamModel:
             if not line.strip():
                 continue
             result.input_rows += 1
-            moment = event_time(line)
-            if moment is None:
+            reading = self.read(line)
+            if reading is None:
                 result.quarantined_rows += 1
                 continue
-            self.newest = max(self.newest, moment)
-            start = self.window_start(moment)
-            if start + self.window <= self.previous_ran_with:
+            self.newest = max(self.newest, reading.moment)
+            if self.identity is not None:
+                if reading.moment <= self.previous_ran_with:
+                    result.late_rows_dropped += 1
+                    continue
+                identity = self.identity(line)
+                if identity in self.seen:
+                    result.duplicates_dropped += 1
+                    continue
+                self.seen[identity] = reading.moment + self.delay
+            open_windows = [s for s in self.window_starts(reading.moment) if s + self.window > self.previous_ran_with]
+            if not open_windows:
                 result.late_rows_dropped += 1
                 continue
             result.aggregated_rows += 1
-            self.state[(start, json.loads(line)["user_id"])] += 1
+            for start in open_windows:
+                self.state.setdefault((start, reading.key), []).append(reading.value)
         for key in sorted(self.state):
             if key[0] + self.window <= ran_with:
-                result.emitted[key] = self.state.pop(key)
+                result.emitted[key] = self.finish(self.state.pop(key))
+        self.seen = {identity: until for identity, until in self.seen.items() if until > ran_with}
         self.previous_ran_with = ran_with
         self.next_watermark = max(ran_with, self.newest - self.delay)
 
@@ -94,13 +158,157 @@ class ClickstreamModel:
         self.table.update(result.emitted)
         return result
 
-    def rows(self) -> list[tuple[datetime, datetime, str, int]]:
-        """The table so far, as (window_start, window_end, user_id, event_count), sorted."""
-        return sorted((start, start + self.window, user, count) for (start, user), count in self.table.items())
+    def _rows(self, windows: dict[tuple[datetime, tuple], tuple]) -> list[tuple]:
+        return sorted((start, start + self.window, *key, *values) for (start, key), values in windows.items())
 
-    def closed_range_rows(self) -> list[tuple[datetime, datetime, str, int]]:
+    def rows(self) -> list[tuple]:
+        """The table so far, as (window_start, window_end, *keys, *aggregates), sorted."""
+        return self._rows(self.table)
+
+    def closed_range_rows(self) -> list[tuple]:
         """The table plus every window still held in state: a closed range's whole result."""
-        held = {key: count for key, count in self.state.items() if count}
-        return sorted(
-            (start, start + self.window, user, count) for (start, user), count in {**self.table, **held}.items()
-        )
+        held = {key: self.finish(values) for key, values in self.state.items()}
+        return self._rows({**self.table, **held})
+
+
+def ClickstreamModel() -> WindowModel:
+    """Events per user_id in 1-minute tumbling windows, watermark 5 minutes."""
+    return WindowModel(
+        read=clickstream_reading,
+        finish=lambda values: (len(values),),
+        delay=timedelta(minutes=5),
+        window=timedelta(minutes=1),
+    )
+
+
+def ClickstreamUniqueModel() -> WindowModel:
+    """The clickstream model, each event_id counted once within the watermark."""
+
+    def reading(line: str) -> Reading | None:
+        found = record(line)
+        return clickstream_reading(line) if found and found.get("event_id") else None
+
+    model = ClickstreamModel()
+    model.read = reading
+    model.identity = lambda line: json.loads(line)["event_id"]
+    return model
+
+
+def rack_reading(line: str) -> Reading | None:
+    found = record(line)
+    if found is None or not found.get("rack"):
+        return None
+    temperature = found.get("temperature")
+    if isinstance(temperature, bool) or not isinstance(temperature, int | float):
+        return None
+    moment = iso_time(found.get("ts"))
+    return Reading(moment, (found["rack"],), float(temperature)) if moment else None
+
+
+def RackTemperaturesModel() -> WindowModel:
+    """Average and highest temperature and readings per rack, 10-minute windows sliding by 5."""
+    return WindowModel(
+        read=rack_reading,
+        finish=lambda values: (round(sum(values) / len(values), 6), max(values), len(values)),
+        delay=timedelta(minutes=10),
+        window=timedelta(minutes=10),
+        slide=timedelta(minutes=5),
+    )
+
+
+def steps_reading(line: str) -> Reading | None:
+    found = record(line)
+    if found is None or found.get("device_id") is None or not isinstance(found.get("num_steps"), int):
+        return None
+    try:
+        moment = datetime.strptime(found.get("timestamp") or "", "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+    return Reading(moment, (), (found["num_steps"], found.get("miles_walked"), found.get("calories_burnt")))
+
+
+def _sum(values: list) -> float | None:
+    present = [v for v in values if v is not None]
+    return round(sum(present), 6) if present else None
+
+
+def DeviceStepsModel() -> WindowModel:
+    """Steps, miles and calories summed over all devices, 5-minute tumbling windows."""
+    return WindowModel(
+        read=steps_reading,
+        finish=lambda values: (
+            sum(v[0] for v in values),
+            _sum([v[1] for v in values]),
+            _sum([v[2] for v in values]),
+            len(values),
+        ),
+        delay=timedelta(minutes=10),
+        window=timedelta(minutes=5),
+    )
+
+
+@dataclass
+class EventsModel:
+    """A stateless pipeline: each usable record is one output row; nothing is late or held.
+
+    `to_row` turns a line into its output row, or None when it must be quarantined.
+    """
+
+    to_row: Callable[[str], tuple | None]
+    table: list[tuple] = field(default_factory=list)
+    state_rows: int = 0
+
+    def run(self, batches: list[list[str]]) -> BatchResult:
+        result = BatchResult()
+        for lines in batches:
+            for line in lines:
+                if not line.strip():
+                    continue
+                result.input_rows += 1
+                row = self.to_row(line)
+                if row is None:
+                    result.quarantined_rows += 1
+                    continue
+                result.aggregated_rows += 1
+                result.emitted[(EPOCH, (len(self.table),))] = row
+                self.table.append(row)
+        return result
+
+    def rows(self) -> list[tuple]:
+        return sorted(self.table, key=repr)
+
+
+def enriched_row(line: str, users: dict[str, tuple[str, str]], unmatched: str = "quarantine") -> tuple | None:
+    """(event_time, event_id, user_id, event, eventtimestamp, country, plan); None when the
+    record is unusable, or its user is not in `users` and unmatched events are quarantined."""
+    reading = clickstream_reading(line)
+    if reading is None or (reading.key[0] not in users and unmatched == "quarantine"):
+        return None
+    found = record(line)
+    fields = tuple(found.get(f) for f in ("event_id", "user_id", "event", "eventtimestamp"))
+    return (reading.moment, *fields, *users.get(reading.key[0], (None, None)))
+
+
+def inferred_fields(lines: list[str]) -> list[str]:
+    """What JSON schema inference finds: every key of every object, in name order."""
+    return sorted({key for line in lines if (found := record(line)) for key in found})
+
+
+def _as_string(value: Any) -> str | None:
+    """A JSON value read as a string: strings as they are, anything else as compact JSON."""
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"))
+
+
+def inferred_row(line: str, fields: list[str], new_fields: str) -> tuple | None:
+    """(event_time, *fields, [rescued new fields as a dict]) for a usable record."""
+    reading = clickstream_reading(line)
+    if reading is None:
+        return None
+    found = record(line)
+    row = (reading.moment, *(found.get(f) for f in fields))
+    if new_fields != "rescue":
+        return row
+    rescued = {k: _as_string(v) for k, v in found.items() if k not in fields}
+    return (*row, rescued or None)

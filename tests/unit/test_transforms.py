@@ -98,7 +98,7 @@ def test_classify_rows_late_at_or_before_the_watermark(spark, clickstream):
     parsed = parse_events(lines_df(spark, lines), clickstream.source).withColumn(
         "wm", F.lit(datetime(2023, 7, 30, 10, 5))
     )
-    fates = [r.fate for r in classify_rows(parsed, clickstream.window, "wm").orderBy("line").collect()]
+    fates = [r.fate for r in classify_rows(parsed, clickstream, "wm").orderBy("line").collect()]
     assert sorted(fates) == ["aggregated", "late", "quarantined"]
 
 

@@ -1,0 +1,190 @@
+"""Sample arrivals for each declared pipeline: what the demo lands, and what tests reuse.
+
+An arrival is a few files of newline-delimited JSON lines ({file name: lines}). Every
+pipeline's samples include late records (behind the watermark by the time they land)
+and records that must be quarantined, so the demo shows what happens to them.
+Deterministic: the same seed gives the same files, so a rerun of the demo lands nothing new.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+Arrivals = list[dict[str, list[str]]]
+
+START = datetime(2023, 7, 30, 10, 0, tzinfo=UTC)
+USERS = ["user1", "user2", "user3", "user4"]
+EVENTS = ["click", "view", "scroll", "purchase"]
+
+
+def _iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _events(rng: random.Random, first_id: int, start: datetime, minutes: int, count: int) -> list[str]:
+    moments = sorted(start + timedelta(seconds=rng.randrange(minutes * 60)) for _ in range(count))
+    return [
+        json.dumps(
+            {
+                "event_id": f"e-{first_id + i}",
+                "user_id": rng.choice(USERS),
+                "event": rng.choice(EVENTS),
+                "eventtimestamp": _iso(moment),
+                "page": f"/p/{rng.randrange(20)}",  # an extra field: allowed and ignored
+            }
+        )
+        for i, moment in enumerate(moments)
+    ]
+
+
+def clickstream_arrivals(seed: int = 7) -> Arrivals:
+    """Four arrivals, each a few files of newline-delimited JSON lines."""
+    rng = random.Random(seed)
+    late = [  # behind the watermark by the time they land in arrival 3
+        json.dumps(
+            {"event_id": "late-1", "user_id": "user1", "event": "click", "eventtimestamp": "2023-07-30T10:01:10Z"}
+        ),
+        json.dumps(
+            {"event_id": "late-2", "user_id": "user1", "event": "view", "eventtimestamp": "2023-07-30T10:01:50Z"}
+        ),
+        json.dumps(
+            {"event_id": "late-3", "user_id": "user2", "event": "click", "eventtimestamp": "2023-07-30T10:02:30Z"}
+        ),
+    ]
+    bad = [
+        '{"event_id": "bad-1", "user_id": "user3", "event": "click", "eventtimestamp": ',  # cut off
+        json.dumps({"event_id": "bad-2", "event": "click", "eventtimestamp": "2023-07-30T10:06:00Z"}),  # no user
+        json.dumps({"event_id": "bad-3", "user_id": "user4", "event": "click", "eventtimestamp": "30/07/2023 10:06"}),
+    ]
+    # Offsets (+02:00) are accepted: this is 10:07:30 UTC.
+    offset_event = json.dumps(
+        {"event_id": "tz-1", "user_id": "user2", "event": "view", "eventtimestamp": "2023-07-30T12:07:30+02:00"}
+    )
+    return [
+        {"arrival-1-a.json": _events(rng, 1, START, 4, 40), "arrival-1-b.json": _events(rng, 100, START, 4, 20)},
+        {"arrival-2-a.json": [*_events(rng, 200, START + timedelta(minutes=4), 5, 40), bad[0], offset_event]},
+        {
+            "arrival-3-a.json": [*_events(rng, 300, START + timedelta(minutes=9), 5, 40), *late, bad[1]],
+            "arrival-3-empty.json": [],
+        },
+        {
+            "arrival-4-a.json": _events(rng, 400, START + timedelta(minutes=14), 6, 40),
+            "arrival-4-only-bad.json": [bad[2], "not json at all"],
+        },
+    ]
+
+
+def clickstream_unique_arrivals() -> Arrivals:
+    """The clickstream samples, plus the repeats a retrying producer lands."""
+    arrivals = clickstream_arrivals()
+    first = arrivals[0]["arrival-1-a.json"]
+    arrivals[0]["arrival-1-a.json"] = [*first, *first[:3]]  # repeated within one file
+    arrivals[1]["arrival-2-retry.json"] = first[5:10]  # a retry one arrival later: dropped as duplicates
+    arrivals[3]["arrival-4-retry.json"] = first[10:12]  # a retry far behind the watermark: late
+    return arrivals
+
+
+def clickstream_inferred_arrivals() -> Arrivals:
+    """The clickstream samples; from arrival 3 on, producers add fields the first run never saw."""
+    arrivals = clickstream_arrivals()
+    changed = [
+        json.dumps({**json.loads(line), "campaign": "summer", "device": {"os": "ios", "app": "2.1"}})
+        for line in arrivals[2]["arrival-3-a.json"][:6]
+    ]
+    arrivals[2]["arrival-3-a.json"] = changed + arrivals[2]["arrival-3-a.json"][6:]
+    return arrivals
+
+
+# Dimension tables some pipelines join with: {pipeline: {file name under <root>/dimensions/: text}}.
+# user4 has no row: with `unmatched: quarantine` its events are quarantined.
+DIMENSIONS = {
+    "clickstream_enriched": {
+        "users.csv": "user_id,country,plan\nuser1,DE,pro\nuser2,FR,free\nuser3,US,team\n",
+    },
+}
+
+
+def rack_temperatures_arrivals(seed: int = 11) -> Arrivals:
+    """Three racks reporting every 30 seconds; rack2 runs hot for a while."""
+    rng = random.Random(seed)
+
+    def readings(start_minute: int, minutes: int) -> list[str]:
+        lines = []
+        for step in range(minutes * 2):
+            moment = START + timedelta(minutes=start_minute, seconds=30 * step)
+            for rack in ("rack1", "rack2", "rack3"):
+                hot = rack == "rack2" and 12 <= start_minute + step / 2 < 20
+                temperature = round(rng.uniform(101, 108) if hot else rng.uniform(70, 95), 1)
+                lines.append(json.dumps({"rack": rack, "temperature": temperature, "ts": _iso(moment)}))
+        return lines
+
+    late = [  # by arrival 3 the watermark is 10:09:30
+        json.dumps({"rack": "rack1", "temperature": 80.0, "ts": "2023-07-30T09:58:00Z"}),  # both windows closed
+        json.dumps({"rack": "rack1", "temperature": 81.0, "ts": "2023-07-30T10:02:00Z"}),  # counts in 10:00-10:10
+    ]
+    bad = [
+        json.dumps({"rack": "rack3", "ts": "2023-07-30T10:21:00Z"}),  # no temperature
+        json.dumps({"rack": "rack3", "temperature": "hot", "ts": "2023-07-30T10:21:00Z"}),  # not a number
+        '{"rack": "rack1", "temperature": 9',  # cut off
+    ]
+    return [
+        {"racks-1.json": readings(0, 10)},
+        {"racks-2.json": readings(10, 10), "racks-2-bad.json": bad[:2]},
+        {"racks-3.json": [*readings(20, 10), *late, bad[2]]},
+    ]
+
+
+def device_steps_arrivals(seed: int = 13) -> Arrivals:
+    """Four devices reporting steps every minute; one device's clock is an hour behind."""
+    rng = random.Random(seed)
+
+    def readings(first_id: int, start_minute: int, minutes: int, device_ids=(1, 2, 3, 4)) -> list[str]:
+        lines = []
+        for step in range(minutes):
+            moment = START + timedelta(minutes=start_minute + step, seconds=rng.randrange(60))
+            for device in device_ids:
+                steps = rng.randrange(0, 120)
+                lines.append(
+                    json.dumps(
+                        {
+                            "id": first_id + len(lines),
+                            "user_id": 100 + device,
+                            "device_id": device,
+                            "num_steps": steps,
+                            "miles_walked": round(steps * 0.0004, 4),
+                            "calories_burnt": round(steps * 0.04, 2),
+                            "timestamp": moment.strftime("%Y-%m-%d %H:%M:%S"),
+                        }
+                    )
+                )
+        return lines
+
+    lagging_clock = readings(9000, -60, 2, device_ids=(4,))  # an hour behind: late, dropped
+    bad = [
+        json.dumps({"id": 1, "device_id": 2, "timestamp": "2023-07-30 10:31:00"}),  # no num_steps
+        json.dumps({"id": 2, "device_id": 2, "num_steps": 10, "timestamp": "2023-07-30T10:31:00Z"}),  # wrong format
+    ]
+    return [
+        {"steps-1.json": readings(0, 0, 12)},
+        {"steps-2.json": readings(1000, 12, 12), "steps-2-late.json": lagging_clock},
+        {"steps-3.json": [*readings(2000, 24, 12), *bad]},
+    ]
+
+
+SAMPLES: dict[str, Callable[[], Arrivals]] = {
+    "clickstream": clickstream_arrivals,
+    "clickstream_unique": clickstream_unique_arrivals,
+    "clickstream_enriched": clickstream_arrivals,
+    "clickstream_inferred": clickstream_inferred_arrivals,
+    "device_steps": device_steps_arrivals,
+    "rack_temperatures": rack_temperatures_arrivals,
+}
+
+
+def arrivals(pipeline: str) -> Arrivals:
+    if pipeline not in SAMPLES:
+        raise KeyError(f"no sample data for {pipeline!r}; samples exist for {', '.join(sorted(SAMPLES))}")
+    return SAMPLES[pipeline]()
