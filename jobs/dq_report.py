@@ -122,12 +122,12 @@ def _pipeline_section(spec: specs.PipelineSpec, locations: Locations, validation
         ("failed runs", failed_runs),
         ("failed validations", failed_checks),
         ("input rows", totals["input_rows"]),
-        ("window rows written", totals["output_rows"]),
+        ("rows written", totals["output_rows"]),
         ("quarantined", totals["quarantined_rows"]),
         ("late, dropped", totals["late_rows_dropped"]),
     ]
     head = (
-        f'<h2 id="{escape(spec.name)}">{escape(spec.name)}</h2><p class="muted">{escape(spec.description)} '
+        f'<h2>{escape(spec.name)}</h2><p class="muted">{escape(spec.description)} '
         f"Table: {escape(locations.output)}</p>"
         + '<div class="tiles">'
         + "".join(f'<div class="tile"><b>{value}</b>{escape(label)}</div>' for label, value in tiles)
@@ -160,7 +160,7 @@ def _pipeline_section(spec: specs.PipelineSpec, locations: Locations, validation
             for v in reversed(table_checks)
         )
         whole = f"<h3>Whole-table validations</h3><ul>{items}</ul>"
-    return head + _chart(runs, by_run) + runs_table + whole
+    return f'<section id="{escape(spec.name)}">' + head + _chart(runs, by_run) + runs_table + whole + "</section>"
 
 
 def render(root: str, reports: str | None = None) -> str:

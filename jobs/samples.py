@@ -174,6 +174,55 @@ def device_steps_arrivals(seed: int = 13) -> Arrivals:
     ]
 
 
+def rack_alerts_arrivals() -> Arrivals:
+    """The rack temperature samples (rack2 runs hot for a while: WARNING, then NORMAL),
+    plus rack3 spiking twice in a row, which is not enough for a WARNING."""
+    arrivals = rack_temperatures_arrivals()
+    spikes = [
+        json.dumps({"rack": "rack3", "temperature": temperature, "ts": f"2023-07-30T10:{minute}:45Z"})
+        for minute, temperature in (("25", 104.0), ("26", 100.0), ("27", 99.9))
+    ]
+    arrivals[2]["racks-3-spikes.json"] = spikes
+    return arrivals
+
+
+def spending_sessions_arrivals(seed: int = 17) -> Arrivals:
+    """Four users' transactions over six hours, in three arrivals of two hours each; gaps
+    of more than an hour split sessions. Also late transactions and unusable lines."""
+    rng = random.Random(seed)
+
+    def transactions(first_hour: int, prefix: str) -> list[str]:
+        lines = []
+        for user in ("alice", "bob", "carol", "dave"):
+            moment = START + timedelta(hours=first_hour, minutes=rng.randrange(30))
+            while moment < START + timedelta(hours=first_hour + 2):
+                lines.append(
+                    json.dumps(
+                        {
+                            "userId": user,
+                            "transactionId": f"{prefix}-{len(lines)}",
+                            "transactionTime": _iso(moment),
+                            "amount": round(rng.uniform(1, 120), 2),
+                        }
+                    )
+                )
+                # Mostly minutes apart; now and then a pause of over an hour ends the session.
+                pause = rng.choice([5, 10, 20, 40, 55, 75, 90])
+                moment += timedelta(minutes=pause, seconds=rng.randrange(60))
+        return sorted(lines, key=lambda line: json.loads(line)["transactionTime"])
+
+    late = [json.dumps({"userId": "bob", "transactionId": "late-1", "transactionTime": _iso(START), "amount": 9.5})]
+    bad = [
+        json.dumps({"transactionId": "bad-1", "transactionTime": _iso(START), "amount": 3.0}),  # no user
+        json.dumps({"userId": "dave", "transactionId": "bad-2", "transactionTime": _iso(START), "amount": "ten"}),
+    ]
+    return [
+        {"transactions-1.json": transactions(0, "t1")},
+        {"transactions-2.json": [*transactions(2, "t2"), *bad]},
+        {"transactions-3.json": transactions(4, "t3"), "transactions-3-late.json": late},
+    ]
+
+
 SAMPLES: dict[str, Callable[[], Arrivals]] = {
     "clickstream": clickstream_arrivals,
     "clickstream_unique": clickstream_unique_arrivals,
@@ -181,6 +230,8 @@ SAMPLES: dict[str, Callable[[], Arrivals]] = {
     "clickstream_inferred": clickstream_inferred_arrivals,
     "device_steps": device_steps_arrivals,
     "rack_temperatures": rack_temperatures_arrivals,
+    "rack_alerts": rack_alerts_arrivals,
+    "spending_sessions": spending_sessions_arrivals,
 }
 
 

@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from jobs.processors import PROCESSORS, output_columns
+
 PIPELINES_DIR = Path(__file__).parent / "pipelines"
 
 SOURCE_FORMATS = ("json",)
@@ -88,6 +90,14 @@ class Enrichment:
 
 
 @dataclass(frozen=True)
+class Process:
+    """Arbitrary stateful processing: a processor of jobs/processors.py, per key."""
+
+    processor: str
+    settings: dict[str, Any]  # the processor's defaults, overridden by the declaration
+
+
+@dataclass(frozen=True)
 class Aggregate:
     name: str
     function: str
@@ -135,6 +145,7 @@ class PipelineSpec:
     # the watermark has not passed the first one's event time by the watermark delay.
     deduplicate: tuple[str, ...] = ()
     enrich: Enrichment | None = None
+    process: Process | None = None  # instead of a window: a stateful processor per key
     orchestration: Orchestration = Orchestration()
     # Fixed by the first run: Spark stores the number of state partitions in the checkpoint.
     state_partitions: int = 4
@@ -148,10 +159,21 @@ class PipelineSpec:
     @property
     def stateful_operators(self) -> int:
         """How many stateful operators the query has (their ids are 0, 1, ...)."""
+        if self.process is not None:
+            return 1
         return 0 if self.window is None else 1 + len(self.deduplicate and [1])
 
     @property
+    def drops_late_events(self) -> bool:
+        """Events at or before the watermark are dropped whole (not window by window)."""
+        if self.process is not None:
+            return PROCESSORS[self.process.processor].event_time_timeout
+        return bool(self.deduplicate)
+
+    @property
     def output_columns(self) -> list[str]:
+        if self.process is not None:
+            return output_columns(PROCESSORS[self.process.processor], self.process.settings, list(self.keys))
         if self.window is not None:
             return ["window_start", "window_end", *self.keys, *(a.name for a in self.aggregates)]
         # An inferred schema is known once recorded; until then, the fields the declaration names.
@@ -180,6 +202,8 @@ class PipelineSpec:
         # Absent when not declared, so checkpoints started before these existed still match.
         if self.deduplicate:
             contract["deduplicate"] = list(self.deduplicate)
+        if self.process:  # the processor's state layout; its settings may change
+            contract["processor"] = self.process.processor
         if self.enrich:  # the join keeps no state: only the columns it adds are fixed
             contract["enrich_columns"] = list(self.enrich.columns)
         if self.source.infer_schema:
@@ -221,6 +245,7 @@ def parse_spec(raw: dict, where: str = "declaration") -> PipelineSpec:
             "state_partitions",
             "airflow",
             "enrich",
+            "process",
         },
         where,
     )
@@ -240,17 +265,30 @@ def parse_spec(raw: dict, where: str = "declaration") -> PipelineSpec:
         return source.infer_schema or column in event_columns
 
     window = _window(raw["window"], f"{where} window") if raw.get("window") is not None else None
+    process = _process(raw["process"], f"{where} process") if raw.get("process") is not None else None
+    if window and process:
+        raise SpecError(f"{where}: declare a 'window' (aggregates) or a 'process' (a processor), not both")
+    needs_watermark = (
+        window is not None or raw.get("deduplicate") or (process and PROCESSORS[process.processor].event_time_timeout)
+    )
     watermark_s = None
     if raw.get("watermark") is not None:
         watermark_s = parse_duration_s(raw["watermark"], f"{where} watermark")
-    elif window is not None or raw.get("deduplicate"):
-        raise SpecError(f"{where}: missing 'watermark' (windows and deduplication keep state until it passes)")
+    elif needs_watermark:
+        raise SpecError(
+            f"{where}: missing 'watermark' (windows, deduplication and timeouts keep state until it passes)"
+        )
 
     if window is None:
-        for setting in ("keys", "aggregates"):
+        for setting in ("keys", "aggregates") if process is None else ("aggregates",):
             if raw.get(setting):
                 raise SpecError(f"{where}: '{setting}' needs a 'window'; without one, each usable event is written")
-    keys = tuple(_require(raw, "keys", where)) if window else ()
+    keys = tuple(_require(raw, "keys", where)) if window or process else ()
+    if process and not keys:
+        raise SpecError(f"{where}: a process needs 'keys': the processor keeps state per key")
+    for column in PROCESSORS[process.processor].inputs(process.settings) if process else []:
+        if not known(column):
+            raise SpecError(f"{where}: processor {process.processor} reads {column!r}, which is not an event field")
     for key in keys:
         if not known(key):
             raise SpecError(f"{where}: key {key!r} is not in the source schema")
@@ -291,11 +329,11 @@ def parse_spec(raw: dict, where: str = "declaration") -> PipelineSpec:
     output = Output(raw_output.get("format", "parquet"), raw_output.get("partition_by"))
     if output.format not in OUTPUT_FORMATS:
         raise SpecError(f"{where}: output format {output.format!r} is not one of {OUTPUT_FORMATS}")
-    partition_column = (
-        "window_date (the UTC date of window_start)" if window else "event_date (the UTC date of event_time)"
-    )
-    if output.partition_by not in (None, partition_column.split()[0]):
-        raise SpecError(f"{where}: output partition_by may only be {partition_column}")
+    partition_column, meaning = ("window_date", "window_start") if window else ("event_date", "event_time")
+    if process and output.partition_by:
+        raise SpecError(f"{where}: a processor's output is not partitioned; leave out partition_by")
+    if output.partition_by not in (None, partition_column):
+        raise SpecError(f"{where}: output partition_by may only be '{partition_column}' (the UTC date of {meaning})")
 
     state_partitions = raw.get("state_partitions", 4)
     if not isinstance(state_partitions, int) or state_partitions < 1:
@@ -314,6 +352,7 @@ def parse_spec(raw: dict, where: str = "declaration") -> PipelineSpec:
         schedule=raw.get("schedule"),
         deduplicate=tuple(deduplicate),
         enrich=enrich,
+        process=process,
         state_partitions=state_partitions,
     )
 
@@ -322,7 +361,7 @@ def _source(raw_source: dict, where: str) -> Source:
     _check_keys(raw_source, {"format", "schema", "required", "event_time", "new_fields"}, where)
     source_format = _require(raw_source, "format", where)
     if source_format not in SOURCE_FORMATS:
-        raise SpecError(f"{where}: format {source_format!r} is not one of {SOURCE_FORMATS}")
+        raise SpecError(f"{where}: source format {source_format!r} is not one of {SOURCE_FORMATS}")
     schema = _require(raw_source, "schema", where)
     infer = schema == "infer"
     if infer:
@@ -356,6 +395,17 @@ def _source(raw_source: dict, where: str) -> Source:
     return Source(source_format, dict(schema), required, event_time, infer, new_fields)
 
 
+def _process(raw: dict, where: str) -> Process:
+    _check_keys(raw, {"processor", "settings"}, where)
+    name = _require(raw, "processor", where)
+    if name not in PROCESSORS:
+        raise SpecError(f"{where}: processor {name!r} is not one of {sorted(PROCESSORS)} (jobs/processors.py)")
+    defaults = PROCESSORS[name].settings
+    settings = raw.get("settings") or {}
+    _check_keys(settings, set(defaults), f"{where} settings")
+    return Process(name, {**defaults, **settings})
+
+
 def _window(raw_window: dict, where: str) -> Window:
     _check_keys(raw_window, {"duration", "slide"}, where)
     duration_s = parse_duration_s(_require(raw_window, "duration", where), f"{where} duration")
@@ -363,9 +413,9 @@ def _window(raw_window: dict, where: str) -> Window:
     if raw_window.get("slide") is not None:
         slide_s = parse_duration_s(raw_window["slide"], f"{where} slide")
     if slide_s > duration_s:
-        raise SpecError(f"{where}: slide ({slide_s}s) cannot be longer than the duration ({duration_s}s)")
+        raise SpecError(f"{where}: slide ({slide_s}s) cannot be longer than its duration ({duration_s}s)")
     if duration_s % slide_s:
-        raise SpecError(f"{where}: duration ({duration_s}s) must be a multiple of the slide ({slide_s}s)")
+        raise SpecError(f"{where}: duration ({duration_s}s) must be a multiple of its slide ({slide_s}s)")
     return Window(duration_s, slide_s)
 
 

@@ -46,6 +46,8 @@ class Expectation:
     def columns(self) -> list[str]:
         if "column" in self.kwargs:
             return [self.kwargs["column"]]
+        if "column_A" in self.kwargs:
+            return [self.kwargs["column_A"], self.kwargs.get("column_B")]
         return list(self.kwargs.get("column_list", []))
 
     @property

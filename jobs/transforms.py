@@ -17,6 +17,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from jobs.processors import PROCESSORS, output_ddl
 from jobs.spec import EVENT_TIME, RESCUED_DATA, Aggregate, Enrichment, PipelineSpec, Source, Window, spark_duration
 
 LINE = "line"
@@ -169,7 +170,31 @@ def pipeline_table(lines: DataFrame, spec: PipelineSpec, dimension: DataFrame | 
     if spec.enrich is not None:
         parsed = enrich(parsed, dimension, spec.enrich)
     events = valid_events(parsed)
+    if spec.process is not None:
+        return process_groups(events, spec)
     return window_aggregate(events, spec) if spec.window else event_rows(events, spec)
+
+
+def process_groups(events: DataFrame, spec: PipelineSpec) -> DataFrame:
+    """Each key's events, with the state kept for the key, through the declared processor
+    (applyInPandasWithState): what it emits is the output, appended."""
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    processor = PROCESSORS[spec.process.processor]
+    settings = spec.process.settings
+    inputs = events.select(*spec.keys, EVENT_TIME, *processor.inputs(settings))
+    timeout = GroupStateTimeout.NoTimeout
+    if processor.event_time_timeout:
+        inputs = inputs.withWatermark(EVENT_TIME, spark_duration(spec.watermark_s))
+        timeout = GroupStateTimeout.EventTimeTimeout
+    keys_ddl = ", ".join(f"`{key}` {inputs.schema[key].dataType.simpleString()}" for key in spec.keys)
+    return inputs.groupBy(*spec.keys).applyInPandasWithState(
+        processor.make(settings, list(spec.keys)),
+        f"{keys_ddl}, {output_ddl(processor, settings)}",
+        processor.state,
+        "append",
+        timeout,
+    )
 
 
 def latest_window_end(event_time: Column, window: Window) -> Column:
@@ -188,11 +213,12 @@ def classify_rows(parsed: DataFrame, spec: PipelineSpec, late_watermark: str) ->
     in was dropped. Deduplication, when declared, comes first and drops any row whose
     event time is at or before it (what passes is then never late for its windows).
     Rows deduplication drops as repeats stay "aggregated" here: only Spark knows them.
+    A processor with event-time timeouts drops events at or before the watermark too.
     """
-    if spec.window is None:
-        is_late = F.lit(False)  # no state, no watermark: nothing is late
-    elif spec.deduplicate:
+    if spec.drops_late_events:
         is_late = F.col(EVENT_TIME) <= F.col(late_watermark)
+    elif spec.window is None:
+        is_late = F.lit(False)  # nothing drops events by the watermark
     else:
         is_late = latest_window_end(F.col(EVENT_TIME), spec.window) <= F.col(late_watermark)
     fate = (

@@ -312,3 +312,135 @@ def inferred_row(line: str, fields: list[str], new_fields: str) -> tuple | None:
         return row
     rescued = {k: _as_string(v) for k, v in found.items() if k not in fields}
     return (*row, rescued or None)
+
+
+@dataclass
+class RackAlertsModel:
+    """Status changes per rack: WARNING after 3 consecutive readings >= 100, NORMAL at
+    the next one under 100; each batch's readings taken in event-time order per rack."""
+
+    threshold: float = 100.0
+    needed: int = 3
+    status: dict[str, tuple[str, int]] = field(default_factory=dict)
+    table: list[tuple] = field(default_factory=list)
+
+    @property
+    def state_rows(self) -> int:
+        return len(self.status)
+
+    def run(self, batches: list[list[str]]) -> BatchResult:
+        result = BatchResult()
+        for lines in batches:
+            readings = []
+            for line in lines:
+                if not line.strip():
+                    continue
+                result.input_rows += 1
+                reading = rack_reading(line)
+                if reading is None:
+                    result.quarantined_rows += 1
+                    continue
+                result.aggregated_rows += 1
+                readings.append(reading)
+            for reading in sorted(readings, key=lambda r: r.moment):
+                rack = reading.key[0]
+                status, high = self.status.get(rack, ("NORMAL", 0))
+                high = high + 1 if reading.value >= self.threshold else 0
+                change = None
+                if status == "NORMAL" and high >= self.needed:
+                    status = change = "WARNING"
+                elif status == "WARNING" and high == 0:
+                    status = change = "NORMAL"
+                if change:
+                    row = (rack, change, reading.moment, reading.value, high)
+                    result.emitted[(reading.moment, (rack,))] = row
+                    self.table.append(row)
+                self.status[rack] = (status, high)
+        return result
+
+    def rows(self) -> list[tuple]:
+        return sorted(self.table)
+
+
+def transaction_reading(line: str) -> Reading | None:
+    found = record(line)
+    if found is None or not found.get("userId"):
+        return None
+    amount = found.get("amount")
+    if isinstance(amount, bool) or not isinstance(amount, int | float):
+        return None
+    moment = iso_time(found.get("transactionTime"))
+    return Reading(moment, (found["userId"],), float(amount)) if moment else None
+
+
+@dataclass
+class SpendingSessionsModel:
+    """Sessions of a user's transactions no more than `gap` apart, with an event-time
+    timeout: a session is written once the watermark passes its end by more than the gap.
+    A transaction at or before the previous batch's watermark is late (dropped)."""
+
+    gap: timedelta = timedelta(hours=1)
+    delay: timedelta = timedelta(minutes=10)
+    previous_ran_with: datetime = EPOCH
+    next_watermark: datetime = EPOCH
+    newest: datetime = EPOCH
+    pending: dict[str, list[tuple[datetime, float]]] = field(default_factory=dict)
+    table: list[tuple] = field(default_factory=list)
+
+    @property
+    def state_rows(self) -> int:
+        return len(self.pending)
+
+    def _sessions(self, transactions: list[tuple[datetime, float]]) -> list[list[tuple[datetime, float]]]:
+        sessions: list[list[tuple[datetime, float]]] = []
+        for transaction in sorted(transactions):
+            if sessions and transaction[0] - sessions[-1][-1][0] <= self.gap:
+                sessions[-1].append(transaction)
+            else:
+                sessions.append([transaction])
+        return sessions
+
+    def _batch(self, lines: list[str], result: BatchResult) -> None:
+        ran_with = self.next_watermark
+        for line in lines:
+            if not line.strip():
+                continue
+            result.input_rows += 1
+            reading = transaction_reading(line)
+            if reading is None:
+                result.quarantined_rows += 1
+                continue
+            self.newest = max(self.newest, reading.moment)
+            if reading.moment <= self.previous_ran_with:
+                result.late_rows_dropped += 1
+                continue
+            result.aggregated_rows += 1
+            self.pending.setdefault(reading.key[0], []).append((reading.moment, reading.value))
+        for user in sorted(self.pending):
+            still_open = []
+            for session in self._sessions(self.pending[user]):
+                if session[-1][0] + self.gap < ran_with:
+                    total = round(sum(amount for _, amount in session), 6)
+                    row = (user, session[0][0], session[-1][0], total, len(session))
+                    result.emitted[(session[0][0], (user,))] = row
+                    self.table.append(row)
+                else:
+                    still_open += session
+            if still_open:
+                self.pending[user] = still_open
+            else:
+                del self.pending[user]
+        self.previous_ran_with = ran_with
+        self.next_watermark = max(ran_with, self.newest - self.delay)
+
+    def run(self, batches: list[list[str]]) -> BatchResult:
+        """One availableNow run: the data batches, then a no-data batch if the watermark moved."""
+        result = BatchResult()
+        for lines in batches:
+            self._batch(lines, result)
+        if batches and self.next_watermark > self.previous_ran_with:
+            self._batch([], result)
+        return result
+
+    def rows(self) -> list[tuple]:
+        return sorted(self.table)

@@ -23,7 +23,9 @@ from tests.model import (
     ClickstreamUniqueModel,
     DeviceStepsModel,
     EventsModel,
+    RackAlertsModel,
     RackTemperaturesModel,
+    SpendingSessionsModel,
     enriched_row,
     inferred_fields,
     inferred_row,
@@ -96,13 +98,13 @@ def test_window_pipeline_matches_the_model_over_runs_and_a_restart(spark, tmp_pa
     assert len(model.rows()) >= 5
 
 
-def _runs(spark, spec, locations, quiet, model_run, arrivals, before_run=lambda number: None):
+def _runs(spark, spec, locations, quiet, model, arrivals, before_run=lambda number: None):
     """Land each arrival and run: in process, then the last one as a restart. Yields each
     run's report beside the model's result, after checking the two agree."""
     for number, arrival in enumerate(arrivals, start=1):
         before_run(number)
         land(locations.landing, arrival)
-        expected = model_run(all_lines(arrival))
+        expected = model.run([all_lines(arrival)])
         if number < len(arrivals):
             report = run_pipeline(spark, spec, locations, quiet).to_dict()
             assert quality.validate_run(spark, spec, locations, report, echo=quiet.append).status != "failed"
@@ -110,6 +112,7 @@ def _runs(spark, spec, locations, quiet, model_run, arrivals, before_run=lambda 
             report = restart_run(locations, spec.name)
         assert report["status"] == "succeeded"
         assert_run_matches(report, expected)
+        assert report["state_rows"] == model.state_rows
         yield report, expected
 
 
@@ -125,9 +128,7 @@ def test_enriched_events_follow_the_dimension_as_it_is_at_each_run(spark, tmp_pa
         storage.write_text(storage.join(locations.dimensions, "users.csv"), text)
 
     model = EventsModel(lambda line: enriched_row(line, users))
-    runs = list(
-        _runs(spark, spec, locations, quiet, lambda lines: model.run([lines]), samples.arrivals(spec.name), write_users)
-    )
+    runs = list(_runs(spark, spec, locations, quiet, model, samples.arrivals(spec.name), write_users))
     assert table(spark, spec, locations) == model.rows()
     quarantined = spark.read.json(locations.quarantine).where("reason = 'no_match_in_users'").count()
     assert (
@@ -173,7 +174,7 @@ def test_inferred_schema_is_recorded_and_new_fields_are_rescued(spark, tmp_path,
     fields = inferred_fields(all_lines(arrivals[0]))
     model = EventsModel(lambda line: inferred_row(line, fields, "rescue"))
 
-    list(_runs(spark, spec, locations, quiet, lambda lines: model.run([lines]), arrivals))
+    list(_runs(spark, spec, locations, quiet, model, arrivals))
 
     resolved = with_recorded_schema(spec, locations)
     assert list(resolved.source.schema) == fields  # recorded by the first run, kept since
@@ -200,3 +201,20 @@ def test_new_fields_fail_the_run_and_lose_nothing_until_the_declaration_says_ign
     model.run([all_lines(arrivals[0])])
     assert_run_matches(report, model.run([all_lines(arrivals[2])]))
     assert table(spark, ignoring, locations) == model.rows()
+
+
+@pytest.mark.parametrize(
+    ("name", "model_class"), [("rack_alerts", RackAlertsModel), ("spending_sessions", SpendingSessionsModel)]
+)
+def test_stateful_processor_matches_the_model_over_runs_and_a_restart(spark, tmp_path, quiet, name, model_class):
+    spec = specs.load(name)
+    locations = Locations.resolve(name, root=str(tmp_path / "root"))
+    model = model_class()
+
+    runs = list(_runs(spark, spec, locations, quiet, model, samples.arrivals(name)))
+
+    assert table(spark, spec, locations) == model.rows()
+    assert len(model.rows()) >= 2 and sum(expected.quarantined_rows for _, expected in runs) > 0
+    if spec.drops_late_events:
+        assert sum(expected.late_rows_dropped for _, expected in runs) > 0
+        assert model.state_rows > 0  # sessions still open wait in state

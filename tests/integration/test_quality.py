@@ -248,7 +248,7 @@ def test_report_opens_without_errors_in_headless_chromium(validated):
             page, problems = _open_in_chromium(browser, summary.as_uri(), artifacts / "report-summary.png")
             assert problems == []
             # One table row per run, newest first, each with its validation verdict.
-            rows = page.locator("#clickstream ~ table tbody tr")
+            rows = page.locator("#clickstream table tbody tr")
             assert rows.count() == len(reports)
             assert rows.first.locator("td").first.inner_text() == reports[-1]["run_id"]
             verdicts = [v.status for v in reversed(validated["validations"])]
@@ -257,7 +257,7 @@ def test_report_opens_without_errors_in_headless_chromium(validated):
             segments = sum(
                 bool(r["aggregated_rows"]) + bool(r["quarantined_rows"]) + bool(r["late_rows_dropped"]) for r in reports
             )
-            assert page.locator("svg rect").count() == segments
+            assert page.locator("#clickstream svg rect").count() == segments
 
             docs = summary.parent / "data_docs" / "index.html"
             page, problems = _open_in_chromium(browser, docs.as_uri(), artifacts / "data-docs-index.png")

@@ -86,12 +86,53 @@ def test_durations(text, seconds):
         ("airflow", {"retries": True}, "retries must be a whole number"),
         ("airflow", {"timeout": "forever"}, "not a duration"),
         ("airflow", {"pool": "x"}, "unknown setting(s) ['pool']"),
+        ("deduplicate", ["amount"], "must be a required source field"),
+        ("deduplicate", "user_id", "is a list of source fields"),
+        ("source.new_fields", "rescue", "applies to 'schema: infer'"),
+        ("source.schema", "guess", "or be 'infer'"),
+        ("enrich", {"table": "users", "path": "u.csv", "key": "country", "columns": ["plan"]}, "key 'country'"),
+        ("enrich", {"table": "users", "path": "u.csv", "key": "user_id", "columns": ["amount"]}, "already event"),
+        ("enrich", {"table": "users", "path": "u.csv", "key": "user_id", "columns": ["plan"], "format": "xls"}, "xls"),
+        ("enrich", {"table": "users", "path": "u.csv", "key": "user_id", "columns": ["p"], "unmatched": "x"}, "keep"),
+        ("keys", ["plan"], "key 'plan' is not in the source schema"),
     ],
 )
 def test_invalid_declarations_say_what_is_wrong(path, value, message):
     with pytest.raises(specs.SpecError) as error:
         specs.parse_spec(with_change(path, value))
     assert message in str(error.value)
+
+
+def test_pipelines_without_a_window_write_each_event():
+    raw = with_change("window", None)
+    for setting in ("keys", "aggregates", "watermark"):
+        del raw[setting]
+    raw["output"]["partition_by"] = "event_date"
+    spec = specs.parse_spec(raw)
+    assert spec.window is None and spec.stateful_operators == 0
+    assert spec.output_columns == ["event_time", "user_id", "ts", "amount"]
+    with pytest.raises(specs.SpecError, match="'keys' needs a 'window'"):
+        specs.parse_spec({**raw, "keys": ["user_id"]})
+    with pytest.raises(specs.SpecError, match="may only be 'event_date'"):
+        specs.parse_spec({**raw, "output": {"format": "parquet", "partition_by": "window_date"}})
+
+
+def test_an_inferred_schema_defers_field_checks_to_the_first_run():
+    raw = with_change("source.schema", "infer")
+    raw["source"]["new_fields"] = "rescue"
+    spec = specs.parse_spec(raw)
+    assert spec.source.infer_schema and spec.source.schema == {}
+    assert spec.state_contract()["rescued_data"] is True
+    fail = specs.parse_spec({**raw, "source": {**raw["source"], "new_fields": "fail"}})
+    ignore = specs.parse_spec({**raw, "source": {**raw["source"], "new_fields": "ignore"}})
+    assert fail.state_contract() == ignore.state_contract()  # switching these two keeps the checkpoint
+
+
+def test_an_enrichment_adds_its_columns_and_may_be_aggregated_by():
+    enrich = {"table": "users", "path": "users.csv", "format": "csv", "key": "user_id", "columns": ["plan"]}
+    spec = specs.parse_spec({**with_change("keys", ["plan"]), "enrich": enrich})
+    assert spec.enrich.unmatched == "keep" and spec.keys == ("plan",)
+    assert spec.state_contract()["enrich_columns"] == ["plan"]
 
 
 def test_the_airflow_block_is_optional_with_safe_defaults():
