@@ -7,10 +7,12 @@ and classifies every row against the watermark the checkpoint says the batch ran
 
     input_rows = aggregated_rows + quarantined_rows + late_rows_dropped + duplicates_dropped
 
-Duplicates (pipelines that deduplicate) are the one count only Spark knows: it is taken
-from the batch's progress event (`numDroppedDuplicateRows`), which the runner records
-as the batch completes. If a run stopped before that, the count is unknown (None) and
-the batch's repeats stay counted as aggregated.
+Two counts only Spark knows are taken from the batch's progress event, which the runner
+records as the batch completes: the repeats a deduplicating pipeline dropped
+(`numDroppedDuplicateRows`), and the input rows a stream-stream join dropped as late
+(`numRowsDroppedByWatermark`: a join aggregates nothing first, so it counts input rows).
+If a run stopped before the progress was seen, the duplicates are unknown (None) and
+those rows stay counted as aggregated; a join's late rows likewise.
 
 The quarantined rows of a batch are written to <quarantine>/batch_id=N/, replacing
 whatever an interrupted earlier attempt wrote there, and only then is the batch's
@@ -29,7 +31,7 @@ from jobs import storage
 from jobs.checkpoint import CheckpointLog
 from jobs.dimensions import read_dimension
 from jobs.spec import PipelineSpec
-from jobs.transforms import LINE, SOURCE_FILE, classify_rows, enrich, parse_events, quarantined
+from jobs.transforms import LINE, QUARANTINE_REASON, SOURCE_FILE, classify_rows, enrich, parse_events, quarantined
 
 
 @dataclass(frozen=True)
@@ -61,28 +63,45 @@ def _output_rows(log: CheckpointLog, batch_id: int) -> int | None:
     return sum(storage.parquet_row_count(path) for path in files)
 
 
+def _classified(
+    spark: SparkSession,
+    spec: PipelineSpec,
+    log: CheckpointLog,
+    index: int,
+    paths: list[str],
+    batch_id: int,
+    late_ms: int,
+) -> DataFrame:
+    """One batch's rows of one source, parsed as the query parses them, with their fate."""
+    lines = (
+        read_lines(spark, paths)
+        .withColumn("batch_id", F.lit(batch_id))
+        .withColumn("late_watermark", F.timestamp_millis(F.lit(late_ms)))
+    )
+    parsed = parse_events(lines, spec.sources[index])
+    if spec.enrich is not None:
+        # Read again, as the query's own batches do: unmatched events are quarantined here.
+        parsed = enrich(parsed, read_dimension(spark, spec, log.locations), spec.enrich)
+    classified = classify_rows(parsed, spec, "late_watermark")
+    return classified.select("batch_id", "fate", SOURCE_FILE, LINE, QUARANTINE_REASON)
+
+
 def account_batches(
     spark: SparkSession, spec: PipelineSpec, log: CheckpointLog, batch_ids: list[int]
 ) -> list[BatchAccount]:
     """Account each committed batch not yet accounted; returns the accounts of `batch_ids`."""
     todo = sorted(set(batch_ids) - log.accounted_batches())
-    files = {b: log.source_files(b) for b in todo}
+    # Per batch and source (a stream-stream join reads two: sources/0 and sources/1).
+    files = {(b, i): log.source_files(b, i) for b in todo for i in range(len(spec.sources))}
     late_watermarks = {b: log.late_watermark_ms(b) for b in todo}
     counts: dict[tuple[int, str], int] = {}
-    with_files = [b for b in todo if files[b]]
-    if with_files:
-        batches = [
-            read_lines(spark, files[b])
-            .withColumn("batch_id", F.lit(b))
-            .withColumn("late_watermark", F.timestamp_millis(F.lit(late_watermarks[b])))
-            for b in with_files
-        ]
-        lines = reduce(DataFrame.unionByName, batches)
-        parsed = parse_events(lines, spec.source)
-        if spec.enrich is not None:
-            # Read again, as the query's own batches do: unmatched events are quarantined here.
-            parsed = enrich(parsed, read_dimension(spark, spec, log.locations), spec.enrich)
-        classified = classify_rows(parsed, spec, "late_watermark").persist()
+    classified_parts = [
+        _classified(spark, spec, log, index, paths, b, late_watermarks[b])
+        for (b, index), paths in files.items()
+        if paths
+    ]
+    if classified_parts:
+        classified = reduce(DataFrame.unionByName, classified_parts).persist()
         try:
             for row in classified.groupBy("batch_id", "fate").count().collect():
                 counts[(row["batch_id"], row["fate"])] = row["count"]
@@ -104,13 +123,17 @@ def account_batches(
         quarantined_rows = counts.get((b, "quarantined"), 0)
         late = counts.get((b, "late"), 0)
         duplicates = 0
-        if spec.deduplicate:
-            duplicates = (log.read_metrics(b) or {}).get("duplicates_dropped")
+        spark_counted = log.read_metrics(b) or {}
+        if "duplicates_dropped" in spec.spark_counts:
+            duplicates = spark_counted.get("duplicates_dropped")
             aggregated -= duplicates or 0
+        if "late_rows_dropped" in spec.spark_counts:
+            late = spark_counted.get("late_rows_dropped") or 0
+            aggregated -= late
         account = BatchAccount(
             batch_id=b,
             late_watermark_ms=late_watermarks[b],
-            input_files=len(files[b]),
+            input_files=sum(len(paths) for (batch, _), paths in files.items() if batch == b),
             input_rows=aggregated + quarantined_rows + late + (duplicates or 0),
             aggregated_rows=aggregated,
             quarantined_rows=quarantined_rows,

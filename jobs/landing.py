@@ -25,7 +25,17 @@ class LandingError(RuntimeError):
 
 def land_lines(files: dict[str, list[str]], to: str, skip_existing: bool = False) -> list[str]:
     """Land each {name: lines} as a newline-delimited file, in order; with `skip_existing`,
-    names already landed are left alone. Returns the landed paths."""
+    names already landed are left alone. Returns the landed paths.
+
+    A name may start with a folder ('clicks/c-1.json'), for pipelines whose sources land
+    in folders of their own (a stream-stream join)."""
+    folders = {name.split("/", 1)[0] for name in files if "/" in name}
+    if folders:
+        landed = land_lines({n: lines for n, lines in files.items() if "/" not in n}, to, skip_existing)
+        for folder in sorted(folders):
+            inside = {n.split("/", 1)[1]: lines for n, lines in files.items() if n.startswith(f"{folder}/")}
+            landed += land_lines(inside, storage.join(to, folder), skip_existing)
+        return landed
     target = storage.normalize(to)
     with tempfile.TemporaryDirectory() as scratch:
         paths = []

@@ -114,7 +114,7 @@ def output_schema(spark: SparkSession, spec: PipelineSpec, locations: Locations 
         else:
             columns = ", ".join(f"`{c}` string" for c in (spec.enrich.key, *spec.enrich.columns))
             dimension = spark.createDataFrame([], columns)
-    return pipeline_table(no_lines, spec, dimension).schema
+    return pipeline_table(no_lines, spec, dimension, joined_lines=no_lines).schema
 
 
 def with_window_length(table: DataFrame) -> DataFrame:

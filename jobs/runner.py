@@ -169,7 +169,14 @@ def start_query(
 ) -> StreamingQuery:
     if spec.enrich is not None and dimension is None:
         dimension = read_dimension(spark, spec, locations)
-    table = pipeline_table(landed_lines(spark, locations.landing, options), spec, dimension)
+    if spec.join is not None:
+        # Each side lands in a folder of its own; the left is the checkpoint's sources/0.
+        left, right = (storage.join(locations.landing, source.name) for source in spec.sources)
+        table = pipeline_table(
+            landed_lines(spark, left, options), spec, joined_lines=landed_lines(spark, right, options)
+        )
+    else:
+        table = pipeline_table(landed_lines(spark, locations.landing, options), spec, dimension)
     writer = (
         table.writeStream.queryName(spec.name)
         .format(spec.output.format)
@@ -195,6 +202,16 @@ def _state_rows_of(progress) -> int:
 
 def _duplicates_of(progress) -> int:
     return sum((operator.customMetrics or {}).get("numDroppedDuplicateRows", 0) for operator in progress.stateOperators)
+
+
+def _spark_counts(progress) -> dict[str, int]:
+    """What only Spark knows of a batch: repeats dropped by deduplication, and input rows
+    a stream-stream join dropped as late (a join does no partial aggregation first, so
+    Spark's count is of input rows)."""
+    return {
+        "duplicates_dropped": _duplicates_of(progress),
+        "late_rows_dropped": sum(operator.numRowsDroppedByWatermark for operator in progress.stateOperators),
+    }
 
 
 def _progress_line(progress, deduplicates: bool) -> str:
@@ -227,8 +244,8 @@ class _Watch:
             self.seen.add(progress.batchId)
             if progress.stateOperators:
                 self.last_state_rows = _state_rows_of(progress)
-            if self.spec.deduplicate:
-                self.log.write_metrics(progress.batchId, {"duplicates_dropped": _duplicates_of(progress)})
+            if self.spec.spark_counts:
+                self.log.write_metrics(progress.batchId, _spark_counts(progress))
             self.echo(_progress_line(progress, bool(self.spec.deduplicate)))
 
 
@@ -271,11 +288,11 @@ def _execute(
                 raise KeyboardInterrupt
             watch.poll()
             if options.trigger.kind == "processing-time":
-                # A deduplicating batch is accounted once its progress (its duplicates) was seen.
+                # A batch with counts only Spark knows is accounted once its progress was seen.
                 new = [
                     b
                     for b in log.committed_batches()
-                    if b > accounted_through and (b in watch.seen or not spec.deduplicate)
+                    if b > accounted_through and (b in watch.seen or not spec.spark_counts)
                 ]
                 if new:
                     report.add_batches(account_batches(spark, spec, log, new))

@@ -223,6 +223,44 @@ def spending_sessions_arrivals(seed: int = 17) -> Arrivals:
     ]
 
 
+def ad_arrivals(seed: int = 19) -> Arrivals:
+    """Impressions of five ads over three hours, and clicks: most within the hour after an
+    impression of their ad, some later than that or before any (no match). Each side
+    lands in its own folder. Also a late impression, a late click and unusable lines."""
+    rng = random.Random(seed)
+    ads = [f"ad-{n}" for n in range(1, 6)]
+
+    def hour(number: int) -> dict[str, list[str]]:
+        start = START + timedelta(hours=number)
+        shown = sorted(start + timedelta(seconds=rng.randrange(3600)) for _ in range(12))
+        impressions = [
+            {"impression_id": f"i{number}-{n}", "ad_id": rng.choice(ads), "impression_time": _iso(moment)}
+            for n, moment in enumerate(shown)
+        ]
+        clicks = []
+        for n, impression in enumerate(impressions[::2]):
+            after = timedelta(seconds=rng.randrange(4800))  # mostly within the hour; some later
+            moment = datetime.fromisoformat(impression["impression_time"]) + after
+            clicks.append({"click_id": f"c{number}-{n}", "ad_id": impression["ad_id"], "click_time": _iso(moment)})
+        return {
+            f"impressions/impressions-{number}.json": [json.dumps(i) for i in impressions],
+            f"clicks/clicks-{number}.json": [json.dumps(c) for c in sorted(clicks, key=lambda c: c["click_time"])],
+        }
+
+    arrivals = [hour(0), hour(1), hour(2)]
+    arrivals[1]["impressions/impressions-1-bad.json"] = [
+        json.dumps({"impression_id": "bad-1", "impression_time": _iso(START)}),  # no ad
+        '{"impression_id": "bad-2", "ad_id": ',  # cut off
+    ]
+    arrivals[2]["impressions/impressions-2-late.json"] = [
+        json.dumps({"impression_id": "late-1", "ad_id": "ad-1", "impression_time": _iso(START)})
+    ]
+    arrivals[2]["clicks/clicks-2-late.json"] = [
+        json.dumps({"click_id": "late-1", "ad_id": "ad-1", "click_time": _iso(START + timedelta(minutes=5))})
+    ]
+    return arrivals
+
+
 SAMPLES: dict[str, Callable[[], Arrivals]] = {
     "clickstream": clickstream_arrivals,
     "clickstream_unique": clickstream_unique_arrivals,
@@ -232,6 +270,8 @@ SAMPLES: dict[str, Callable[[], Arrivals]] = {
     "rack_temperatures": rack_temperatures_arrivals,
     "rack_alerts": rack_alerts_arrivals,
     "spending_sessions": spending_sessions_arrivals,
+    "ad_clicks": ad_arrivals,
+    "ad_impressions": ad_arrivals,
 }
 
 

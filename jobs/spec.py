@@ -72,6 +72,8 @@ class Source:
     # the checkpoint (jobs/inference.py); fields that appear later are handled by new_fields.
     infer_schema: bool = False
     new_fields: str = "ignore"
+    # With a stream-stream join each source lands in a folder of its own: <landing>/<name>/.
+    name: str | None = None
 
     def ddl(self) -> str:
         return ", ".join(f"`{name}` {kind}" for name, kind in self.schema.items())
@@ -87,6 +89,25 @@ class Enrichment:
     key: str  # the event field and the dimension column that match
     columns: tuple[str, ...]
     unmatched: str  # keep (with nulls) or quarantine
+
+
+@dataclass(frozen=True)
+class StreamJoin:
+    """A stream-stream join: events of the pipeline's source with those of a second one.
+
+    A right event matches a left event with the same key whose event time is at most
+    `within_s` before its own (right time in [left time, left time + within]). Both sides
+    are watermarked, so Spark can forget events that can no longer match.
+    """
+
+    source: Source  # the right side
+    watermark_s: int
+    key: str
+    within_s: int
+    how: str  # inner, or left_outer: left events that never matched, with nulls, once forgotten
+
+
+JOIN_TYPES = ("inner", "left_outer")
 
 
 @dataclass(frozen=True)
@@ -146,6 +167,7 @@ class PipelineSpec:
     deduplicate: tuple[str, ...] = ()
     enrich: Enrichment | None = None
     process: Process | None = None  # instead of a window: a stateful processor per key
+    join: StreamJoin | None = None  # instead of a window: a second stream to join with
     orchestration: Orchestration = Orchestration()
     # Fixed by the first run: Spark stores the number of state partitions in the checkpoint.
     state_partitions: int = 4
@@ -157,11 +179,21 @@ class PipelineSpec:
         return 1 if self.deduplicate else 0
 
     @property
+    def sources(self) -> list[Source]:
+        """The streams the query reads, in the order of their checkpoint ids (sources/0, 1)."""
+        return [self.source, self.join.source] if self.join else [self.source]
+
+    @property
     def stateful_operators(self) -> int:
         """How many stateful operators the query has (their ids are 0, 1, ...)."""
-        if self.process is not None:
+        if self.process is not None or self.join is not None:
             return 1
         return 0 if self.window is None else 1 + len(self.deduplicate and [1])
+
+    @property
+    def spark_counts(self) -> list[str]:
+        """What only Spark counts for this query, kept from each batch's progress."""
+        return ["late_rows_dropped"] * bool(self.join) + ["duplicates_dropped"] * bool(self.deduplicate)
 
     @property
     def drops_late_events(self) -> bool:
@@ -172,6 +204,9 @@ class PipelineSpec:
 
     @property
     def output_columns(self) -> list[str]:
+        if self.join is not None:
+            right = [f for f in self.join.source.schema if f != self.join.key]
+            return [*self.source.schema, *right]
         if self.process is not None:
             return output_columns(PROCESSORS[self.process.processor], self.process.settings, list(self.keys))
         if self.window is not None:
@@ -202,6 +237,8 @@ class PipelineSpec:
         # Absent when not declared, so checkpoints started before these existed still match.
         if self.deduplicate:
             contract["deduplicate"] = list(self.deduplicate)
+        if self.join:
+            contract["join"] = {"source": self.join.source.name, "key": self.join.key, "how": self.join.how}
         if self.process:  # the processor's state layout; its settings may change
             contract["processor"] = self.process.processor
         if self.enrich:  # the join keeps no state: only the columns it adds are fixed
@@ -246,6 +283,7 @@ def parse_spec(raw: dict, where: str = "declaration") -> PipelineSpec:
             "airflow",
             "enrich",
             "process",
+            "join",
         },
         where,
     )
@@ -266,8 +304,11 @@ def parse_spec(raw: dict, where: str = "declaration") -> PipelineSpec:
 
     window = _window(raw["window"], f"{where} window") if raw.get("window") is not None else None
     process = _process(raw["process"], f"{where} process") if raw.get("process") is not None else None
-    if window and process:
-        raise SpecError(f"{where}: declare a 'window' (aggregates) or a 'process' (a processor), not both")
+    join = _join(raw["join"], source, f"{where} join") if raw.get("join") is not None else None
+    if sum(x is not None for x in (window, process, join)) > 1:
+        raise SpecError(f"{where}: declare one of 'window' (aggregates), 'process' (a processor) or 'join'")
+    if join and (enrich or raw.get("keys") or raw.get("deduplicate")):
+        raise SpecError(f"{where}: a join writes the joined events; leave out keys, deduplicate and enrich")
     needs_watermark = (
         window is not None or raw.get("deduplicate") or (process and PROCESSORS[process.processor].event_time_timeout)
     )
@@ -353,12 +394,38 @@ def parse_spec(raw: dict, where: str = "declaration") -> PipelineSpec:
         deduplicate=tuple(deduplicate),
         enrich=enrich,
         process=process,
+        join=join,
         state_partitions=state_partitions,
     )
 
 
+def _join(raw: dict, left: Source, where: str) -> StreamJoin:
+    _check_keys(raw, {"source", "watermark", "key", "within", "how"}, where)
+    right = _source(_require(raw, "source", where), f"{where} source")
+    join = StreamJoin(
+        source=right,
+        watermark_s=parse_duration_s(_require(raw, "watermark", where), f"{where} watermark"),
+        key=_require(raw, "key", where),
+        within_s=parse_duration_s(_require(raw, "within", where), f"{where} within"),
+        how=raw.get("how", "inner"),
+    )
+    if join.how not in JOIN_TYPES:
+        raise SpecError(f"{where}: how {join.how!r}: use one of {', '.join(JOIN_TYPES)}")
+    if left.infer_schema or right.infer_schema:
+        raise SpecError(f"{where}: both sides of a join need a declared schema")
+    if not left.name or not right.name or left.name == right.name:
+        raise SpecError(f"{where}: give each source a different 'name': its folder under the landing location")
+    for side in (left, right):
+        if join.key not in side.schema:
+            raise SpecError(f"{where}: key {join.key!r} is not in the {side.name} schema")
+    shared = sorted((set(left.schema) & set(right.schema)) - {join.key})
+    if shared:
+        raise SpecError(f"{where}: fields {shared} are in both sources; the output keeps one column per name")
+    return join
+
+
 def _source(raw_source: dict, where: str) -> Source:
-    _check_keys(raw_source, {"format", "schema", "required", "event_time", "new_fields"}, where)
+    _check_keys(raw_source, {"name", "format", "schema", "required", "event_time", "new_fields"}, where)
     source_format = _require(raw_source, "format", where)
     if source_format not in SOURCE_FORMATS:
         raise SpecError(f"{where}: source format {source_format!r} is not one of {SOURCE_FORMATS}")
@@ -392,7 +459,10 @@ def _source(raw_source: dict, where: str) -> Source:
             raise SpecError(f"{where}: required field {column!r} is not in the source schema")
     if event_time.column not in required:
         required = (*required, event_time.column)
-    return Source(source_format, dict(schema), required, event_time, infer, new_fields)
+    name = raw_source.get("name")
+    if name is not None and (not isinstance(name, str) or not _NAME.match(name)):
+        raise SpecError(f"{where}: name {name!r} must be lower-case letters, digits and '_'")
+    return Source(source_format, dict(schema), required, event_time, infer, new_fields, name)
 
 
 def _process(raw: dict, where: str) -> Process:

@@ -164,15 +164,53 @@ def event_rows(events: DataFrame, spec: PipelineSpec) -> DataFrame:
     return table
 
 
-def pipeline_table(lines: DataFrame, spec: PipelineSpec, dimension: DataFrame | None = None) -> DataFrame:
-    """The whole flow from landed lines to output rows, batch or streaming alike."""
+def pipeline_table(
+    lines: DataFrame,
+    spec: PipelineSpec,
+    dimension: DataFrame | None = None,
+    joined_lines: DataFrame | None = None,
+) -> DataFrame:
+    """The whole flow from landed lines to output rows, batch or streaming alike.
+    `joined_lines` are the second source's, for a stream-stream join."""
     parsed = parse_events(lines, spec.source)
     if spec.enrich is not None:
         parsed = enrich(parsed, dimension, spec.enrich)
     events = valid_events(parsed)
+    if spec.join is not None:
+        return join_streams(events, valid_events(parse_events(joined_lines, spec.join.source)), spec)
     if spec.process is not None:
         return process_groups(events, spec)
     return window_aggregate(events, spec) if spec.window else event_rows(events, spec)
+
+
+def join_streams(left_events: DataFrame, right_events: DataFrame, spec: PipelineSpec) -> DataFrame:
+    """Right events matched to left events of the same key at most `within` earlier, each
+    side watermarked so that Spark can forget events no future event can match. Each
+    side's event-time field becomes its parsed timestamp. With `left_outer`, a left event
+    that never matched is written with nulls once it is forgotten."""
+    join = spec.join
+    left_time, right_time = spec.source.event_time.column, join.source.event_time.column
+
+    def side(events: DataFrame, fields: dict, time_field: str, rename: dict) -> DataFrame:
+        columns = [F.col(EVENT_TIME if f == time_field else f).alias(rename.get(f, f)) for f in fields]
+        return events.select(*columns)
+
+    left = side(left_events, spec.source.schema, left_time, {}).withWatermark(
+        left_time, spark_duration(spec.watermark_s)
+    )
+    right = side(right_events, join.source.schema, right_time, {join.key: "_right_key"}).withWatermark(
+        right_time, spark_duration(join.watermark_s)
+    )
+    condition = (
+        (F.col(join.key) == F.col("_right_key"))
+        & (F.col(right_time) >= F.col(left_time))
+        & F.expr(f"`{right_time}` <= `{left_time}` + INTERVAL {join.within_s} SECONDS")
+    )
+    joined = left.join(right, condition, join.how).drop("_right_key")
+    table = joined.select(*spec.output_columns)
+    if spec.output.partition_by == "event_date":
+        table = table.withColumn("event_date", F.to_date(left_time))
+    return table
 
 
 def process_groups(events: DataFrame, spec: PipelineSpec) -> DataFrame:

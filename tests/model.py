@@ -444,3 +444,94 @@ class SpendingSessionsModel:
 
     def rows(self) -> list[tuple]:
         return sorted(self.table)
+
+
+@dataclass
+class AdJoinModel:
+    """Clicks joined to impressions of the same ad at most `within` earlier.
+
+    Both sides: a row at or before the previous batch's watermark is late (dropped); the
+    watermark is the minimum over the sides that have seen data of (newest event time -
+    delay). Every pair of non-late rows that matches is written, whenever its second row
+    arrives. With `outer`, an impression that never matched is written with nulls once
+    the watermark of a batch passes its time by `within` (no click can match it after).
+    """
+
+    outer: bool = False
+    within: timedelta = timedelta(hours=1)
+    delay: timedelta = timedelta(minutes=10)
+    previous_ran_with: datetime = EPOCH
+    next_watermark: datetime = EPOCH
+    newest: dict[str, datetime] = field(default_factory=dict)
+    impressions: list[list] = field(default_factory=list)  # [impression_id, ad_id, time, matched]
+    clicks: list[tuple] = field(default_factory=list)  # (click_id, ad_id, time)
+    table: list[tuple] = field(default_factory=list)
+    state_rows: None = None  # Spark's join state counts are not modelled
+
+    @staticmethod
+    def _read(line: str) -> tuple[str, tuple] | None:
+        found = record(line)
+        side = "clicks" if '"click_id"' in line else "impressions"
+        if found is None or not found.get("ad_id"):
+            return None
+        ident, time_field = ("click_id", "click_time") if side == "clicks" else ("impression_id", "impression_time")
+        moment = iso_time(found.get(time_field))
+        if not found.get(ident) or moment is None:
+            return None
+        return side, (found[ident], found["ad_id"], moment)
+
+    def _batch(self, lines: list[str], result: BatchResult) -> None:
+        ran_with = self.next_watermark
+        new = {"impressions": [], "clicks": []}
+        for line in lines:
+            if not line.strip():
+                continue
+            result.input_rows += 1
+            read = self._read(line)
+            if read is None:
+                result.quarantined_rows += 1
+                continue
+            side, row = read
+            self.newest[side] = max(self.newest.get(side, EPOCH), row[2])
+            if row[2] <= self.previous_ran_with:
+                result.late_rows_dropped += 1
+                continue
+            result.aggregated_rows += 1
+            new[side].append(row)
+        new_impressions = [[*row, False] for row in new["impressions"]]
+        self.impressions += new_impressions
+        for impression in self.impressions:
+            for click in self.clicks + new["clicks"]:
+                fresh = impression in new_impressions or click in new["clicks"]
+                if fresh and click[1] == impression[1] and impression[2] <= click[2] <= impression[2] + self.within:
+                    self._write(result, (*impression[:3], click[0], click[2]))
+                    impression[3] = True
+        self.clicks += new["clicks"]
+        kept = []
+        for impression in self.impressions:
+            if impression[2] + self.within <= ran_with:
+                if self.outer and not impression[3]:
+                    self._write(result, (*impression[:3], None, None))
+            else:
+                kept.append(impression)
+        self.impressions = kept
+        self.clicks = [click for click in self.clicks if click[2] > ran_with]
+        self.previous_ran_with = ran_with
+        watermarks = [moment - self.delay for moment in self.newest.values()]
+        self.next_watermark = max(ran_with, min(watermarks)) if watermarks else ran_with
+
+    def _write(self, result: BatchResult, row: tuple) -> None:
+        result.emitted[(EPOCH, (len(self.table),))] = row
+        self.table.append(row)
+
+    def run(self, batches: list[list[str]]) -> BatchResult:
+        """One availableNow run: the data batches, then a no-data batch if the watermark moved."""
+        result = BatchResult()
+        for lines in batches:
+            self._batch(lines, result)
+        if batches and self.next_watermark > self.previous_ran_with:
+            self._batch([], result)
+        return result
+
+    def rows(self) -> list[tuple]:
+        return sorted(self.table, key=repr)
