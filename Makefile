@@ -7,7 +7,7 @@ export PYTHONDONTWRITEBYTECODE :=
 .PHONY: help venv assets browser s3-jars s3-up s3-down airflow airflow-stop demo demo-s3 report test test-fast lint format lock clean
 
 help:
-	@echo "make demo     land sample clickstream events in arrivals and run the pipeline after each"
+	@echo "make demo     land sample events in arrivals and run the pipeline after each (PIPELINE=name, default clickstream)"
 	@echo "make test     the whole test suite (lint, unit, streaming, crash and CLI tests)"
 	@echo "make demo-s3  the same demo with every location in a bucket on a local S3 server"
 	@echo "make s3-up    start the local S3 server (moto, 127.0.0.1:9000); make s3-down stops it"

@@ -28,20 +28,43 @@ def _fail(code: int, message: str) -> int:
     return code
 
 
+def _describe_source(source: specs.Source) -> str:
+    schema = "inferred by the first run" if source.infer_schema else f"{len(source.schema)} fields"
+    folder = f" from <landing>/{source.name}/" if source.name else ""
+    return f"{source.format}{folder}, {schema}, event time {source.event_time.column}"
+
+
+def _describe_work(spec: specs.PipelineSpec) -> str:
+    """What the pipeline does, in one line."""
+    if spec.join:
+        return (
+            f"{spec.join.how} join with {_describe_source(spec.join.source)} on {spec.join.key}, "
+            f"within {spec.join.within_s}s after, its watermark {spec.join.watermark_s}s"
+        )
+    if spec.process:
+        return f"processor {spec.process.processor} per {', '.join(spec.keys)} {spec.process.settings}"
+    if spec.window:
+        window = f"{spec.window.duration_s}s windows"
+        if not spec.window.is_tumbling:
+            window += f" sliding every {spec.window.slide_s}s"
+        aggregates = ", ".join(f"{a.name}={a.function}({a.column or '*'})" for a in spec.aggregates)
+        unique = f", each {'+'.join(spec.deduplicate)} once" if spec.deduplicate else ""
+        return f"{aggregates} per {window}, keys [{', '.join(spec.keys)}]{unique}"
+    enriched = f", enriched from {spec.enrich.table} on {spec.enrich.key}" if spec.enrich else ""
+    return f"each usable event{enriched}"
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     for name, spec in specs.load_all().items():
         suite = load_suite(spec)  # a table without a valid suite is a broken declaration
         if not args.verbose:
             print(name)
             continue
-        window = f"{spec.window.duration_s}s"
-        if not spec.window.is_tumbling:
-            window += f" sliding every {spec.window.slide_s}s"
-        aggregates = ", ".join(f"{a.name}={a.function}({a.column or '*'})" for a in spec.aggregates)
         print(f"{name}: {spec.description}")
-        print(f"  source     {spec.source.format}, event time {spec.source.event_time.column}")
-        print(f"  window     {window}, watermark {spec.watermark_s}s, keys {', '.join(spec.keys)}")
-        print(f"  aggregates {aggregates}")
+        print(f"  source     {_describe_source(spec.source)}")
+        print(f"  computes   {_describe_work(spec)}")
+        watermark = f"{spec.watermark_s}s" if spec.watermark_s else "none (no state kept by event time)"
+        print(f"  watermark  {watermark}")
         print(f"  output     {spec.output.format}, partitioned by {spec.output.partition_by or 'nothing'}")
         print(f"  schedule   {spec.schedule or 'none'}")
         severities = [e.severity for e in suite.expectations]
@@ -185,10 +208,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     locations = _locations(args, spec.name)
     check_java()
     from jobs import quality
+    from jobs.report import load_reports
     from jobs.session import spark_for
 
     try:
         report = None if args.all else quality.latest_report(locations, args.run)
+        if args.all and not any(r["batch_ids"] for r in load_reports(locations)):
+            # Checked before Spark starts: the data quality DAG asks this of every pipeline.
+            raise quality.ValidationError(f"nothing to validate yet: {spec.name} has committed no batch")
         spark = spark_for(locations, f"jobs-validate-{spec.name}")
         if report is None:
             validation = quality.validate_table(spark, spec, locations, suite)

@@ -183,6 +183,14 @@ def plan_backfill(
     pipeline = params.get("pipeline")
     if pipeline not in pipelines:
         raise BackfillError(f"pipeline {pipeline!r}: not declared; declared pipelines: {sorted(pipelines)}")
+    spec = pipelines[pipeline]
+    if spec.window is None:
+        # A closed range's last windows are read from state; other patterns leave other
+        # things open (sessions, statuses, unmatched impressions), not finalized yet.
+        raise BackfillError(
+            f"pipeline {pipeline!r}: backfills cover windowed pipelines; for this one, run it on a fresh --root "
+            "over the landing range (python -m jobs run --root ... --landing-since ... --landing-until ...)"
+        )
     if not _BACKFILL_ID.match(backfill_id):
         raise BackfillError(f"backfill id {backfill_id!r}: letters, digits, '.', '_' and '-' only")
 

@@ -35,7 +35,7 @@ BUFFER_FIELDS = {"count": 1, "sum": 1, "min": 1, "max": 1, "avg": 2}
 
 def held_windows(spark: SparkSession, spec: PipelineSpec, locations: Locations) -> DataFrame:
     """The windows still in the checkpoint's state, finalized into output rows."""
-    schema = output_schema(spark, spec)
+    schema = output_schema(spark, spec, locations)
     if not CheckpointLog(locations).committed_batches():
         return spark.createDataFrame([], schema)
     state = spark.read.format("statestore").option("operatorId", spec.aggregation_operator).load(locations.checkpoint)

@@ -68,6 +68,21 @@ def event_time(line: str) -> datetime | None:
     return reading.moment if reading else None
 
 
+class AvailableNowRuns:
+    """How a model runs: each run's data batches, then a no-data batch when the watermark
+    moved, as Spark runs one with stateful operators. A run with no new data runs nothing.
+    The model's `_batch(lines, result)` is one micro-batch."""
+
+    def run(self, batches: list[list[str]], trailing_batch: bool = True) -> BatchResult:
+        """One availableNow run (trigger once: `trailing_batch=False`)."""
+        result = BatchResult()
+        for lines in batches:
+            self._batch(lines, result)
+        if batches and trailing_batch and self.next_watermark > self.previous_ran_with:
+            self._batch([], result)
+        return result
+
+
 @dataclass
 class BatchResult:
     input_rows: int = 0
@@ -79,7 +94,7 @@ class BatchResult:
 
 
 @dataclass
-class WindowModel:
+class WindowModel(AvailableNowRuns):
     """Append-mode windowed aggregation of one keyed value, tumbling or sliding.
 
     `read` turns a line into a Reading (None: quarantined); `finish` turns the values a
@@ -142,21 +157,10 @@ class WindowModel:
                 self.state.setdefault((start, reading.key), []).append(reading.value)
         for key in sorted(self.state):
             if key[0] + self.window <= ran_with:
-                result.emitted[key] = self.finish(self.state.pop(key))
+                result.emitted[key] = self.table[key] = self.finish(self.state.pop(key))
         self.seen = {identity: until for identity, until in self.seen.items() if until > ran_with}
         self.previous_ran_with = ran_with
         self.next_watermark = max(ran_with, self.newest - self.delay)
-
-    def run(self, batches: list[list[str]], trailing_batch: bool = True) -> BatchResult:
-        """One availableNow run: these data batches, then a no-data batch if the watermark
-        moved (trigger once: `trailing_batch=False`). A run with no new data runs nothing."""
-        result = BatchResult()
-        for lines in batches:
-            self._batch(lines, result)
-        if batches and trailing_batch and self.next_watermark > self.previous_ran_with:
-            self._batch([], result)
-        self.table.update(result.emitted)
-        return result
 
     def _rows(self, windows: dict[tuple[datetime, tuple], tuple]) -> list[tuple]:
         return sorted((start, start + self.window, *key, *values) for (start, key), values in windows.items())
@@ -374,7 +378,7 @@ def transaction_reading(line: str) -> Reading | None:
 
 
 @dataclass
-class SpendingSessionsModel:
+class SpendingSessionsModel(AvailableNowRuns):
     """Sessions of a user's transactions no more than `gap` apart, with an event-time
     timeout: a session is written once the watermark passes its end by more than the gap.
     A transaction at or before the previous batch's watermark is late (dropped)."""
@@ -433,21 +437,12 @@ class SpendingSessionsModel:
         self.previous_ran_with = ran_with
         self.next_watermark = max(ran_with, self.newest - self.delay)
 
-    def run(self, batches: list[list[str]]) -> BatchResult:
-        """One availableNow run: the data batches, then a no-data batch if the watermark moved."""
-        result = BatchResult()
-        for lines in batches:
-            self._batch(lines, result)
-        if batches and self.next_watermark > self.previous_ran_with:
-            self._batch([], result)
-        return result
-
     def rows(self) -> list[tuple]:
         return sorted(self.table)
 
 
 @dataclass
-class AdJoinModel:
+class AdJoinModel(AvailableNowRuns):
     """Clicks joined to impressions of the same ad at most `within` earlier.
 
     Both sides: a row at or before the previous batch's watermark is late (dropped); the
@@ -523,15 +518,6 @@ class AdJoinModel:
     def _write(self, result: BatchResult, row: tuple) -> None:
         result.emitted[(EPOCH, (len(self.table),))] = row
         self.table.append(row)
-
-    def run(self, batches: list[list[str]]) -> BatchResult:
-        """One availableNow run: the data batches, then a no-data batch if the watermark moved."""
-        result = BatchResult()
-        for lines in batches:
-            self._batch(lines, result)
-        if batches and self.next_watermark > self.previous_ran_with:
-            self._batch([], result)
-        return result
 
     def rows(self) -> list[tuple]:
         return sorted(self.table, key=repr)

@@ -34,7 +34,16 @@ def test_list_prints_one_name_per_line():
     assert result.returncode == 0
     assert result.stdout.splitlines() == sorted(p.stem for p in (REPO / "jobs" / "pipelines").glob("*.yaml"))
     verbose = cli("list", "--verbose")
-    assert "window     60s, watermark 300s, keys user_id" in verbose.stdout
+    assert "computes   event_count=count(*) per 60s windows, keys [user_id]" in verbose.stdout
+    assert verbose.stdout.count("  computes   ") == len(result.stdout.splitlines())
+
+
+def test_validating_a_table_that_has_no_batch_yet_exits_3_before_spark(tmp_path):
+    started = time.monotonic()
+    result = cli("validate", "rack_alerts", "--all", "--root", str(tmp_path))
+    assert result.returncode == 3
+    assert "nothing to validate yet: rack_alerts has committed no batch" in result.stderr
+    assert time.monotonic() - started < 30  # no Spark session was started (figures: a few seconds)
 
 
 def test_help_explains_every_run_option():

@@ -151,3 +151,15 @@ def test_a_range_with_no_landed_folders_is_refused(tmp_path):
             backfill_id="b1",
             pipelines=PIPELINES,
         )
+
+
+@pytest.mark.parametrize("pipeline", ["spending_sessions", "ad_clicks", "clickstream_enriched"])
+def test_only_windowed_pipelines_can_be_backfilled(tmp_path, pipeline):
+    with pytest.raises(backfill.BackfillError, match="backfills cover windowed pipelines"):
+        backfill.plan_backfill(
+            {"pipeline": pipeline, "since": "2023-07-30", "until": "2023-07-30"},
+            root=str(tmp_path),
+            allowed_roots=[str(tmp_path)],
+            backfill_id="20260101T000000Z-abc",
+            check_landing=False,
+        )
