@@ -68,6 +68,20 @@ def event_time(line: str) -> datetime | None:
     return reading.moment if reading else None
 
 
+def usable(lines: list[str], read: Callable[[str], Any], result: BatchResult):
+    """(line, what `read` made of it) for each usable line. Blank lines are not records;
+    every other line is input, and quarantined when `read` gives None."""
+    for line in lines:
+        if not line.strip():
+            continue
+        result.input_rows += 1
+        found = read(line)
+        if found is None:
+            result.quarantined_rows += 1
+            continue
+        yield line, found
+
+
 class AvailableNowRuns:
     """How a model runs: each run's data batches, then a no-data batch when the watermark
     moved, as Spark runs one with stateful operators. A run with no new data runs nothing.
@@ -130,14 +144,7 @@ class WindowModel(AvailableNowRuns):
 
     def _batch(self, lines: list[str], result: BatchResult) -> None:
         ran_with = self.next_watermark
-        for line in lines:
-            if not line.strip():
-                continue
-            result.input_rows += 1
-            reading = self.read(line)
-            if reading is None:
-                result.quarantined_rows += 1
-                continue
+        for line, reading in usable(lines, self.read, result):
             self.newest = max(self.newest, reading.moment)
             if self.identity is not None:
                 if reading.moment <= self.previous_ran_with:
@@ -198,15 +205,20 @@ def ClickstreamUniqueModel() -> WindowModel:
     return model
 
 
-def rack_reading(line: str) -> Reading | None:
+def keyed_number(line: str, key: str, number: str, time_field: str) -> Reading | None:
+    """A record with a non-empty `key`, a JSON number `number` and an ISO `time_field`."""
     found = record(line)
-    if found is None or not found.get("rack"):
+    if found is None or not found.get(key):
         return None
-    temperature = found.get("temperature")
-    if isinstance(temperature, bool) or not isinstance(temperature, int | float):
+    value = found.get(number)
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    moment = iso_time(found.get("ts"))
-    return Reading(moment, (found["rack"],), float(temperature)) if moment else None
+    moment = iso_time(found.get(time_field))
+    return Reading(moment, (found[key],), float(value)) if moment else None
+
+
+def rack_reading(line: str) -> Reading | None:
+    return keyed_number(line, "rack", "temperature", "ts")
 
 
 def RackTemperaturesModel() -> WindowModel:
@@ -265,14 +277,7 @@ class EventsModel:
     def run(self, batches: list[list[str]]) -> BatchResult:
         result = BatchResult()
         for lines in batches:
-            for line in lines:
-                if not line.strip():
-                    continue
-                result.input_rows += 1
-                row = self.to_row(line)
-                if row is None:
-                    result.quarantined_rows += 1
-                    continue
+            for _, row in usable(lines, self.to_row, result):
                 result.aggregated_rows += 1
                 result.emitted[(EPOCH, (len(self.table),))] = row
                 self.table.append(row)
@@ -335,17 +340,8 @@ class RackAlertsModel:
     def run(self, batches: list[list[str]]) -> BatchResult:
         result = BatchResult()
         for lines in batches:
-            readings = []
-            for line in lines:
-                if not line.strip():
-                    continue
-                result.input_rows += 1
-                reading = rack_reading(line)
-                if reading is None:
-                    result.quarantined_rows += 1
-                    continue
-                result.aggregated_rows += 1
-                readings.append(reading)
+            readings = [reading for _, reading in usable(lines, rack_reading, result)]
+            result.aggregated_rows += len(readings)
             for reading in sorted(readings, key=lambda r: r.moment):
                 rack = reading.key[0]
                 status, high = self.status.get(rack, ("NORMAL", 0))
@@ -367,14 +363,7 @@ class RackAlertsModel:
 
 
 def transaction_reading(line: str) -> Reading | None:
-    found = record(line)
-    if found is None or not found.get("userId"):
-        return None
-    amount = found.get("amount")
-    if isinstance(amount, bool) or not isinstance(amount, int | float):
-        return None
-    moment = iso_time(found.get("transactionTime"))
-    return Reading(moment, (found["userId"],), float(amount)) if moment else None
+    return keyed_number(line, "userId", "amount", "transactionTime")
 
 
 @dataclass
@@ -406,14 +395,7 @@ class SpendingSessionsModel(AvailableNowRuns):
 
     def _batch(self, lines: list[str], result: BatchResult) -> None:
         ran_with = self.next_watermark
-        for line in lines:
-            if not line.strip():
-                continue
-            result.input_rows += 1
-            reading = transaction_reading(line)
-            if reading is None:
-                result.quarantined_rows += 1
-                continue
+        for _, reading in usable(lines, transaction_reading, result):
             self.newest = max(self.newest, reading.moment)
             if reading.moment <= self.previous_ran_with:
                 result.late_rows_dropped += 1
@@ -478,15 +460,7 @@ class AdJoinModel(AvailableNowRuns):
     def _batch(self, lines: list[str], result: BatchResult) -> None:
         ran_with = self.next_watermark
         new = {"impressions": [], "clicks": []}
-        for line in lines:
-            if not line.strip():
-                continue
-            result.input_rows += 1
-            read = self._read(line)
-            if read is None:
-                result.quarantined_rows += 1
-                continue
-            side, row = read
+        for _, (side, row) in usable(lines, self._read, result):
             self.newest[side] = max(self.newest.get(side, EPOCH), row[2])
             if row[2] <= self.previous_ran_with:
                 result.late_rows_dropped += 1
