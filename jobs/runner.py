@@ -250,10 +250,14 @@ class _Watch:
 
 
 def _state_rows(spark: SparkSession, spec: PipelineSpec, log: CheckpointLog) -> int:
+    """The rows in state now, from the checkpoint (when no batch ran to say so)."""
     if not log.committed_batches():
         return 0
+    reader = spark.read.format("statestore")
+    if spec.join is not None:  # a join keeps each side's rows apart
+        return sum(reader.option("joinSide", side).load(log.root).count() for side in ("left", "right"))
     operators = range(spec.stateful_operators)
-    return sum(spark.read.format("statestore").option("operatorId", o).load(log.root).count() for o in operators)
+    return sum(reader.option("operatorId", o).load(log.root).count() for o in operators)
 
 
 def _execute(

@@ -108,6 +108,11 @@ def _runs(spark, spec, locations, quiet, model, arrivals, before_run=lambda numb
             assert report["state_rows"] == model.state_rows
         assert table(spark, spec, locations) == ordered(model.rows()), f"after arrival {number}"
         yield report, expected
+    # Once more with nothing new: no batch, nothing written, the state as it was.
+    again = run_pipeline(spark, spec, locations, quiet)
+    assert (again.status, again.batches, again.output_rows) == ("succeeded", 0, 0)
+    assert again.state_rows == report["state_rows"]
+    assert table(spark, spec, locations) == ordered(model.rows())
 
 
 def test_enriched_events_follow_the_dimension_as_it_is_at_each_run(spark, tmp_path, quiet):
