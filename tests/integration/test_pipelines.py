@@ -139,10 +139,15 @@ def test_enriched_events_follow_the_dimension_as_it_is_at_each_run(spark, tmp_pa
 
 
 def test_enrichment_keeps_unmatched_events_with_nulls_when_declared(spark, tmp_path, quiet):
+    """Also a Parquet dimension, at a full path outside <root>/dimensions/."""
+    dimension = tmp_path / "elsewhere" / "users.parquet"
+    spark.createDataFrame([("user1", "DE", "pro")], "user_id string, country string, plan string").write.parquet(
+        str(dimension)
+    )
     declared = specs.load("clickstream_enriched")
-    spec = replace(declared, enrich=replace(declared.enrich, unmatched="keep"))
+    enrichment = replace(declared.enrich, unmatched="keep", format="parquet", path=str(dimension))
+    spec = replace(declared, enrich=enrichment)
     locations = Locations.resolve(spec.name, root=str(tmp_path / "root"))
-    storage.write_text(storage.join(locations.dimensions, "users.csv"), "user_id,country,plan\nuser1,DE,pro\n")
     arrival = samples.arrivals(spec.name)[0]
     land(locations.landing, arrival)
 
