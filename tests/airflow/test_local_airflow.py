@@ -11,6 +11,7 @@ import sys
 import psutil
 import pytest
 
+from jobs import spec as specs
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow
@@ -30,7 +31,8 @@ def test_standalone_airflow_serves_the_dags_on_loopback_and_stops_cleanly(tmp_pa
     try:
         assert started.returncode == 0, started.stdout + started.stderr
         assert f"Airflow UI: http://127.0.0.1:{port}" in started.stdout
-        assert "DAGs: jobs_backfill, jobs_clickstream, jobs_data_quality; import errors: none" in started.stdout
+        dag_ids = ["jobs_backfill", "jobs_data_quality", *(f"jobs_{name}" for name in specs.load_all())]
+        assert f"DAGs: {', '.join(sorted(dag_ids))}; import errors: none" in started.stdout
         assert (tmp_path / "home" / "simple_auth_manager_passwords.json.generated").exists()
         listening = {c.laddr.ip for c in psutil.net_connections("tcp") if c.laddr.port == port and c.status == "LISTEN"}
         assert listening == {"127.0.0.1"}
