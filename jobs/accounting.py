@@ -66,7 +66,7 @@ def _output_rows(log: CheckpointLog, batch_id: int) -> int | None:
 def _classified(
     spark: SparkSession,
     spec: PipelineSpec,
-    log: CheckpointLog,
+    dimension: DataFrame | None,
     index: int,
     paths: list[str],
     batch_id: int,
@@ -79,9 +79,8 @@ def _classified(
         .withColumn("late_watermark", F.timestamp_millis(F.lit(late_ms)))
     )
     parsed = parse_events(lines, spec.sources[index])
-    if spec.enrich is not None:
-        # Read again, as the query's own batches do: unmatched events are quarantined here.
-        parsed = enrich(parsed, read_dimension(spark, spec, log.locations), spec.enrich)
+    if dimension is not None:  # unmatched events are quarantined here, as in the query
+        parsed = enrich(parsed, dimension, spec.enrich)
     classified = classify_rows(parsed, spec, "late_watermark")
     return classified.select("batch_id", "fate", SOURCE_FILE, LINE, QUARANTINE_REASON)
 
@@ -95,8 +94,10 @@ def account_batches(
     files = {(b, i): log.source_files(b, i) for b in todo for i in range(len(spec.sources))}
     late_watermarks = {b: log.late_watermark_ms(b) for b in todo}
     counts: dict[tuple[int, str], int] = {}
+    # Read once, now, as the query's own batches read it again each batch.
+    dimension = read_dimension(spark, spec, log.locations) if any(files.values()) else None
     classified_parts = [
-        _classified(spark, spec, log, index, paths, b, late_watermarks[b])
+        _classified(spark, spec, dimension, index, paths, b, late_watermarks[b])
         for (b, index), paths in files.items()
         if paths
     ]

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-EVENT_TIME = "event_time"  # the same name as jobs.spec.EVENT_TIME (spec imports this module)
+from jobs.columns import EVENT_TIME
 
 
 @dataclass(frozen=True)

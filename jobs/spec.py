@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from jobs.columns import EVENT_TIME, RESCUED_DATA
 from jobs.processors import PROCESSORS, output_columns
 
 PIPELINES_DIR = Path(__file__).parent / "pipelines"
@@ -24,8 +25,6 @@ OUTPUT_FORMATS = ("parquet",)
 NEW_FIELDS = ("fail", "ignore", "rescue")  # what an inferred-schema source does with fields it has not seen
 DIMENSION_FORMATS = ("csv", "parquet")
 UNMATCHED = ("keep", "quarantine")
-EVENT_TIME = "event_time"  # the parsed event time column every pipeline adds
-RESCUED_DATA = "_rescued_data"  # new fields of an inferred-schema source, as a JSON object
 # Event time formats: ISO-8601 (a trailing Z or an offset; no zone means UTC), epoch
 # numbers, or a Spark datetime pattern such as "yyyy-MM-dd HH:mm:ss".
 EPOCH_FORMATS = ("epoch_seconds", "epoch_millis")
@@ -176,7 +175,7 @@ class PipelineSpec:
     @property
     def aggregation_operator(self) -> int:
         """The aggregation's stateful operator id: deduplication, when declared, comes first."""
-        return 1 if self.deduplicate else 0
+        return self.stateful_operators - 1
 
     @property
     def sources(self) -> list[Source]:
@@ -186,9 +185,9 @@ class PipelineSpec:
     @property
     def stateful_operators(self) -> int:
         """How many stateful operators the query has (their ids are 0, 1, ...)."""
-        if self.process is not None or self.join is not None:
-            return 1
-        return 0 if self.window is None else 1 + len(self.deduplicate and [1])
+        if self.window is not None:
+            return 2 if self.deduplicate else 1
+        return 1 if self.process is not None or self.join is not None else 0
 
     @property
     def spark_counts(self) -> list[str]:
@@ -197,7 +196,8 @@ class PipelineSpec:
 
     @property
     def drops_late_events(self) -> bool:
-        """Events at or before the watermark are dropped whole (not window by window)."""
+        """The accounting counts events at or before the watermark as late, whole (not
+        window by window). A join drops them too, but Spark counts those (spark_counts)."""
         if self.process is not None:
             return PROCESSORS[self.process.processor].event_time_timeout
         return bool(self.deduplicate)

@@ -17,8 +17,9 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from jobs.columns import EVENT_TIME, RESCUED_DATA
 from jobs.processors import PROCESSORS, output_ddl
-from jobs.spec import EVENT_TIME, RESCUED_DATA, Aggregate, Enrichment, PipelineSpec, Source, Window, spark_duration
+from jobs.spec import Aggregate, Enrichment, PipelineSpec, Source, Window, spark_duration
 
 LINE = "line"
 SOURCE_FILE = "source_file"
@@ -158,9 +159,13 @@ def window_aggregate(events: DataFrame, spec: PipelineSpec) -> DataFrame:
 def event_rows(events: DataFrame, spec: PipelineSpec) -> DataFrame:
     """Each usable event with the pipeline's output columns (and `event_date` when the
     output is partitioned by it): a stateless pipeline, nothing held between batches."""
-    table = events.select(*spec.output_columns)
+    return _with_event_date(events.select(*spec.output_columns), spec, EVENT_TIME)
+
+
+def _with_event_date(table: DataFrame, spec: PipelineSpec, time_column: str) -> DataFrame:
+    """Adds `event_date` (the UTC date of `time_column`) when the output is partitioned by it."""
     if spec.output.partition_by == "event_date":
-        table = table.withColumn("event_date", F.to_date(EVENT_TIME))
+        return table.withColumn("event_date", F.to_date(time_column))
     return table
 
 
@@ -207,10 +212,7 @@ def join_streams(left_events: DataFrame, right_events: DataFrame, spec: Pipeline
         & F.expr(f"`{right_time}` <= `{left_time}` + INTERVAL {join.within_s} SECONDS")
     )
     joined = left.join(right, condition, join.how).drop("_right_key")
-    table = joined.select(*spec.output_columns)
-    if spec.output.partition_by == "event_date":
-        table = table.withColumn("event_date", F.to_date(left_time))
-    return table
+    return _with_event_date(joined.select(*spec.output_columns), spec, left_time)
 
 
 def process_groups(events: DataFrame, spec: PipelineSpec) -> DataFrame:
@@ -256,7 +258,8 @@ def classify_rows(parsed: DataFrame, spec: PipelineSpec, late_watermark: str) ->
     if spec.drops_late_events:
         is_late = F.col(EVENT_TIME) <= F.col(late_watermark)
     elif spec.window is None:
-        is_late = F.lit(False)  # nothing drops events by the watermark
+        # Event pipelines keep no state; a join's late rows are Spark's count (spark_counts).
+        is_late = F.lit(False)
     else:
         is_late = latest_window_end(F.col(EVENT_TIME), spec.window) <= F.col(late_watermark)
     fate = (

@@ -62,12 +62,6 @@ def clickstream_reading(line: str) -> Reading | None:
     return Reading(moment, (found["user_id"],)) if moment else None
 
 
-def event_time(line: str) -> datetime | None:
-    """The event time of a usable clickstream record, or None if it must be quarantined."""
-    reading = clickstream_reading(line)
-    return reading.moment if reading else None
-
-
 def usable(lines: list[str], read: Callable[[str], Any], result: BatchResult):
     """(line, what `read` made of it) for each usable line. Blank lines are not records;
     every other line is input, and quarantined when `read` gives None."""
