@@ -3,18 +3,22 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export SPARK_LOCAL_IP := 127.0.0.1
 export PYTHONDONTWRITEBYTECODE :=
+# Fetched jars and Data Docs assets (make s3-jars, make assets), found by jobs/settings.py.
+export JOBS_CACHE_DIR := $(CURDIR)/.cache
+# pytest workers: 2 by default (most test time is JVM start-up and waiting, not CPU).
+TEST_WORKERS ?= 2
 
 .PHONY: help venv assets browser s3-jars s3-up s3-down airflow airflow-stop demo demo-s3 report test test-fast lint format lock clean
 
 help:
 	@echo "make demo     land sample events in arrivals and run the pipeline after each (PIPELINE=name, default clickstream)"
-	@echo "make test     the whole test suite (lint, unit, streaming, crash and CLI tests)"
+	@echo "make test     the whole test suite (lint, unit, streaming, crash, CLI and Airflow tests)"
 	@echo "make demo-s3  the same demo with every location in a bucket on a local S3 server"
 	@echo "make s3-up    start the local S3 server (moto, 127.0.0.1:9000); make s3-down stops it"
 	@echo "make report   build the data quality report (summary page and Data Docs) and print its path"
 	@echo "make airflow  Airflow (standalone) with the project's DAGs on http://127.0.0.1:8080; make airflow-stop stops it"
 	@echo "make lint     ruff check and format check"
-	@echo "make lock     regenerate requirements.txt from requirements.in"
+	@echo "make lock     regenerate requirements.txt from pyproject.toml"
 	@echo "make clean    remove ./data (the demo's root) and caches"
 
 venv:
@@ -22,7 +26,7 @@ venv:
 
 # Copies of the CDN files Great Expectations' Data Docs link, so the report opens offline.
 assets: venv
-	@$(PY) infra/datadocs/fetch.py >/dev/null
+	@$(PY) -m infra.datadocs.fetch >/dev/null
 
 # Debian's Chromium, for the test that opens the report in a real browser.
 browser:
@@ -30,39 +34,39 @@ browser:
 
 # hadoop-aws and the AWS SDK bundle for s3a://, from PyPI into .cache/jars (see infra/README.md).
 s3-jars: venv
-	@$(PY) infra/s3/fetch_jars.py >/dev/null
+	@$(PY) -m infra.s3.fetch_jars >/dev/null
 
 # The local S3-protocol server (moto) on 127.0.0.1, with the buckets of infra/s3/local.env.
 s3-up: venv
-	@$(PY) infra/s3/local_server.py start
+	@$(PY) -m infra.s3.local_server start
 
 s3-down: venv
-	@$(PY) infra/s3/local_server.py stop
+	@$(PY) -m infra.s3.local_server stop
 
 # Airflow standalone on 127.0.0.1 with AIRFLOW_HOME=./airflow_home and the dags/ folder.
 airflow: venv assets s3-jars
-	@$(PY) infra/airflow/local.py start
+	@$(PY) -m infra.airflow.local start
 
 airflow-stop: venv
-	@$(PY) infra/airflow/local.py stop
+	@$(PY) -m infra.airflow.local stop
 
 demo: venv assets
-	$(PY) -m jobs.demo $(if $(PIPELINE),--pipeline $(PIPELINE),)
+	$(PY) -m demo $(if $(PIPELINE),--pipeline $(PIPELINE),)
 
 # The same demo with every location in a bucket on the local S3 server (left running: make s3-down).
 demo-s3: venv assets s3-jars s3-up
 	set -a && . infra/s3/local.env && set +a && \
-	$(PY) -m jobs.demo --root s3a://lake/demo $(if $(PIPELINE),--pipeline $(PIPELINE),)
+	$(PY) -m demo --root s3a://lake/demo $(if $(PIPELINE),--pipeline $(PIPELINE),)
 	@echo "the local S3 server keeps running, with the demo's objects, until: make s3-down"
 
 report: venv assets
 	$(PY) -m jobs report $(if $(ROOT),--root $(ROOT),)
 
 test: venv lint assets browser s3-jars
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS)
 
 test-fast: venv assets browser s3-jars
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest -n $(TEST_WORKERS) -m "not slow"
 
 lint: venv
 	$(VENV)/bin/ruff check .
@@ -73,7 +77,7 @@ format: venv
 	$(VENV)/bin/ruff check --fix .
 
 lock: venv
-	$(VENV)/bin/uv pip compile --python-version 3.11 requirements.in -o requirements.txt
+	$(VENV)/bin/uv pip compile --python-version 3.11 pyproject.toml --extra airflow --extra dev -o requirements.txt
 
 clean:
 	rm -rf data .pytest_cache .ruff_cache test-artifacts .cache airflow_home

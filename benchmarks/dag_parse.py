@@ -1,6 +1,6 @@
 """How long Airflow takes to parse the dags folder, file by file.
 
-    .venv/bin/python benchmarks/dag_parse.py [ROUNDS]   (default: 5)
+    .venv/bin/python -m benchmarks.dag_parse [ROUNDS]   (default: 5)
 
 Airflow's DAG processor parses every file again and again, so DAG files must be cheap.
 Prints Airflow's own per-file durations and the total, best of ROUNDS, plus any heavy
@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
 HEAVY = ("pyspark", "great_expectations", "boto3", "pandas", "pyarrow")
 
 

@@ -1,6 +1,6 @@
 """How long Great Expectations takes: import, and validating clickstream-shaped tables.
 
-    .venv/bin/python benchmarks/validation.py [ROWS ...]   (default: 1000 100000 1000000)
+    .venv/bin/python -m benchmarks.validation [ROWS ...]   (default: 1000 100000 1000000)
 
 Prints one line per size. Figures, not assertions: compare them between versions.
 """
@@ -11,9 +11,6 @@ import os
 import sys
 import tempfile
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def main(sizes: list[int]) -> None:
@@ -25,17 +22,19 @@ def main(sizes: list[int]) -> None:
 
     from pyspark.sql import functions as F
 
-    from jobs import quality
-    from jobs import spec as specs
+    from jobs import declare
+    from jobs.lake.layout import Locations, join, local_path
     from jobs.session import get_spark
-    from jobs.storage import Locations
-    from jobs.suite import load_suite
+    from jobs.validate.gx import run_checkpoint
+    from jobs.validate.suite import load_suite
+    from jobs.validate.validation import with_window_length
 
     spark = get_spark("benchmark-validation", {"spark.sql.shuffle.partitions": "4"})
-    spec = specs.load("clickstream")
-    suite = load_suite(spec)
+    pipeline = declare.load("clickstream")
+    suite = load_suite(pipeline)
     with tempfile.TemporaryDirectory() as root:
-        locations = Locations.resolve(spec.name, root=root)
+        locations = Locations.resolve(pipeline.name, root=root)
+        site = local_path(join(locations.reports, "data_docs"))
         for rows in sizes:
             # Distinct (window_start, user_id) keys: 1000 users per minute.
             table = (
@@ -48,12 +47,12 @@ def main(sizes: list[int]) -> None:
                     (F.col("id") % 7 + 1).alias("event_count"),
                 )
                 .withColumn("window_end", F.col("window_start") + F.expr("INTERVAL 1 MINUTE"))
-                .transform(quality.with_window_length)
+                .transform(with_window_length)
                 .cache()
             )
             table.count()
             started = time.monotonic()
-            checks, _ = quality.great_expectations_checks(table, spec, suite, locations, f"bench-{rows}", True)
+            checks, _ = run_checkpoint(table, pipeline.name, suite, locations.quality, site, f"bench-{rows}", True)
             elapsed = time.monotonic() - started
             failed = [c.name for c in checks if c.success is False]
             print(

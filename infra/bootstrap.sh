@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Creates (or reuses) the project's virtual environment from the committed lock.
+# Creates (or reuses) the project's virtual environment from the committed lock, with the
+# project itself installed in it (editable: the checkout is what runs).
 # Java 17+ is the one prerequisite; everything else comes from requirements.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENV=${VENV:-.venv}
 UV_VERSION=0.13.9
-STAMP="$VENV/.synced-requirements.txt"
+STAMP="$VENV/.synced-lock"
 
 java_bin="${JAVA_HOME:+$JAVA_HOME/bin/}java"
 if ! command -v "$java_bin" >/dev/null 2>&1; then
@@ -26,13 +27,15 @@ if ! "$python_bin" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
     exit 1
 fi
 
-if [ -f "$STAMP" ] && cmp -s requirements.txt "$STAMP"; then
-    exit 0  # up to date with the lock
+wanted=$(cat requirements.txt pyproject.toml)
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$wanted" ]; then
+    exit 0  # up to date with the lock and the project's own declaration
 fi
 
 echo "setting up $VENV from requirements.txt (first time: about 2 minutes)..."
 [ -x "$VENV/bin/python" ] || "$python_bin" -m venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet "uv==$UV_VERSION"
 "$VENV/bin/uv" pip sync --quiet --python "$VENV/bin/python" --compile-bytecode requirements.txt
-cp requirements.txt "$STAMP"
+"$VENV/bin/uv" pip install --quiet --python "$VENV/bin/python" --no-deps --editable .
+printf '%s' "$wanted" > "$STAMP"
 echo "environment ready: $VENV"

@@ -1,0 +1,14 @@
+"""Trigger-once Structured Streaming pipelines over landed JSON events.
+
+The packages follow the data:
+    declare/     what a pipeline says (the declaration model; no Spark)
+    lake/        where things live: layout, filesystem (local, S3), locks, landing
+    flow/        landing -> lines -> events -> a pattern -> the table (Spark)
+    run/         one run: checkpoint logs, the ledger, progress, accounting, the run report
+    validate/    Great Expectations on committed output, checks on run reports
+    publish/     the data quality report and Data Docs
+    backfill/    reprocess a closed range, then publish it at once
+and beside them: processors/ (per-key functions a `process` pipeline names), cli/,
+orchestration/ (Airflow), pipelines/ (the declarations, data), settings.py, units.py,
+exit_codes.py, session.py.
+"""

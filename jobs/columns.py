@@ -1,4 +1,7 @@
-"""Column names the pipelines add to events, shared by declarations, transforms and processors."""
+"""Column names the flow adds to events, shared by parsing, patterns, processors and accounting."""
 
+LINE = "line"  # a landed line, as it was read
+SOURCE_FILE = "source_file"  # the landed file it came from
 EVENT_TIME = "event_time"  # the parsed event time every pipeline adds
+QUARANTINE_REASON = "quarantine_reason"  # null for a usable record
 RESCUED_DATA = "_rescued_data"  # new fields of an inferred-schema source, as a JSON object

@@ -8,13 +8,16 @@ import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 from pyspark.logger import PySparkLogger
 from pyspark.sql import SparkSession
 
+from jobs.lake.layout import Locations
+from jobs.settings import package_file, settings
+
 MIN_JAVA = 17
-LOG4J_CONFIG = Path(__file__).resolve().parent.parent / "infra" / "spark" / "log4j2.properties"
+# Spark's log settings from the JVM's start (package data): warnings to stderr, no INFO flood.
+LOG4J_CONFIG = package_file("log4j2.properties")
 
 # Settings every session needs for the runner's results to mean what README says.
 BASE_CONF = {
@@ -58,25 +61,25 @@ def get_spark(app_name: str = "jobs", extra_conf: dict[str, str] | None = None) 
     """The active session, or a new local one. Under spark-submit, its settings win."""
     check_java()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    # Python workers (UDFs, some GX metrics) run this interpreter, not whatever python3 is on PATH.
+    # Python workers (processors, some GX metrics) run this interpreter, not whatever python3 is on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
     # spark-submit starts the JVM first and hands Python its gateway: keep its master.
     if not os.environ.get("PYSPARK_GATEWAY_PORT"):
-        builder = builder.master(os.environ.get("SPARK_MASTER", "local[2]"))
+        builder = builder.master(settings().spark_master)
     for key, value in {**BASE_CONF, **(extra_conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "ERROR"))
+    spark.sparkContext.setLogLevel(settings().spark_log_level)
     # PySpark logs every analysis error with its whole plan; the runner reports it in one line.
     for name in ("DataFrameQueryContextLogger", "SQLQueryContextLogger"):
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
     return spark
 
 
-def spark_for(locations, app_name: str, extra_conf: dict[str, str] | None = None) -> SparkSession:
+def spark_for(locations: Locations, app_name: str, extra_conf: dict[str, str] | None = None) -> SparkSession:
     """get_spark, with the s3a settings when any of the pipeline's locations is a bucket."""
-    from jobs import s3
+    from jobs.lake import s3
 
     conf = {**(extra_conf or {}), **(s3.spark_conf() if locations.uses_s3 else {})}
     return get_spark(app_name, conf)

@@ -96,7 +96,7 @@ class BatchResult:
     input_rows: int = 0
     quarantined_rows: int = 0
     late_rows_dropped: int = 0
-    aggregated_rows: int = 0
+    used_rows: int = 0
     duplicates_dropped: int = 0
     emitted: dict[tuple[datetime, tuple], tuple] = field(default_factory=dict)
 
@@ -153,7 +153,7 @@ class WindowModel(AvailableNowRuns):
             if not open_windows:
                 result.late_rows_dropped += 1
                 continue
-            result.aggregated_rows += 1
+            result.used_rows += 1
             for start in open_windows:
                 self.state.setdefault((start, reading.key), []).append(reading.value)
         for key in sorted(self.state):
@@ -272,7 +272,7 @@ class EventsModel:
         result = BatchResult()
         for lines in batches:
             for _, row in usable(lines, self.to_row, result):
-                result.aggregated_rows += 1
+                result.used_rows += 1
                 result.emitted[(EPOCH, (len(self.table),))] = row
                 self.table.append(row)
         return result
@@ -335,7 +335,7 @@ class RackAlertsModel:
         result = BatchResult()
         for lines in batches:
             readings = [reading for _, reading in usable(lines, rack_reading, result)]
-            result.aggregated_rows += len(readings)
+            result.used_rows += len(readings)
             for reading in sorted(readings, key=lambda r: r.moment):
                 rack = reading.key[0]
                 status, high = self.status.get(rack, ("NORMAL", 0))
@@ -394,7 +394,7 @@ class SpendingSessionsModel(AvailableNowRuns):
             if reading.moment <= self.previous_ran_with:
                 result.late_rows_dropped += 1
                 continue
-            result.aggregated_rows += 1
+            result.used_rows += 1
             self.pending.setdefault(reading.key[0], []).append((reading.moment, reading.value))
         for user in sorted(self.pending):
             still_open = []
@@ -459,7 +459,7 @@ class AdJoinModel(AvailableNowRuns):
             if row[2] <= self.previous_ran_with:
                 result.late_rows_dropped += 1
                 continue
-            result.aggregated_rows += 1
+            result.used_rows += 1
             new[side].append(row)
         new_impressions = [[*row, False] for row in new["impressions"]]
         self.impressions += new_impressions

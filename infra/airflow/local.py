@@ -1,6 +1,6 @@
 """Start, stop or check a local Airflow (`airflow standalone`) for the project's DAGs.
 
-    .venv/bin/python infra/airflow/local.py start|stop|status     (make airflow / airflow-stop)
+    .venv/bin/python -m infra.airflow.local start|stop|status     (make airflow / airflow-stop)
 
 AIRFLOW_HOME is ./airflow_home (ignored by git): its SQLite metadata DB, logs and the
 generated admin password. The API server and UI listen on 127.0.0.1 only. Parallelism is
@@ -21,9 +21,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from infra import processes
+
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "infra"))
-import processes  # noqa: E402 - infra/processes.py
 
 HOME = Path(os.environ.get("AIRFLOW_HOME") or REPO / "airflow_home")
 PID_FILE = HOME / "standalone.pid"
@@ -48,12 +48,12 @@ def environment() -> dict[str, str]:
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "30",
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[*]"}),
         "JOBS_ROOT": str(REPO / "data"),
+        "JOBS_CACHE_DIR": str(REPO / ".cache"),
         "SPARK_LOCAL_IP": "127.0.0.1",
     }
     env = {**defaults, **os.environ}
     env["AIRFLOW_HOME"] = str(HOME)
     env["PATH"] = f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}"
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
     return env
 
 

@@ -1,13 +1,15 @@
 """Fetch the Data Docs assets listed in assets.json into .cache/datadocs-assets (once).
 
-Run by `make report`, `make demo` and `make test`: python infra/datadocs/fetch.py
+Run by `make assets` (and so by `make demo` and `make test`): python -m infra.datadocs.fetch
 Each package comes from the npm registry with `npm pack` (exact version, integrity checked
-by npm); only the files assets.json names are kept.
+by npm); only the files assets.json names are kept, and assets.json goes with them as the
+cache's manifest.json, which the report reads (jobs/publish/data_docs.py).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -16,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-CACHE = HERE.parent.parent / ".cache" / "datadocs-assets"
+CACHE = Path(os.environ.get("JOBS_CACHE_DIR") or HERE.parents[1] / ".cache") / "datadocs-assets"
 
 
 def package_dir(spec: str) -> Path:
@@ -54,6 +56,7 @@ def main() -> int:
     manifest = json.loads((HERE / "assets.json").read_text())
     for spec, urls in manifest["packages"].items():
         fetch(spec, sorted(set(urls.values())))
+    shutil.copy2(HERE / "assets.json", CACHE / "manifest.json")
     print(CACHE)
     return 0
 

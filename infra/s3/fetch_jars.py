@@ -1,6 +1,6 @@
 """Fetch hadoop-aws and the AWS SDK bundle for s3a:// into .cache/jars (once).
 
-    .venv/bin/python infra/s3/fetch_jars.py      (make s3-jars; make test and make demo-s3 run it)
+    .venv/bin/python -m infra.s3.fetch_jars      (make s3-jars; make test and make demo-s3 run it)
 
 Maven Central is not reachable on the machines we build on, but PyPI is: the source
 distribution of sagemaker-pyspark 1.4.5 carries hadoop-aws 3.3.1 and the AWS SDK v1
@@ -12,13 +12,14 @@ Maven can skip this: JOBS_S3A_JARS=maven (see README "S3 and MinIO").
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import sys
 import tarfile
 import tempfile
 from pathlib import Path
 
-CACHE = Path(__file__).resolve().parent.parent.parent / ".cache" / "jars"
+CACHE = Path(os.environ.get("JOBS_CACHE_DIR") or Path(__file__).resolve().parents[2] / ".cache") / "jars"
 SDIST = "sagemaker-pyspark==1.4.5"
 JARS = {
     "hadoop-aws-3.3.1.jar": "6be50ad8a8b445d2802381b085b2a3ede5c29d353450a6a21f16b2fefa962b6e",

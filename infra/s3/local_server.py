@@ -1,6 +1,6 @@
 """Start, stop or check the local S3-protocol server (moto) on 127.0.0.1.
 
-    .venv/bin/python infra/s3/local_server.py start|stop|status     (make s3-up / s3-down)
+    .venv/bin/python -m infra.s3.local_server start|stop|status     (make s3-up / s3-down)
 
 Settings come from infra/s3/local.env (port from AWS_ENDPOINT_URL_S3, buckets from
 S3_BUCKETS), overridable by the environment. moto keeps objects in memory: stopping the
@@ -18,11 +18,10 @@ import time
 from pathlib import Path
 from urllib.parse import urlparse
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-import processes  # noqa: E402 - infra/processes.py
+from infra import processes
 
-STATE = HERE.parent.parent / ".cache" / "s3"
+HERE = Path(__file__).resolve().parent
+STATE = Path(os.environ.get("JOBS_CACHE_DIR") or HERE.parent.parent / ".cache") / "s3"
 PID_FILE = STATE / "server.pid"
 
 

@@ -1,13 +1,9 @@
 """What the DAGs are configured with, and the environment their tasks run in.
 
-Settings (environment variables of the Airflow processes; `make airflow` sets them):
-    JOBS_ROOT           base of every location (default: <repo>/data); s3a://bucket/prefix works
-    JOBS_PUBLISH_ROOTS  more places backfills may publish to, comma-separated
-    JOBS_SPARK_CONN_ID  the Spark connection (default spark_default; when it does not
-                        exist the jobs run on local[*])
-    JOBS_AWS_CONN_ID    the connection S3 credentials come from (default aws_default; when it
-                        does not exist, the standard AWS_* variables are used as they are)
-    JOBS_RETRY_DELAY_S  overrides every pipeline's retry delay (for local testing)
+Settings (environment variables of the Airflow processes, read by jobs/settings.py;
+`make airflow` sets them): JOBS_ROOT, JOBS_PUBLISH_ROOTS, JOBS_SPARK_CONN_ID (when the
+connection does not exist the jobs run on local[*]), JOBS_AWS_CONN_ID (when it does not
+exist, the standard AWS_* variables are used as they are), JOBS_RETRY_DELAY_S.
 """
 
 from __future__ import annotations
@@ -19,27 +15,14 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from jobs import storage
+from jobs.lake.layout import normalize
+from jobs.settings import settings
 
-REPO = Path(__file__).resolve().parents[2]
 DEFAULT_MASTER = "local[*]"
 
 
 def root() -> str:
-    return storage.normalize(os.environ.get("JOBS_ROOT") or str(REPO / "data"))
-
-
-def spark_conn_id() -> str:
-    return os.environ.get("JOBS_SPARK_CONN_ID", "spark_default")
-
-
-def aws_conn_id() -> str:
-    return os.environ.get("JOBS_AWS_CONN_ID", "aws_default")
-
-
-def retry_delay_override() -> int | None:
-    value = os.environ.get("JOBS_RETRY_DELAY_S")
-    return int(value) if value else None
+    return normalize(settings().root)
 
 
 def _connection(conn_id: str):
@@ -83,26 +66,26 @@ def aws_variables(conn_id: str) -> dict[str, str]:
 def task_environment(log) -> Iterator[None]:
     """The environment a task and its spark-submit run in, for the task's duration.
 
-    The project's interpreter and its spark-submit (the venv's bin), the repository on
-    PYTHONPATH, and S3 credentials from the AWS connection when there is one. Secrets go
-    into this process's environment only: never into Spark's configuration, a template
-    field or a log line (Airflow also masks connection passwords in task logs).
+    The project's interpreter and its spark-submit (the environment's bin folder), and S3
+    credentials from the AWS connection when there is one. Secrets go into this process's
+    environment only: never into Spark's configuration, a template field or a log line
+    (Airflow also masks connection passwords in task logs).
     """
-    from jobs import s3
+    from jobs.lake import s3
 
     values = {
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON") or sys.executable,
-        "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p),
         "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
     }
-    credentials = aws_variables(aws_conn_id())
+    conn_id = settings().aws_conn_id
+    credentials = aws_variables(conn_id)
     if credentials:
-        log.info("S3 credentials from the Airflow connection %r", aws_conn_id())
+        log.info("S3 credentials from the Airflow connection %r", conn_id)
     values.update(credentials)
     saved = {key: os.environ.get(key) for key in values}
     os.environ.update(values)
-    s3.client.cache_clear()  # a client made before would keep the old credentials
+    s3.reset()  # a client made before would keep the old credentials
     try:
         yield
     finally:
@@ -111,4 +94,4 @@ def task_environment(log) -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
-        s3.client.cache_clear()
+        s3.reset()

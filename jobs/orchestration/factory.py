@@ -27,10 +27,13 @@ from airflow.sdk import (
 )
 from airflow.sdk.exceptions import AirflowFailException
 
-from jobs import spec as specs
+from jobs import declare
+from jobs.declare.parts import Orchestration
+from jobs.exit_codes import ExitCode
+from jobs.lake.layout import Locations
 from jobs.orchestration import environment
 from jobs.orchestration.operators import BackfillStepOperator, JobsSubmitOperator, RunPipelineOperator
-from jobs.storage import Locations
+from jobs.settings import settings
 
 log = logging.getLogger(__name__)
 START_DATE = datetime(2024, 1, 1, tzinfo=UTC)
@@ -47,8 +50,8 @@ def table_asset(pipeline: str, root: str) -> Asset:
     return Asset(uri=uri, group="jobs", extra={"pipeline": pipeline})
 
 
-def _retry_args(orchestration: specs.Orchestration) -> dict[str, Any]:
-    delay = environment.retry_delay_override() or orchestration.retry_delay_s
+def _retry_args(orchestration: Orchestration) -> dict[str, Any]:
+    delay = settings().retry_delay_s or orchestration.retry_delay_s
     return {
         "retries": orchestration.retries,
         "retry_delay": timedelta(seconds=delay),
@@ -63,32 +66,33 @@ def _retry_args(orchestration: specs.Orchestration) -> dict[str, Any]:
 def publish_report(pipeline: str, root: str, jobs_run_id: str) -> dict[str, Any]:
     """The run report and its validation verdict: into the task log and the XCom, and onto
     the table's Asset event, so consumers see what changed."""
-    from jobs import storage
-    from jobs.report import RESULTS_SUFFIX, report_uri
+    from jobs.lake import fs
+    from jobs.run.report import load_report, report_uri
+    from jobs.validate.result import result_uri
 
     locations = Locations.resolve(pipeline, root=root)
     with environment.task_environment(log):
-        report = json.loads(storage.read_text(report_uri(locations, jobs_run_id)))
-        results = storage.join(locations.runs, f"{jobs_run_id}{RESULTS_SUFFIX}")
-        validation = json.loads(storage.read_text(results)) if storage.exists(results) else None
-    published = {
-        key: report[key]
-        for key in (
+        report = load_report(locations.runs, jobs_run_id)
+        results = result_uri(locations.runs, jobs_run_id)
+        validation = fs.read_json(results) if fs.exists(results) else None
+    published = report.model_dump(
+        include={
+            "report_version",
             "run_id",
             "status",
             "duration_s",
             "batches",
             "input_files",
             "input_rows",
-            "aggregated_rows",
+            "used_rows",
             "quarantined_rows",
             "late_rows_dropped",
             "output_rows",
             "watermark",
-        )
-    }
+        }
+    )
     published["validation"] = validation["status"] if validation else None
-    published["report"] = report_uri(locations, jobs_run_id)
+    published["report"] = report_uri(locations.runs, jobs_run_id)
     for line in json.dumps(published, indent=2).splitlines():
         log.info("%s", line)
     context = get_current_context()
@@ -96,7 +100,7 @@ def publish_report(pipeline: str, root: str, jobs_run_id: str) -> dict[str, Any]
     return published
 
 
-def pipeline_dag(spec: specs.PipelineSpec, root: str) -> DAG:
+def pipeline_dag(spec: declare.PipelineBase, root: str) -> DAG:
     with DAG(
         dag_id=f"{DAG_PREFIX}{spec.name}",
         description=spec.description,
@@ -132,7 +136,7 @@ def pipeline_dag(spec: specs.PipelineSpec, root: str) -> DAG:
 
 def pipeline_dags() -> dict[str, DAG]:
     root = environment.root()
-    return {f"{DAG_PREFIX}{name}": pipeline_dag(spec, root) for name, spec in specs.load_all().items()}
+    return {f"{DAG_PREFIX}{name}": pipeline_dag(spec, root) for name, spec in declare.load_all().items()}
 
 
 # The backfill DAG.
@@ -178,7 +182,7 @@ def backfill_dag(pipelines: list[str]) -> DAG:
         start_date=START_DATE,
         catchup=False,
         max_active_runs=1,
-        default_args=_retry_args(specs.Orchestration()),
+        default_args=_retry_args(Orchestration()),
         params={
             "pipeline": Param(pipelines[0] if pipelines else None, type="string", enum=pipelines),
             "since": Param(None, type=["null", "string"], format="date", description="first landing date (dt= folder)"),
@@ -212,10 +216,10 @@ def backfill_dag(pipelines: list[str]) -> DAG:
 @task(trigger_rule=TriggerRule.ALL_DONE, retries=0)
 def data_docs(root: str) -> str:
     """Rebuild the summary page and the Data Docs site, whatever the validations said."""
-    from jobs import dq_report
+    from jobs.publish import report
 
     with environment.task_environment(log):
-        page = dq_report.build(root, None, with_data_docs=True, echo=log.info)
+        page = report.build(root, None, with_data_docs=True, echo=log.info)
     log.info("data quality report: %s", page)
     return page
 
@@ -237,7 +241,7 @@ def data_quality_dag(pipelines: list[str], root: str) -> DAG:
         start_date=START_DATE,
         catchup=False,
         max_active_runs=1,
-        default_args=_retry_args(specs.Orchestration()),
+        default_args=_retry_args(Orchestration()),
         tags=["jobs", "data-quality"],
         doc_md="Runs when a table's Asset is updated, and daily. A failed `fail` expectation fails its task.",
     ) as dag:
@@ -245,7 +249,7 @@ def data_quality_dag(pipelines: list[str], root: str) -> DAG:
             JobsSubmitOperator(
                 task_id=f"validate_{name}",
                 jobs_args=["validate", name, f"--root={root}", "--all"],
-                skip_on_exit=(3,),  # nothing to validate yet: the pipeline has not run
+                skip_on_exit=(ExitCode.REFUSED,),  # nothing to validate yet: the pipeline has not run
                 name=f"jobs-validate-{name}",
             )
             for name in pipelines

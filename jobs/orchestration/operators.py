@@ -1,4 +1,4 @@
-"""spark-submit of `python -m jobs <command>`, as Airflow tasks.
+"""spark-submit of `python -m jobs ...`, as Airflow tasks.
 
 The master comes from the Spark connection (local[*] when there is none), so the same
 DAG runs on a laptop and on a cluster. Arguments are a list handed to spark-submit
@@ -14,20 +14,13 @@ from typing import Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
+from jobs.exit_codes import ExitCode
 from jobs.orchestration import environment
+from jobs.settings import package_file, settings
+from jobs.units import new_run_id
 
-ENTRY_POINT = environment.REPO / "jobs" / "spark_submit.py"
-LOG4J_CONFIG = environment.REPO / "infra" / "spark" / "log4j2.properties"
-
-# What `python -m jobs` exit codes mean to a task (see jobs/__main__.py).
-EXIT_MEANINGS = {
-    1: "the job failed; its report and the lines above say why (a retry resumes from the checkpoint)",
-    2: "bad usage or a bad declaration; fix it, retrying will not help",
-    3: "refused: another run holds the checkpoint, the declaration changed incompatibly, or there is nothing to do",
-    4: "validation failed: a `fail` expectation failed (see the results above and the Data Docs)",
-    130: "stopped before it finished; the next run resumes from the checkpoint",
-}
-NO_RETRY = (2, 4)  # retrying cannot change the outcome
+ENTRY_POINT = package_file("entry/spark_submit.py")
+LOG4J_CONFIG = package_file("log4j2.properties")
 
 
 class JobsSubmitOperator(SparkSubmitOperator):
@@ -38,8 +31,8 @@ class JobsSubmitOperator(SparkSubmitOperator):
 
     template_fields = (*SparkSubmitOperator.template_fields, "jobs_args")
 
-    def __init__(self, *, jobs_args: list[str], skip_on_exit: tuple[int, ...] = (), **kwargs: Any) -> None:
-        kwargs.setdefault("conn_id", environment.spark_conn_id())
+    def __init__(self, *, jobs_args: list[str], skip_on_exit: tuple[ExitCode, ...] = (), **kwargs: Any) -> None:
+        kwargs.setdefault("conn_id", settings().spark_conn_id)
         kwargs.setdefault("name", f"jobs-{kwargs['task_id']}")
         # The project's log settings from the JVM's start (Spark's INFO lines otherwise flood the task log).
         kwargs.setdefault(
@@ -58,7 +51,7 @@ class JobsSubmitOperator(SparkSubmitOperator):
         environment.ensure_spark_connection(self._conn_id, self.log)
         with environment.task_environment(self.log):
             if any("s3a://" in arg or "s3://" in arg for arg in self.application_args):
-                from jobs import s3
+                from jobs.lake import s3
 
                 # hadoop-aws on the classpath from the JVM's start; s3a settings hold no secret.
                 self.conf = {**s3.spark_conf(), **(self.conf or {})}
@@ -66,11 +59,11 @@ class JobsSubmitOperator(SparkSubmitOperator):
                 super().execute(context)
             except AirflowException as error:
                 process = getattr(self._hook, "_submit_sp", None)
-                code = process.returncode if process is not None else None
+                code = ExitCode.of(process.returncode if process is not None else None)
                 if code in self.skip_on_exit:
-                    raise AirflowSkipException(f"nothing to do: {EXIT_MEANINGS.get(code, code)}") from error
-                meaning = EXIT_MEANINGS.get(code, f"spark-submit exited with {code}")
-                failure = AirflowFailException if code in NO_RETRY else AirflowException
+                    raise AirflowSkipException(f"nothing to do: {code.meaning}") from error
+                meaning = code.meaning if code else f"spark-submit exited with {process and process.returncode}"
+                failure = AirflowFailException if code and not code.worth_retrying else AirflowException
                 raise failure(f"python -m jobs {self.application_args[0]}: {meaning}") from error
         return None
 
@@ -84,8 +77,6 @@ class RunPipelineOperator(JobsSubmitOperator):
         super().__init__(jobs_args=["run", pipeline, f"--root={root}", "--no-validate"], **kwargs)
 
     def arguments(self, context: Any) -> list[str]:
-        from jobs.report import new_run_id
-
         self.run_id = new_run_id(datetime.now(UTC))
         args = [*super().arguments(context), f"--run-id={self.run_id}"]
         params = context["params"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 AIRFLOW = str(Path(sys.executable).parent / "airflow")
 
@@ -24,7 +24,6 @@ def airflow_env(home: Path, root: str, **extra: str) -> dict[str, str]:
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__PARALLELISM": "4",
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
-        "PYTHONPATH": str(REPO),
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "JOBS_ROOT": root,
         "JOBS_RETRY_DELAY_S": "2",

@@ -20,10 +20,10 @@ import psutil
 import pytest
 
 from jobs import backfill
-from jobs.report import load_reports
-from jobs.storage import Locations
+from jobs.lake.layout import Locations
+from jobs.run.report import load_reports
 from tests.airflow.conftest import AIRFLOW, airflow_env
-from tests.conftest import (
+from tests.helpers import (
     S3_BUCKET,
     S3_SECRET,
     all_lines,
@@ -135,7 +135,7 @@ def pipeline_runs(airflow_home, tmp_path_factory, spark):
     watch = kill_the_run_after(root / "checkpoints" / "clickstream", root, killed)
     first = dags_test(airflow_home, str(root), "jobs_clickstream", {"max_files_per_trigger": 1}, watch)
     first.table = table_rows(spark, str(root / "tables" / "clickstream"))
-    first.reports = load_reports(Locations.resolve("clickstream", root=str(root)))
+    first.reports = load_reports(Locations.resolve("clickstream", root=str(root)).runs)
     land_in_order(landing, second_files)
     second = dags_test(airflow_home, str(root), "jobs_clickstream", {"max_files_per_trigger": 1})
     return root, first_files, second_files, first, second, killed
@@ -153,11 +153,11 @@ def test_a_killed_run_task_is_retried_and_resumes_from_the_checkpoint(pipeline_r
     model.run(list(first_files.values()))
     assert first.table == model.rows()  # no duplicate, no loss
     reports = first.reports
-    assert sum(r["input_rows"] for r in reports) == len(all_lines(first_files))
+    assert sum(r.input_rows for r in reports) == len(all_lines(first_files))
     published = first.xcom("publish_report")
     # One unusable line in 12 is above the suite's 5% quarantine share: a warning, not a failure.
     assert published["status"] == "succeeded" and published["validation"] == "warned"
-    assert published["run_id"] == first.xcom("run") == reports[-1]["run_id"]
+    assert published["run_id"] == first.xcom("run") == reports[-1].run_id
 
 
 def test_a_second_dag_run_processes_only_the_new_files(pipeline_runs, spark):
@@ -251,7 +251,7 @@ def test_bad_backfill_params_are_rejected_before_any_spark_work(airflow_home, tm
 def test_a_dag_run_on_s3_takes_its_credentials_from_an_airflow_connection(airflow_home, s3_endpoint, s3_root, spark):
     """No AWS_* variable in Airflow's environment: the credentials come from the connection
     aws_default, and the secret appears nowhere in the output, the logs or the bucket."""
-    from jobs import s3
+    from jobs.lake import s3
 
     files = arrivals(0, 2)
     land(f"{s3_root}/landing/clickstream", files)

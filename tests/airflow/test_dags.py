@@ -10,9 +10,10 @@ from datetime import timedelta
 
 import pytest
 
-from jobs import spec as specs
+from jobs import declare
+from jobs.flow.patterns import pattern_of
 from tests.airflow.conftest import airflow_env
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 # Loads the dags folder the way Airflow's DAG processor does, then describes what it found.
 DESCRIBE = r"""
@@ -68,7 +69,7 @@ def test_the_dags_folder_imports_without_errors_quickly_and_without_heavy_import
 
 
 def test_one_dag_per_declared_pipeline_with_its_schedule_and_settings(dagbag):
-    pipelines = specs.load_all()
+    pipelines = declare.load_all()
     expected_ids = {f"jobs_{name}" for name in pipelines} | {"jobs_backfill", "jobs_data_quality"}
     assert set(dagbag["dags"]) == expected_ids
     for name, spec in pipelines.items():
@@ -104,13 +105,18 @@ def test_the_backfill_and_data_quality_dags(dagbag):
         "publish_backfill": ["check_params", "validate"],
     }
     assert backfill["tasks"]["check_params"]["retries"] == 0  # bad params do not get better
-    assert backfill["params"]["pipeline"]["enum"] == sorted(n for n, s in specs.load_all().items() if s.window)
+    windowed = sorted(n for n, p in declare.load_all().items() if pattern_of(p).backfill_refusal is None)
+    assert (
+        backfill["params"]["pipeline"]["enum"]
+        == windowed
+        == sorted(n for n, p in declare.load_all().items() if p.pattern == "window")
+    )
     assert set(backfill["params"]) == {"pipeline", "since", "until", "prefixes", "publish_to", "max_files_per_trigger"}
 
     quality = dagbag["dags"]["jobs_data_quality"]
     assert quality["timetable"] == "AssetOrTimeSchedule" and quality["summary"] in ("@daily", "0 0 * * *")
-    assert sorted(a.rsplit("/", 1)[-1] for a in quality["assets"]) == sorted(specs.load_all())
+    assert sorted(a.rsplit("/", 1)[-1] for a in quality["assets"]) == sorted(declare.load_all())
     tasks = quality["tasks"]
     assert tasks["data_docs"]["trigger_rule"] == "all_done"
     assert tasks["verdict"]["trigger_rule"] == "none_failed"
-    assert set(tasks["verdict"]["upstream"]) == {"data_docs", *(f"validate_{n}" for n in specs.load_all())}
+    assert set(tasks["verdict"]["upstream"]) == {"data_docs", *(f"validate_{n}" for n in declare.load_all())}

@@ -11,8 +11,8 @@ import sys
 import psutil
 import pytest
 
-from jobs import spec as specs
-from tests.conftest import REPO
+from jobs import declare
+from tests.helpers import REPO
 
 pytestmark = pytest.mark.slow
 
@@ -26,12 +26,12 @@ def free_port() -> int:
 def test_standalone_airflow_serves_the_dags_on_loopback_and_stops_cleanly(tmp_path):
     port = free_port()
     env = {**os.environ, "AIRFLOW_HOME": str(tmp_path / "home"), "AIRFLOW_PORT": str(port), "JOBS_ROOT": str(tmp_path)}
-    script = [sys.executable, str(REPO / "infra" / "airflow" / "local.py")]
-    started = subprocess.run([*script, "start"], env=env, capture_output=True, text=True, timeout=400)
+    script = [sys.executable, "-m", "infra.airflow.local"]
+    started = subprocess.run([*script, "start"], cwd=REPO, env=env, capture_output=True, text=True, timeout=400)
     try:
         assert started.returncode == 0, started.stdout + started.stderr
         assert f"Airflow UI: http://127.0.0.1:{port}" in started.stdout
-        dag_ids = ["jobs_backfill", "jobs_data_quality", *(f"jobs_{name}" for name in specs.load_all())]
+        dag_ids = ["jobs_backfill", "jobs_data_quality", *(f"jobs_{name}" for name in declare.load_all())]
         assert f"DAGs: {', '.join(sorted(dag_ids))}; import errors: none" in started.stdout
         assert (tmp_path / "home" / "simple_auth_manager_passwords.json.generated").exists()
         listening = {c.laddr.ip for c in psutil.net_connections("tcp") if c.laddr.port == port and c.status == "LISTEN"}
@@ -40,7 +40,7 @@ def test_standalone_airflow_serves_the_dags_on_loopback_and_stops_cleanly(tmp_pa
         group = [p for p in psutil.process_iter() if _group(p) == pid]
         assert len(group) > 1, "standalone runs its scheduler, API server and dag processor as children"
     finally:
-        stopped = subprocess.run([*script, "stop"], env=env, capture_output=True, text=True, timeout=120)
+        stopped = subprocess.run([*script, "stop"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
     assert not [p for p in psutil.process_iter() if _group(p) == pid], "a process of Airflow's group survived"
     assert not any(c.laddr.port == port for c in psutil.net_connections("tcp") if c.status == "LISTEN")

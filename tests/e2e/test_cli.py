@@ -10,9 +10,10 @@ import time
 
 import pytest
 
-from jobs.report import load_reports
-from jobs.storage import Locations
-from tests.conftest import REPO, event, land, python_cmd
+from jobs import declare
+from jobs.lake.layout import Locations
+from jobs.run.report import load_reports
+from tests.helpers import REPO, event, land, python_cmd
 
 
 def cli(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -32,7 +33,7 @@ def wait_for(predicate, timeout_s: float, what: str) -> None:
 def test_list_prints_one_name_per_line():
     result = cli("list")
     assert result.returncode == 0
-    assert result.stdout.splitlines() == sorted(p.stem for p in (REPO / "jobs" / "pipelines").glob("*.yaml"))
+    assert result.stdout.splitlines() == sorted(declare.load_all())
     verbose = cli("list", "--verbose")
     assert "computes   event_count=count(*) per 60s windows, keys [user_id]" in verbose.stdout
     assert verbose.stdout.count("  computes   ") == len(result.stdout.splitlines())
@@ -101,7 +102,7 @@ def test_run_writes_table_and_reports(tmp_path):
     report = json.loads(extra_report.read_text())
     stored = json.loads((root / "runs" / "clickstream" / f"{report['run_id']}.json").read_text())
     assert report == stored
-    assert (report["input_rows"], report["aggregated_rows"], report["quarantined_rows"]) == (2, 1, 1)
+    assert (report["input_rows"], report["used_rows"], report["quarantined_rows"]) == (2, 1, 1)
     assert (root / "tables" / "clickstream" / "_spark_metadata").is_dir()
     # Then validated: the window is still open (nothing written) and half the input was
     # quarantined. Both checks are `warn`, so the run still exits 0.
@@ -140,8 +141,8 @@ def test_a_second_run_refuses_while_a_processing_time_run_holds_the_checkpoint(t
         if first.poll() is None:
             first.kill()
     assert first.returncode == 0, err
-    reports = load_reports(Locations.resolve("clickstream", root=str(root)))
-    statuses = sorted(r["status"] for r in reports)
+    reports = load_reports(Locations.resolve("clickstream", root=str(root)).runs)
+    statuses = sorted(r.status for r in reports)
     assert statuses == ["refused", "stopped"]
-    stopped = next(r for r in reports if r["status"] == "stopped")
-    assert stopped["input_rows"] == 3 and stopped["trigger"] == "processing-time=1s"
+    stopped = next(r for r in reports if r.status == "stopped")
+    assert stopped.input_rows == 3 and stopped.trigger == "processing-time=1s"

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from jobs.report import load_reports
-from jobs.storage import Locations
-from tests.conftest import REPO, event, land_in_order, python_cmd, table_rows
+from jobs.lake.layout import Locations
+from jobs.run.report import RunReport, load_reports
+from tests.helpers import REPO, event, land_in_order, python_cmd, table_rows
 from tests.model import ClickstreamModel
 
 T0 = datetime(2023, 7, 30, 10, 0, tzinfo=UTC)
@@ -57,8 +57,8 @@ def quarantine(root: Path) -> list[tuple[str, str, str]]:
     return sorted((Path(r["source_file"]).name, r["line"], r["reason"]) for r in rows)
 
 
-def reports(root: Path) -> list[dict]:
-    return load_reports(Locations.resolve("clickstream", root=str(root)))
+def reports(root: Path) -> list[RunReport]:
+    return load_reports(Locations.resolve("clickstream", root=str(root)).runs)
 
 
 def mid_batch(checkpoint: Path) -> bool:
@@ -102,7 +102,5 @@ def test_a_killed_run_resumes_without_loss_or_duplicates(spark, tmp_path, kill_w
     # Every input row is accounted for exactly once across the runs that completed.
     total_rows = sum(len(lines) for lines in files.values())
     crashed_reports = reports(crashed)
-    assert sum(r["input_rows"] for r in crashed_reports) == total_rows
-    assert sum(r["late_rows_dropped"] for r in crashed_reports) == sum(
-        r["late_rows_dropped"] for r in reports(baseline)
-    )
+    assert sum(r.input_rows for r in crashed_reports) == total_rows
+    assert sum(r.late_rows_dropped for r in crashed_reports) == sum(r.late_rows_dropped for r in reports(baseline))

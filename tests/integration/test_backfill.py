@@ -10,10 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from jobs import backfill, final_windows, quality
-from jobs import spec as specs
-from jobs.storage import Locations
-from tests.conftest import event, land, land_in_order, run_pipeline, table_rows
+from jobs import backfill, declare
+from jobs.backfill.stage import stage_closed_range
+from jobs.flow.patterns import pattern_of
+from jobs.flow.query import output_schema
+from jobs.lake.layout import Locations
+from jobs.validate.validation import validate_table
+from tests.helpers import event, land, land_in_order, run_pipeline, table_rows
 from tests.model import ClickstreamModel
 
 T0 = datetime(2023, 7, 30, 10, 0, tzinfo=UTC)
@@ -50,12 +53,12 @@ def plan_for(root: Path, **params) -> backfill.BackfillPlan:
 
 
 def run_backfill(spark, plan: backfill.BackfillPlan, quiet: list[str]) -> dict:
-    spec = specs.load(plan.pipeline)
+    spec = declare.load(plan.pipeline)
     options = {"landing_glob": plan.landing_glob, "max_files_per_trigger": plan.max_files_per_trigger}
     if plan.since:
         options.update(landing_since=date.fromisoformat(plan.since), landing_until=date.fromisoformat(plan.until))
     run_pipeline(spark, spec, plan.locations, quiet, **options)
-    return final_windows.stage_closed_range(spark, spec, plan.locations, plan.stage)
+    return stage_closed_range(spark, spec, plan.locations, plan.stage)
 
 
 def published_rows(spark, publish_to: str) -> list[tuple]:
@@ -73,8 +76,8 @@ def test_a_date_range_backfill_publishes_every_window_of_the_range(spark, tmp_pa
     expected = model.closed_range_rows()
     assert len(expected) > len(model.rows()), "the range must end with windows still held in state"
 
-    validation = quality.validate_table(
-        spark, specs.load("clickstream"), Locations.resolve("clickstream", root=plan.work_root, output=plan.stage)
+    validation = validate_table(
+        spark, declare.load("clickstream"), Locations.resolve("clickstream", root=plan.work_root, output=plan.stage)
     )
     assert validation.status in ("passed", "warned"), validation.summary()
     pointer = backfill.publish(plan)
@@ -163,13 +166,13 @@ def test_held_windows_finalize_every_aggregate_function(spark, tmp_path, quiet):
         ],
         "output": {"format": "parquet"},
     }
-    spec = specs.parse_spec(raw)
+    spec = declare.parse(raw)
     rows = [("a", 1.5, 3, 0), ("a", 2.0, 1, 4), ("b", 4.0, 7, 6), ("a", None, 5, 12), ("b", 0.5, 2, 13)]
     lines = [json.dumps({"user_id": u, "amount": amount, "items": items, "ts": at(m)}) for u, amount, items, m in rows]
     locations = Locations.resolve("spend", root=str(tmp_path))
     land(locations.landing, {"spend.json": lines})
     run_pipeline(spark, spec, locations, quiet)
-    held = final_windows.held_windows(spark, spec, locations).collect()
+    held = pattern_of(spec).held_rows(spark, locations.checkpoint, output_schema(spark, spec)).collect()
 
     expected = defaultdict(list)
     for user, amount, items, minute in rows:
@@ -210,7 +213,7 @@ def cli(spark):
     """`python -m jobs ...` in this process, on the shared session (main() finds it)."""
     import signal
 
-    from jobs.__main__ import main
+    from jobs.cli import main
 
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
     yield main

@@ -6,8 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
-from jobs.checkpoint import CheckpointLog
-from tests.conftest import event, land, run_pipeline
+from jobs.run.checkpoint import CheckpointLog
+from tests.helpers import event, land, run_pipeline
 
 BAD_LINES = {
     '{"event_id": "x", "user_id": "u1", ': "malformed_json",
@@ -34,7 +34,7 @@ def test_every_kind_of_bad_record_is_quarantined_with_file_line_and_reason(spark
 
     assert report.status == "succeeded"
     assert report.input_files == 3
-    assert (report.input_rows, report.quarantined_rows, report.aggregated_rows) == (9, 7, 2)
+    assert (report.input_rows, report.quarantined_rows, report.used_rows) == (9, 7, 2)
     rows = quarantine_rows(locations.quarantine)
     by_line = {r["line"]: (Path(r["source_file"]).name, r["reason"]) for r in rows}
     expected = {line: ("mixed.json", reason) for line, reason in BAD_LINES.items()}
@@ -50,11 +50,11 @@ def test_accounting_a_batch_again_rewrites_the_same_quarantine(spark, clickstrea
     run_pipeline(spark, clickstream, locations, quiet)
     first = quarantine_rows(locations.quarantine)
     # Forget the accounting, as if the process had died right after the batch committed.
-    shutil.rmtree(Path(locations.pipeline_dir) / "accounting")
+    shutil.rmtree(Path(locations.ledger) / "accounting")
 
     report = run_pipeline(spark, clickstream, locations, quiet)
 
-    assert report.recovered_batch_ids == CheckpointLog(locations).committed_batches()
+    assert report.recovered_batch_ids == CheckpointLog(locations.checkpoint, locations.output).committed_batches()
     assert (report.input_rows, report.quarantined_rows) == (3, 2)
     assert sorted(map(str, quarantine_rows(locations.quarantine))) == sorted(map(str, first))
 

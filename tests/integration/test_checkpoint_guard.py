@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
-from jobs.checkpoint import CheckpointLog
-from jobs.runner import RunRefused, Trigger
-from jobs.spec import Window
-from jobs.storage import CheckpointLock, Locations
-from tests.conftest import event, land, run_pipeline
+from jobs.declare.parts import Window
+from jobs.flow.sink import Trigger
+from jobs.lake.layout import Locations
+from jobs.lake.locks import CheckpointLock
+from jobs.run.checkpoint import CheckpointLog
+from jobs.run.runner import RunRefused
+from tests.helpers import event, land, run_pipeline
 
 FIRST = {"a.json": [event("u1", "2023-07-30T10:00:20Z"), event("u1", "2023-07-30T10:09:20Z")]}
 SECOND = {"b.json": [event("u2", "2023-07-30T10:20:00Z")]}
@@ -26,7 +27,7 @@ def checkpoint_files(locations: Locations) -> list[str]:
 @pytest.mark.parametrize(
     ("change", "named"),
     [
-        ({"window": Window(120, 120)}, "window_duration_s: 60 -> 120"),
+        ({"window": Window(duration_s=120, slide_s=120)}, "window_duration_s: 60 -> 120"),
         ({"keys": ("event",)}, "keys: ['user_id'] -> ['event']"),
         ({"aggregates": ()}, "aggregates"),
     ],
@@ -38,7 +39,7 @@ def test_an_incompatible_change_is_refused_before_anything_runs(spark, clickstre
     before = checkpoint_files(locations)
 
     with pytest.raises(RunRefused) as error:
-        run_pipeline(spark, dataclasses.replace(clickstream, **change), locations, quiet)
+        run_pipeline(spark, clickstream.model_copy(update=change), locations, quiet)
 
     message = str(error.value)
     assert named in message
@@ -52,7 +53,7 @@ def test_compatible_changes_resume(spark, clickstream, locations, quiet):
     land(locations.landing, FIRST)
     run_pipeline(spark, clickstream, locations, quiet)
     land(locations.landing, SECOND)
-    changed = dataclasses.replace(clickstream, watermark_s=600, description="new words")
+    changed = clickstream.model_copy(update={"watermark_s": 600, "description": "new words"})
 
     report = run_pipeline(spark, changed, locations, quiet, trigger=Trigger("once"), max_files_per_trigger=5)
 
@@ -61,10 +62,10 @@ def test_compatible_changes_resume(spark, clickstream, locations, quiet):
 
 def test_a_second_run_on_a_held_checkpoint_refuses_to_start(spark, clickstream, locations, quiet):
     land(locations.landing, FIRST)
-    with CheckpointLock(locations, clickstream.name), pytest.raises(RunRefused) as error:
+    with CheckpointLock(locations.ledger, clickstream.name), pytest.raises(RunRefused) as error:
         run_pipeline(spark, clickstream, locations, quiet)
     assert "already running" in str(error.value) and f"pid {__import__('os').getpid()}" in str(error.value)
-    assert not CheckpointLog(locations).has_started()
+    assert not CheckpointLog(locations.checkpoint, locations.output).has_started()
     # Released: the next run goes ahead.
     assert run_pipeline(spark, clickstream, locations, quiet).status == "succeeded"
 

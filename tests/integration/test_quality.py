@@ -3,7 +3,6 @@ exactly the expectations it breaks, and uncommitted files are never read."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shutil
 import subprocess
@@ -13,22 +12,25 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from jobs import quality
-from jobs import spec as specs
-from jobs.checkpoint import CheckpointLog
-from jobs.report import load_reports, load_validations
-from jobs.storage import Locations
-from jobs.suite import load_suite
-from tests.conftest import REPO, all_lines, land, python_cmd, replace_parquet_file, run_pipeline
+from jobs import declare
+from jobs.lake.layout import Locations
+from jobs.run.checkpoint import CheckpointLog
+from jobs.run.report import RunReport, load_reports
+from jobs.validate.result import CheckResult, ValidationResult, load_results
+from jobs.validate.suite import load_suite
+from jobs.validate.validation import validate_run, validate_table
+from tests.helpers import REPO, all_lines, land, python_cmd, replace_parquet_file, run_pipeline
 from tests.integration.test_streaming import ARRIVALS
 from tests.model import ClickstreamModel
+
+pytestmark = pytest.mark.xdist_group("quality")  # one worker builds the `validated` fixture once
 
 
 @pytest.fixture(scope="module")
 def validated(spark, tmp_path_factory) -> dict:
     """Two real runs of clickstream over the test arrivals, each validated."""
     root = tmp_path_factory.mktemp("quality") / "root"
-    spec = specs.load("clickstream")
+    spec = declare.load("clickstream")
     locations = Locations.resolve(spec.name, root=str(root))
     model = ClickstreamModel()
     written, quarantine_shares, validations = [], [], []
@@ -41,7 +43,7 @@ def validated(spark, tmp_path_factory) -> dict:
         quarantine_shares.append(expected.quarantined_rows / expected.input_rows)
         input_rows += expected.input_rows
         quarantined += expected.quarantined_rows
-        validations.append(quality.validate_run(spark, spec, locations, report.to_dict(), echo=lambda line: None))
+        validations.append(validate_run(spark, spec, locations, report, echo=lambda line: None))
     return {
         "root": root,
         "spec": spec,
@@ -55,25 +57,25 @@ def validated(spark, tmp_path_factory) -> dict:
 
 
 @pytest.fixture
-def damaged(spark, tmp_path) -> tuple[Locations, dict, pd.DataFrame, int]:
+def damaged(spark, tmp_path) -> tuple[Locations, RunReport, pd.DataFrame, int]:
     """A fresh pipeline after two runs, one file of the second run's output corrupted.
 
     Fresh, not a copy: Spark's sink log records absolute paths, so a copied table would
     still read the original's files.
     """
-    spec = specs.load("clickstream")
+    spec = declare.load("clickstream")
     locations = Locations.resolve(spec.name, root=str(tmp_path / "root"))
     model = ClickstreamModel()
     for files in ARRIVALS[:2]:
         land(locations.landing, files)
         run_pipeline(spark, spec, locations, [])
         written = len(model.run([all_lines(files)]).emitted)
-    report = load_reports(locations)[1]
+    report = load_reports(locations.runs)[1]
     # The duplicated row adds one to what the second run wrote.
     return locations, report, _corrupt_one_committed_file(spark, locations, report), written + 1
 
 
-def _failed(validation: quality.Validation) -> dict[str, quality.CheckResult]:
+def _failed(validation: ValidationResult) -> dict[str, CheckResult]:
     return {c.name: c for c in validation.checks if c.success is False}
 
 
@@ -106,10 +108,10 @@ def test_good_output_passes_every_check(validated):
 
 
 def test_whole_table_passes_and_reads_every_committed_row(spark, validated):
-    validation = quality.validate_table(spark, validated["spec"], validated["locations"], echo=lambda line: None)
+    validation = validate_table(spark, validated["spec"], validated["locations"], echo=lambda line: None)
     assert [c.name for c in validation.checks if c.success is False] == validated["table_warnings"]
     assert validation.rows_validated == sum(validated["written"])
-    assert validation.run_ids == [r["run_id"] for r in load_reports(validated["locations"])]
+    assert validation.run_ids == [r.run_id for r in load_reports(validated["locations"].runs)]
     balance = next(c for c in validation.checks if c.name.startswith("rows_balance"))
     assert balance.observed["input_rows"] == sum(
         len([line for lines in files.values() for line in lines if line.strip()]) for files in ARRIVALS[:3]
@@ -127,17 +129,17 @@ def test_files_the_sink_never_committed_are_not_read(spark, validated, tmp_path)
     stray_file = Path(locations.output) / "window_date=2023-07-30" / "part-99999-uncommitted.c000.parquet"
     shutil.copy(part, stray_file)
     try:
-        validation = quality.validate_table(spark, validated["spec"], locations, echo=lambda line: None)
+        validation = validate_table(spark, validated["spec"], locations, echo=lambda line: None)
     finally:
         stray_file.unlink()
     assert [c.name for c in validation.checks if c.success is False] == validated["table_warnings"]
     assert validation.rows_validated == sum(validated["written"])
 
 
-def _corrupt_one_committed_file(spark, locations: Locations, run_report: dict) -> pd.DataFrame:
+def _corrupt_one_committed_file(spark, locations: Locations, run_report: RunReport) -> pd.DataFrame:
     """Rewrites a file the run committed: one duplicated row, one null user, one 2-minute window."""
-    log = CheckpointLog(locations)
-    files = [Path(f.removeprefix("file:")) for b in run_report["batch_ids"] for f in log.sink_files(b)]
+    log = CheckpointLog(locations.checkpoint, locations.output)
+    files = [Path(f.removeprefix("file:")) for b in run_report.batch_ids for f in log.sink_files(b)]
     target = max(files, key=lambda f: pq.ParquetFile(f).metadata.num_rows)
     rows = spark.read.parquet(str(target)).orderBy("window_start", "user_id").toPandas()
     assert len(rows) >= 3, "the test needs a committed file with three rows"
@@ -150,8 +152,8 @@ def _corrupt_one_committed_file(spark, locations: Locations, run_report: dict) -
 
 def test_corrupted_output_fails_exactly_the_broken_expectations(spark, damaged):
     locations, report, corrupted, total = damaged
-    spec = specs.load("clickstream")
-    validation = quality.validate_run(spark, spec, locations, report, echo=lambda line: None)
+    spec = declare.load("clickstream")
+    validation = validate_run(spark, spec, locations, report, echo=lambda line: None)
 
     # What should fail, counted from the corrupted rows themselves.
     nulls = int(corrupted["user_id"].isna().sum())
@@ -180,10 +182,10 @@ def test_corrupted_output_fails_exactly_the_broken_expectations(spark, damaged):
 
     # A warn severity reports the same failures without failing the validation.
     suite = load_suite(spec)
-    lenient = dataclasses.replace(
-        suite, expectations=tuple(dataclasses.replace(e, severity="warn") for e in suite.expectations)
+    lenient = suite.model_copy(
+        update={"expectations": tuple(e.model_copy(update={"severity": "warn"}) for e in suite.expectations)}
     )
-    warned = quality.validate_run(spark, spec, locations, report, lenient, echo=lambda line: None)
+    warned = validate_run(spark, spec, locations, report, lenient, echo=lambda line: None)
     assert warned.status == "warned"
     assert sorted(_failed(warned)) == sorted(failed)
 
@@ -200,11 +202,11 @@ def test_cli_exit_code_follows_severity(damaged, tmp_path):
     assert "FAILED" in failing.stdout
     assert "FAIL column_values_to_not_be_null (user_id): user_id: 1 of" in failing.stdout
 
-    table_results = [v for v in load_validations(locations) if v["scope"] == "table"]
-    assert len(table_results) == 1 and table_results[0]["status"] == "failed"
+    table_results = [v for v in load_results(locations.runs) if v.scope == "table"]
+    assert len(table_results) == 1 and table_results[0].status == "failed"
 
     warning = subprocess.run(
-        python_cmd("validate", "clickstream", "--root", root, "--run", load_reports(locations)[0]["run_id"]),
+        python_cmd("validate", "clickstream", "--root", root, "--run", load_reports(locations.runs)[0].run_id),
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -230,16 +232,16 @@ def _open_in_chromium(browser, url: str, screenshot: Path) -> tuple[object, list
 def test_report_opens_without_errors_in_headless_chromium(validated):
     from playwright.sync_api import sync_playwright
 
-    from jobs import dq_report
+    from jobs.publish import report as quality_report
 
     browser_path = subprocess.run(
         [str(REPO / "infra" / "chromium.sh")], capture_output=True, text=True, check=True
     ).stdout.strip()
     locations = validated["locations"]
-    summary = Path(dq_report.build(str(validated["root"]), echo=lambda line: None))
+    summary = Path(quality_report.build(str(validated["root"]), echo=lambda line: None))
     artifacts = REPO / "test-artifacts"
     artifacts.mkdir(exist_ok=True)
-    reports = load_reports(locations)
+    reports = load_reports(locations.runs)
     flags = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
 
     with sync_playwright() as playwright:
@@ -250,13 +252,11 @@ def test_report_opens_without_errors_in_headless_chromium(validated):
             # One table row per run, newest first, each with its validation verdict.
             rows = page.locator("#clickstream table tbody tr")
             assert rows.count() == len(reports)
-            assert rows.first.locator("td").first.inner_text() == reports[-1]["run_id"]
+            assert rows.first.locator("td").first.inner_text() == reports[-1].run_id
             verdicts = [v.status for v in reversed(validated["validations"])]
             assert [rows.nth(i).locator(".badge").nth(1).inner_text() for i in range(len(reports))] == verdicts
             # The chart: one bar segment per non-zero fate of each run that read input.
-            segments = sum(
-                bool(r["aggregated_rows"]) + bool(r["quarantined_rows"]) + bool(r["late_rows_dropped"]) for r in reports
-            )
+            segments = sum(bool(r.used_rows) + bool(r.quarantined_rows) + bool(r.late_rows_dropped) for r in reports)
             assert page.locator("#clickstream svg rect").count() == segments
 
             docs = summary.parent / "data_docs" / "index.html"

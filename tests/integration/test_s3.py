@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from jobs import s3
-from jobs import spec as specs
-from jobs.report import load_reports
-from jobs.storage import Locations, StorageError, list_names, read_text
-from tests.conftest import (
+from jobs import declare
+from jobs.lake import s3
+from jobs.lake.fs import list_names, read_text
+from jobs.lake.layout import Locations, StorageError, split_bucket
+from jobs.run.report import load_reports
+from tests.helpers import (
     REPO,
     S3_BUCKET,
     S3_SECRET,
@@ -36,7 +37,7 @@ from tests.tcp_proxy import TcpProxy
 
 
 def test_arrivals_in_a_bucket_match_the_model_run_by_run(spark, s3_root):
-    spec = specs.load("clickstream")
+    spec = declare.load("clickstream")
     locations = Locations.resolve(spec.name, root=s3_root)
     assert locations.checkpoint.startswith("s3a://") and locations.runs.startswith("s3a://")
     model = ClickstreamModel()
@@ -52,12 +53,12 @@ def test_arrivals_in_a_bucket_match_the_model_run_by_run(spark, s3_root):
     # Checkpoint, sink log, quarantine and reports are objects in the bucket.
     assert "commits" in list_names(locations.checkpoint)
     assert list_names(f"{locations.output}/_spark_metadata")
-    assert len(load_reports(locations)) == len(ARRIVALS)
+    assert len(load_reports(locations.runs)) == len(ARRIVALS)
     assert list_names(locations.quarantine)
 
 
 def test_a_run_with_nothing_new_reads_nothing(spark, s3_root):
-    spec = specs.load("clickstream")
+    spec = declare.load("clickstream")
     locations = Locations.resolve(spec.name, root=s3_root)
     land(locations.landing, ARRIVALS[0])
     run_pipeline(spark, spec, locations, [])
@@ -66,7 +67,7 @@ def test_a_run_with_nothing_new_reads_nothing(spark, s3_root):
 
 
 def test_date_organised_prefixes_and_listing_limits(spark, s3_root):
-    spec = specs.load("clickstream")
+    spec = declare.load("clickstream")
     locations = Locations.resolve(spec.name, root=s3_root)
     old = {"a.json": [event("u1", "2023-07-28T10:00:10Z"), event("u1", "2023-07-28T10:00:20Z")]}
     new = {"b.json": [event("u2", "2023-07-30T10:00:10Z")], "c.json": [event("u3", "2023-07-30T10:00:30Z")]}
@@ -89,7 +90,7 @@ def test_date_organised_prefixes_and_listing_limits(spark, s3_root):
 
 @pytest.mark.slow
 def test_the_server_going_away_mid_run_fails_clearly_and_the_next_run_resumes(spark, s3_root, s3_endpoint, tmp_path):
-    spec = specs.load("clickstream")
+    spec = declare.load("clickstream")
     locations = Locations.resolve(spec.name, root=s3_root)
     files = {f"part-{i}.json": [event(f"u{i % 3}", f"2023-07-30T10:{i:02d}:10Z") for _ in range(3)] for i in range(10)}
     # One file per batch, in landing order: S3 keeps modification times to the second.
@@ -126,8 +127,8 @@ def test_the_server_going_away_mid_run_fails_clearly_and_the_next_run_resumes(sp
     model = ClickstreamModel()
     model.run([lines for lines in files.values()])
     assert table_rows(spark, locations.output) == model.rows()
-    succeeded = [r for r in load_reports(locations) if r["status"] == "succeeded"]
-    counted = sum(r["input_rows"] for r in load_reports(locations))
+    succeeded = [r for r in load_reports(locations.runs) if r.status == "succeeded"]
+    counted = sum(r.input_rows for r in load_reports(locations.runs))
     assert succeeded and counted == sum(len(lines) for lines in files.values())
 
 
@@ -173,7 +174,7 @@ def test_wrong_credentials_give_a_clear_error_and_no_secret(tmp_path):
 
 @pytest.mark.slow
 def test_the_secret_never_appears_in_output_reports_or_spark_config(spark, s3_root, tmp_path):
-    spec = specs.load("clickstream")
+    spec = declare.load("clickstream")
     locations = Locations.resolve(spec.name, root=s3_root)
     land(locations.landing, ARRIVALS[0])
     land(locations.landing, ARRIVALS[1])
@@ -191,7 +192,7 @@ def test_the_secret_never_appears_in_output_reports_or_spark_config(spark, s3_ro
     printed = run.stdout + run.stderr + validate.stdout + validate.stderr + report.stdout + report.stderr
     assert S3_SECRET not in printed
     # Everything written to the bucket: checkpoint, table, quarantine, reports, Data Docs.
-    bucket, prefix = s3.split(s3_root)
+    bucket, prefix = split_bucket(s3_root)
     written = 0
     for page in s3.client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         for item in page.get("Contents", []):
@@ -205,7 +206,7 @@ def test_the_secret_never_appears_in_output_reports_or_spark_config(spark, s3_ro
             assert S3_SECRET.encode() not in file.read_bytes(), file
     # Spark's configuration, as `spark.sparkContext.getConf()` or the UI would print it.
     assert S3_SECRET not in json.dumps(spark.sparkContext.getConf().getAll())
-    assert [r["status"] for r in load_reports(locations)] == ["succeeded"]
+    assert [r.status for r in load_reports(locations.runs)] == ["succeeded"]
 
 
 def test_s3_errors_are_one_line_without_secrets(s3_endpoint):

@@ -6,11 +6,16 @@ from datetime import UTC, datetime, timedelta
 
 from pyspark.sql import functions as F
 
-from jobs import runner
-from jobs.checkpoint import CheckpointLog
-from jobs.runner import RunOptions, Trigger
-from jobs.transforms import LINE, SOURCE_FILE, parse_events, valid_events, window_aggregate
-from tests.conftest import all_lines, assert_run_matches, event, land, land_in_order, run_pipeline, table_rows
+from jobs.columns import LINE, SOURCE_FILE
+from jobs.flow.parse import parse_events, usable
+from jobs.flow.patterns import pattern_of
+from jobs.flow.query import start_query
+from jobs.flow.sink import Trigger
+from jobs.run.accounting import account_batches
+from jobs.run.checkpoint import CheckpointLog
+from jobs.run.ledger import Ledger
+from jobs.run.report import load_reports
+from tests.helpers import all_lines, assert_run_matches, event, land, land_in_order, run_pipeline, table_rows
 from tests.model import ClickstreamModel
 
 T0 = datetime(2023, 7, 30, 10, 0, tzinfo=UTC)
@@ -53,14 +58,8 @@ def test_arrivals_match_the_model_run_by_run(spark, clickstream, locations, quie
         assert report.state_rows == len(model.state)
         assert table_rows(spark, locations.output) == model.rows()
     # The fixture has late rows and quarantined rows, or it proves little.
-    assert sum(r["late_rows_dropped"] for r in _reports(locations)) == 4
-    assert sum(r["quarantined_rows"] for r in _reports(locations)) == 3
-
-
-def _reports(locations):
-    from jobs.report import load_reports
-
-    return load_reports(locations)
+    assert sum(r.late_rows_dropped for r in load_reports(locations.runs)) == 4
+    assert sum(r.quarantined_rows for r in load_reports(locations.runs)) == 3
 
 
 def test_a_run_with_no_new_files_writes_nothing(spark, clickstream, locations, quiet, root):
@@ -73,7 +72,7 @@ def test_a_run_with_no_new_files_writes_nothing(spark, clickstream, locations, q
     assert report.status == "succeeded"
     assert (report.batches, report.input_rows, report.output_rows) == (0, 0, 0)
     assert sorted(p.name for p in root.rglob("*") if "runs" not in p.parts) == files_before
-    assert len(_reports(locations)) == 2
+    assert len(load_reports(locations.runs)) == 2
 
 
 def test_rate_limited_run_matches_the_model_batch_by_batch(spark, clickstream, locations, quiet):
@@ -92,10 +91,10 @@ def test_rate_limited_run_matches_the_model_batch_by_batch(spark, clickstream, l
     model = ClickstreamModel()
     expected = model.run(list(files.values()))
     assert report.batches == 3
-    assert (report.input_rows, report.late_rows_dropped, report.aggregated_rows) == (
+    assert (report.input_rows, report.late_rows_dropped, report.used_rows) == (
         expected.input_rows,
         expected.late_rows_dropped,
-        expected.aggregated_rows,
+        expected.used_rows,
     )
     assert expected.late_rows_dropped == 1  # u5 only
     assert table_rows(spark, locations.output) == model.rows()
@@ -130,15 +129,13 @@ def test_late_rows_match_sparks_own_count_when_no_two_share_a_window(spark, clic
     late = [event(f"late{i}", at(i)) for i in range(5)] + [event("fresh", at(29.0))]
     land(locations.landing, {"second.json": late})
 
-    query = runner.start_query(spark, clickstream, locations, RunOptions())
+    query = start_query(spark, clickstream, [locations.landing], locations.output, locations.checkpoint, Trigger())
     query.awaitTermination()
     dropped_by_spark = sum(p.stateOperators[0].numRowsDroppedByWatermark for p in query.recentProgress)
 
-    from jobs.accounting import account_batches
-
-    log = CheckpointLog(locations)
-    new = [b for b in log.committed_batches() if b not in log.accounted_batches()]
-    accounts = account_batches(spark, clickstream, log, new)
+    log, ledger = CheckpointLog(locations.checkpoint, locations.output), Ledger(locations.ledger)
+    new = [b for b in log.committed_batches() if b not in ledger.accounted_batches()]
+    accounts = account_batches(spark, clickstream, log, ledger, locations.quarantine, new)
     assert dropped_by_spark == 5
     assert sum(a.late_rows_dropped for a in accounts) == 5
 
@@ -154,8 +151,8 @@ def test_transforms_give_the_same_windows_in_batch_and_streaming(spark, clickstr
         spark.read.text(locations.landing)
         .select(F.col("value").alias(LINE), F.lit("x").alias(SOURCE_FILE))
         .transform(parse_events, clickstream.source)
-        .transform(valid_events)
-        .transform(window_aggregate, clickstream)
+        .transform(usable)
+        .transform(pattern_of(clickstream).table)
     )
     streamed = table_rows(spark, locations.output)
     closed = {(r[0], r[2]) for r in streamed}
@@ -190,6 +187,8 @@ def test_max_bytes_per_trigger_splits_a_backlog_into_batches(spark, clickstream,
     files = {f"b{i}.json": [event("u1", at(i)), event("u2", at(i + 0.5))] for i in range(3)}
     land_in_order(locations.landing, files)
     report = run_pipeline(spark, clickstream, locations, quiet, max_bytes_per_trigger=1)  # at least one file per batch
-    data_batches = [b for b in report.batch_ids if CheckpointLog(locations).source_files(b)]
+    data_batches = [
+        b for b in report.batch_ids if CheckpointLog(locations.checkpoint, locations.output).source_files(b)
+    ]
     assert len(data_batches) == 3
-    assert report.input_rows == 6 and report.aggregated_rows == 6
+    assert report.input_rows == 6 and report.used_rows == 6

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from jobs import backfill
-from jobs import spec as specs
+from jobs import backfill, declare
 
-PIPELINES = {"clickstream": specs.load("clickstream")}
+PIPELINES = {"clickstream": declare.load("clickstream")}
 
 
 def plan(root: Path, allowed: list[str] | None = None, **params):

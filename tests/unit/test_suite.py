@@ -5,14 +5,23 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from jobs import spec as specs
-from jobs.quality import run_report_checks
-from jobs.suite import EXPECTATIONS_DIR, RunCheck, Suite, load_suite, parse_suite
+from jobs import declare
+from jobs.run.report import RunReport
+from jobs.validate.run_checks import run_report_checks
+from jobs.validate.suite import (
+    QuarantineShare,
+    RowsBalance,
+    RunChecks,
+    Suite,
+    expectations_dir,
+    load_suite,
+    parse_suite,
+)
 
 
-@pytest.mark.parametrize("name", sorted(specs.load_all()))
+@pytest.mark.parametrize("name", sorted(declare.load_all()))
 def test_every_declared_pipeline_has_a_suite_that_loads(name):
-    suite = load_suite(specs.load(name))
+    suite = load_suite(declare.load(name))
     assert suite.table == name
     assert {e.severity for e in suite.expectations} <= {"fail", "warn"}
 
@@ -27,7 +36,7 @@ def test_suite_references_take_values_from_the_declaration(clickstream):
 
 
 def _raw() -> dict:
-    return yaml.safe_load((EXPECTATIONS_DIR / "clickstream.yaml").read_text())
+    return yaml.safe_load((expectations_dir() / "clickstream.yaml").read_text())
 
 
 @pytest.mark.parametrize(
@@ -40,32 +49,39 @@ def _raw() -> dict:
         (lambda r: r["expectations"].append(dict(r["expectations"][0])), "declared twice"),
         (lambda r: r["expectations"][6].update(when="always"), "when 'always': use one of run_had_input"),
         (lambda r: r["run_checks"].update(quarantine_share={"max": 5}), "a share between 0 and 1"),
-        (lambda r: r["run_checks"].update(row_balance={}), "run_checks.row_balance: unknown check"),
-        (lambda r: r["expectations"].append({"column": "user_id"}), "expectation 8: needs 'expect'"),
+        (lambda r: r["run_checks"].update(row_balance={}), r"run_checks: unknown setting\(s\) \['row_balance'\]"),
+        (lambda r: r["expectations"].append({"column": "user_id"}), "expectations #8: needs 'expect'"),
     ],
 )
 def test_broken_suites_are_refused_with_the_reason(clickstream, change, message):
     raw = _raw()
     change(raw)
-    with pytest.raises(specs.SpecError, match=message.replace("$", r"\$").replace("(", r"\(")):
+    with pytest.raises(declare.DeclarationError, match=message if "\\" in message else _literal(message)):
         parse_suite(raw, clickstream)
 
 
-def _report(input_rows: int, aggregated: int, quarantined: int, late: int) -> dict:
-    return {
-        "input_rows": input_rows,
-        "aggregated_rows": aggregated,
-        "quarantined_rows": quarantined,
-        "late_rows_dropped": late,
-    }
+def _literal(message: str) -> str:
+    return message.replace("$", r"\$").replace("(", r"\(")
 
 
-SUITE = Suite("clickstream", (), (RunCheck("rows_balance", "fail"), RunCheck("quarantine_share", "warn", 0.05)))
+def _report(input_rows: int, used: int, quarantined: int, late: int) -> RunReport:
+    counts = {"input_rows": input_rows, "used_rows": used, "quarantined_rows": quarantined, "late_rows_dropped": late}
+    return RunReport(
+        run_id="r", pipeline="clickstream", trigger="available-now", started_at="2026-01-01T00:00:00", **counts
+    )
+
+
+SUITE = Suite(
+    table="clickstream",
+    run_checks=RunChecks(
+        rows_balance=RowsBalance(severity="fail"), quarantine_share=QuarantineShare(severity="warn", max=0.05)
+    ),
+)
 
 
 def test_run_checks_pass_when_rows_balance_and_little_is_quarantined():
     balance, share = run_report_checks(SUITE, [_report(100, 90, 5, 5)])
-    assert balance.success and balance.message == "input rows 100 = aggregated 90 + quarantined 5 + late 5"
+    assert balance.success and balance.message == "input rows 100 = used 90 + quarantined 5 + late 5"
     assert share.success and share.message == "5 of 100 input rows quarantined (5.0%, at most 5.0%)"
 
 

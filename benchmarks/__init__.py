@@ -1,0 +1,1 @@
+"""Scripts that print figures (never timed assertions): python -m benchmarks.<name>."""

@@ -1,0 +1,1 @@
+"""Part of infra/ (see infra/README.md)."""

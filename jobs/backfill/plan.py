@@ -1,0 +1,220 @@
+"""A backfill's params, checked before any Spark work, and the plan the later steps follow.
+
+params: pipeline; either since and until (dates: the landing's dt=YYYY-MM-DD folders,
+both included) or prefixes (folders under the pipeline's landing location); publish_to
+(default <root>/published/<pipeline>); max_files_per_trigger (optional).
+
+This module imports no Spark: the Airflow DAG checks params with it at run time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import asdict, dataclass
+from datetime import UTC, date, datetime
+from typing import Any
+
+from jobs import declare
+from jobs.flow.patterns import pattern_of
+from jobs.lake import fs
+from jobs.lake.landing import dated_folders
+from jobs.lake.layout import Locations, StorageError, is_inside, join, normalize
+from jobs.settings import settings
+
+VERSIONS = "versions"
+MAX_PREFIXES = 100
+# The production areas under a root (see jobs/lake/layout.py): a backfill publishes elsewhere.
+PRODUCTION_AREAS = ("landing", "tables", "checkpoints", "quarantine", "runs", "quality", "reports", "backfills")
+
+# A prefix is a plain relative path: no glob characters, no '..', nothing a shell or
+# Hadoop's globbing would read as anything but a name.
+_PREFIX_PART = r"[A-Za-z0-9][A-Za-z0-9_=.\-]*"
+_PREFIX = re.compile(rf"^{_PREFIX_PART}(/{_PREFIX_PART})*/?$")
+_BACKFILL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")
+
+
+class BackfillError(ValueError):
+    """The backfill cannot run as asked; nothing was done."""
+
+
+@dataclass(frozen=True)
+class BackfillPlan:
+    pipeline: str
+    backfill_id: str
+    root: str  # where the production landing location is
+    work_root: str  # the backfill's own checkpoint, table, quarantine and run reports
+    publish_to: str
+    since: str | None = None
+    until: str | None = None
+    prefixes: tuple[str, ...] = ()
+    max_files_per_trigger: int | None = None
+
+    @property
+    def stage(self) -> str:
+        """The version this backfill writes; current only once published."""
+        return join(self.publish_to, VERSIONS, self.backfill_id)
+
+    @property
+    def landing(self) -> str:
+        return Locations.resolve(self.pipeline, root=self.root).landing
+
+    @property
+    def landing_glob(self) -> str | None:
+        if not self.prefixes:
+            return None
+        names = [p.rstrip("/") for p in self.prefixes]
+        return names[0] if len(names) == 1 else "{" + ",".join(names) + "}"
+
+    @property
+    def locations(self) -> Locations:
+        """The production landing location; everything else under the work root."""
+        return Locations.resolve(self.pipeline, root=self.work_root, landing=self.landing)
+
+    def to_params(self) -> dict[str, Any]:
+        params: dict[str, Any] = {"pipeline": self.pipeline, "publish_to": self.publish_to}
+        if self.since:
+            params.update(since=self.since, until=self.until)
+        else:
+            params["prefixes"] = list(self.prefixes)
+        if self.max_files_per_trigger:
+            params["max_files_per_trigger"] = self.max_files_per_trigger
+        return params
+
+    def reprocess_args(self) -> list[str]:
+        """`python -m jobs backfill ... --stage-only`, which checks the plan again. One
+        argument per option, each `--name=value`, so no value can pass for an option."""
+        args = ["backfill", self.pipeline, f"--root={self.root}", f"--id={self.backfill_id}"]
+        args.append(f"--publish-to={self.publish_to}")
+        if self.since:
+            args += [f"--since={self.since}", f"--until={self.until}"]
+        args += [f"--prefix={prefix}" for prefix in self.prefixes]
+        if self.max_files_per_trigger:
+            args.append(f"--max-files-per-trigger={self.max_files_per_trigger}")
+        return [*args, "--stage-only"]
+
+    def validate_args(self) -> list[str]:
+        """`python -m jobs validate ...` of the staged result, with the backfill's run reports."""
+        return ["validate", self.pipeline, f"--root={self.work_root}", f"--output={self.stage}", "--all"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "prefixes": list(self.prefixes), "stage": self.stage}
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> BackfillPlan:
+        fields = {k: v for k, v in raw.items() if k != "stage"}
+        return cls(**{**fields, "prefixes": tuple(fields.get("prefixes") or ())})
+
+
+def backfill_id_for(run_id: str, run_after: datetime) -> str:
+    """A name for the backfill of one Airflow DAG run: the same for every retry of that run
+    (so a retry resumes from the backfill's checkpoint), different for each new trigger."""
+    digest = hashlib.sha256(run_id.encode()).hexdigest()[:8]
+    return f"{run_after.astimezone(UTC).strftime('%Y%m%dT%H%M%SZ')}-{digest}"
+
+
+def _date(value: Any, name: str) -> str:
+    if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+        try:
+            return date.fromisoformat(value).isoformat()
+        except ValueError:
+            pass
+    raise BackfillError(f"{name} {value!r}: give a date like 2023-07-30")
+
+
+def publish_roots(root: str) -> list[str]:
+    """Where backfills may publish: the root, and JOBS_PUBLISH_ROOTS (comma-separated)."""
+    return [root, *settings().publish_roots]
+
+
+def check_publish_location(publish_to: str, root: str, allowed_roots: list[str]) -> str:
+    """The normalized publish location, if it is inside a configured root and clear of
+    every production area; otherwise BackfillError."""
+    try:
+        target = normalize(publish_to)
+    except StorageError as error:
+        raise BackfillError(f"publish_to: {error}") from None
+    roots = [normalize(r) for r in allowed_roots]
+    if not any(is_inside(target, r) and target != r for r in roots):
+        raise BackfillError(f"publish_to {target}: must be inside one of the configured roots {roots}")
+    production = [join(normalize(root), area) for area in PRODUCTION_AREAS]
+    for area in production:
+        if is_inside(target, area) or is_inside(area, target):
+            raise BackfillError(f"publish_to {target}: overlaps the production location {area}; publish elsewhere")
+    return target
+
+
+def plan_backfill(
+    params: dict[str, Any],
+    root: str,
+    allowed_roots: list[str],
+    backfill_id: str,
+    pipelines: dict[str, declare.PipelineBase] | None = None,
+    check_landing: bool = True,
+) -> BackfillPlan:
+    """Check a backfill's params and turn them into a plan; BackfillError says what is wrong."""
+    unknown = set(params) - {"pipeline", "since", "until", "prefixes", "publish_to", "max_files_per_trigger"}
+    if unknown:
+        raise BackfillError(f"unknown param(s) {sorted(unknown)}")
+    pipelines = pipelines if pipelines is not None else declare.load_all()
+    pipeline = params.get("pipeline")
+    if pipeline not in pipelines:
+        raise BackfillError(f"pipeline {pipeline!r}: not declared; declared pipelines: {sorted(pipelines)}")
+    refusal = pattern_of(pipelines[pipeline]).backfill_refusal
+    if refusal:
+        raise BackfillError(f"pipeline {pipeline!r}: backfills cover windowed pipelines; {refusal}")
+    if not _BACKFILL_ID.match(backfill_id):
+        raise BackfillError(f"backfill id {backfill_id!r}: letters, digits, '.', '_' and '-' only")
+
+    since, until, prefixes = params.get("since"), params.get("until"), params.get("prefixes") or []
+    if (since is None) != (until is None):
+        raise BackfillError("give both since and until (a closed range of landing dates), or prefixes")
+    if since is not None and prefixes:
+        raise BackfillError("give a date range (since, until) or prefixes, not both")
+    if since is None and not prefixes:
+        raise BackfillError("say which landed data to reprocess: since and until (dates), or prefixes")
+    if since is not None:
+        since, until = _date(since, "since"), _date(until, "until")
+        if since > until:
+            raise BackfillError(f"since {since} is after until {until}")
+    if not isinstance(prefixes, list) or len(prefixes) > MAX_PREFIXES:
+        raise BackfillError(f"prefixes: a list of at most {MAX_PREFIXES} folders under the landing location")
+    for prefix in prefixes:
+        if not isinstance(prefix, str) or not _PREFIX.match(prefix) or ".." in prefix.split("/"):
+            raise BackfillError(
+                f"prefix {prefix!r}: a relative folder under the landing location, such as "
+                "'dt=2023-07-30/hour=10' (letters, digits, '_', '=', '.', '-' and '/'; no globs, no '..')"
+            )
+
+    max_files = params.get("max_files_per_trigger")
+    if max_files is not None and (not isinstance(max_files, int) or isinstance(max_files, bool) or max_files < 1):
+        raise BackfillError(f"max_files_per_trigger {max_files!r}: a whole number of files, at least 1")
+
+    root = normalize(root)
+    publish_to = params.get("publish_to") or join(root, "published", pipeline)
+    plan = BackfillPlan(
+        pipeline=pipeline,
+        backfill_id=backfill_id,
+        root=root,
+        work_root=join(root, "backfills", pipeline, backfill_id),
+        publish_to=check_publish_location(publish_to, root, allowed_roots),
+        since=since,
+        until=until,
+        prefixes=tuple(p.rstrip("/") for p in prefixes),
+        max_files_per_trigger=max_files,
+    )
+    if check_landing:
+        _check_landed(plan)
+    return plan
+
+
+def _check_landed(plan: BackfillPlan) -> None:
+    """Refuse a range that selects nothing: a backfill of no data is a mistake."""
+    landing = plan.landing
+    if plan.since:
+        if not dated_folders(landing, date.fromisoformat(plan.since), date.fromisoformat(plan.until)):
+            raise BackfillError(f"no landed folders dt={plan.since} .. dt={plan.until} under {landing}")
+        return
+    missing = [p for p in plan.prefixes if not fs.exists(join(landing, p))]
+    if missing:
+        raise BackfillError(f"no landed data under {landing} for prefix(es) {missing}")

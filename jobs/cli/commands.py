@@ -1,0 +1,202 @@
+"""The commands: each reads its arguments, calls the stage that does the work, and turns
+the outcome into an exit code (jobs/exit_codes.py). Spark is imported only by the
+commands that start it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, date, datetime
+
+from jobs import declare
+from jobs.exit_codes import ExitCode
+from jobs.lake.layout import Locations
+from jobs.units import UsageError, check_id, new_run_id, parse_size
+from jobs.validate.suite import load_suite
+
+
+def fail(code: ExitCode, message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return code
+
+
+def _date(text: str | None, option: str) -> date | None:
+    try:
+        return date.fromisoformat(text) if text else None
+    except ValueError:
+        raise UsageError(f"{option} {text!r}: use a date like 2023-07-30") from None
+
+
+def _locations(args: argparse.Namespace, pipeline: str) -> Locations:
+    return Locations.resolve(
+        pipeline,
+        root=args.root,
+        landing=getattr(args, "landing", None),
+        output=args.output,
+        checkpoint=args.checkpoint,
+        quarantine=getattr(args, "quarantine", None),
+        reports=args.reports,
+    )
+
+
+def _verdict(result) -> int:
+    return ExitCode.INVALID if result.status == "failed" else ExitCode.OK
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from jobs.flow.patterns import pattern_of
+
+    for name, pipeline in declare.load_all().items():
+        suite = load_suite(pipeline)  # a table without a valid suite is a broken declaration
+        if not args.verbose:
+            print(name)
+            continue
+        source = pipeline.source
+        fields = "inferred by the first run" if source.infer_schema else f"{len(source.fields)} fields"
+        severities = [e.severity for e in suite.expectations]
+        run_checks = [c for c in (suite.run_checks.rows_balance, suite.run_checks.quarantine_share) if c]
+        print(f"{name}: {pipeline.description}")
+        print(f"  pattern    {pipeline.pattern}")
+        print(f"  source     {source.format}, {fields}, event time {source.event_time.column}")
+        print(f"  computes   {pattern_of(pipeline).describe()}")
+        print(
+            f"  watermark  {f'{pipeline.watermark_s}s' if pipeline.watermark_s else 'none (no state kept by event time)'}"
+        )
+        print(f"  output     {pipeline.output.format}, partitioned by {pipeline.output.partition_by or 'nothing'}")
+        print(f"  schedule   {pipeline.schedule or 'none'}")
+        print(
+            f"  checks     {len(severities)} expectations ({severities.count('fail')} fail, "
+            f"{severities.count('warn')} warn), {len(run_checks)} run report checks"
+        )
+    return ExitCode.OK
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from jobs.flow.sink import Trigger
+    from jobs.lake import fs
+    from jobs.run import runner
+    from jobs.run.report import report_uri
+    from jobs.session import check_java
+
+    pipeline = declare.load(args.pipeline)
+    suite = None if args.no_validate else load_suite(pipeline)  # a broken suite stops the run before it starts
+    options = runner.RunOptions(
+        trigger=Trigger.parse(args.trigger),
+        max_files_per_trigger=args.max_files_per_trigger,
+        max_bytes_per_trigger=parse_size(args.max_bytes_per_trigger) if args.max_bytes_per_trigger else None,
+        report_path=args.report,
+        landing_glob=args.landing_glob,
+        landing_since=_date(args.landing_since, "--landing-since"),
+        run_id=check_id(args.run_id, "--run-id") if args.run_id else None,
+    )
+    locations = _locations(args, pipeline.name)
+    options.listed(locations.landing)  # a bad pattern or date is a usage error
+    if args.run_id and fs.exists(report_uri(locations.runs, args.run_id)):
+        return fail(ExitCode.REFUSED, f"run {args.run_id} already has a report in {locations.runs}; use a new id")
+    check_java()
+    try:
+        report = runner.run(pipeline, locations, options)
+    except runner.RunRefused as error:
+        return fail(ExitCode.REFUSED, str(error))
+    except runner.RunStopped:
+        return ExitCode.OK if options.trigger.kind == "processing-time" else ExitCode.STOPPED
+    except runner.RunFailed as error:
+        return fail(ExitCode.FAILED, f"run failed: {error}")
+    if suite is None:
+        return ExitCode.OK
+    from jobs.session import spark_for
+    from jobs.validate.validation import validate_run
+
+    return _verdict(validate_run(spark_for(locations, f"jobs-{pipeline.name}"), pipeline, locations, report, suite))
+
+
+def cmd_backfill(args: argparse.Namespace) -> int:
+    from jobs import backfill
+    from jobs.backfill.stage import reprocess, stage_closed_range
+    from jobs.run import runner
+    from jobs.session import check_java, spark_for
+    from jobs.validate.validation import validate_table
+
+    params = {"pipeline": args.pipeline, "since": args.since, "until": args.until, "prefixes": args.prefix}
+    params.update(publish_to=args.publish_to, max_files_per_trigger=args.max_files_per_trigger)
+    try:
+        plan = backfill.plan_backfill(
+            {k: v for k, v in params.items() if v is not None},
+            root=args.root,
+            allowed_roots=backfill.publish_roots(args.root),
+            backfill_id=args.id or new_run_id(datetime.now(UTC)),
+        )
+    except backfill.BackfillError as error:
+        return fail(ExitCode.USAGE, str(error))
+    pipeline = declare.load(plan.pipeline)
+    suite = load_suite(pipeline)
+    print(f"{plan.pipeline}: backfill {plan.backfill_id} of {plan.to_params()}")
+    print(f"  work root {plan.work_root} (own checkpoint), staging {plan.stage}")
+    check_java()
+    try:
+        reprocess(plan)
+    except runner.RunRefused as error:
+        return fail(ExitCode.REFUSED, str(error))
+    except runner.RunStopped:
+        return ExitCode.STOPPED
+    except runner.RunFailed as error:
+        return fail(ExitCode.FAILED, f"backfill failed: {error}")
+    spark = spark_for(plan.locations, f"jobs-backfill-{pipeline.name}")
+    summary = stage_closed_range(spark, pipeline, plan.locations, plan.stage)
+    print(
+        f"  staged {summary['rows']} rows: {summary['emitted_rows']} windows the watermark closed during the run "
+        f"+ {summary['held_rows']} last windows from state; windows {summary['first_window']} .. "
+        f"{summary['last_window']}"
+    )
+    if args.stage_only:
+        return ExitCode.OK
+    staged = Locations.resolve(pipeline.name, root=plan.work_root, output=plan.stage)
+    if validate_table(spark, pipeline, staged, suite).status == "failed":
+        return fail(ExitCode.INVALID, f"the staged result failed validation; not published ({plan.stage})")
+    pointer = backfill.publish(plan)
+    print(f"  published: {plan.publish_to}/{backfill.POINTER} -> {pointer['path']}")
+    return ExitCode.OK
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from jobs.run.report import load_reports
+    from jobs.session import check_java
+
+    pipeline = declare.load(args.pipeline)
+    suite = load_suite(pipeline)
+    locations = _locations(args, pipeline.name)
+    check_java()
+    from jobs.session import spark_for
+    from jobs.validate.gx import ValidationError
+    from jobs.validate.result import result_uri
+    from jobs.validate.validation import latest_report, validate_run, validate_table
+
+    try:
+        report = None if args.all else latest_report(locations.runs, args.run)
+        if args.all and not any(r.batch_ids for r in load_reports(locations.runs)):
+            # Checked before Spark starts: the data quality DAG asks this of every pipeline.
+            raise ValidationError(f"nothing to validate yet: {pipeline.name} has committed no batch")
+        spark = spark_for(locations, f"jobs-validate-{pipeline.name}")
+        if report is None:
+            result = validate_table(spark, pipeline, locations, suite)
+        else:
+            result = validate_run(spark, pipeline, locations, report, suite)
+    except ValidationError as error:
+        return fail(ExitCode.REFUSED, str(error))
+    print(f"  results: {result_uri(locations.runs, result.validation_id)}")
+    return _verdict(result)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from jobs.publish import report
+
+    print(report.build(args.root, args.reports, with_data_docs=not args.summary_only))
+    return ExitCode.OK
+
+
+def cmd_land(args: argparse.Namespace) -> int:
+    from jobs.lake.landing import land_files
+
+    for landed in land_files(args.files, args.to):
+        print(landed)
+    return ExitCode.OK

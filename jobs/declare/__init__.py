@@ -1,0 +1,30 @@
+"""The declaration model: what a pipeline says, checked on load (pydantic; no Spark).
+
+units of a declaration   jobs/units.py (durations, names, sizes)
+its parts                parts.py (source, enrichment, window, aggregates, join, processor, output)
+the whole, by pattern    pipeline.py (a union over window, process, join, events)
+reading YAML             load.py
+"""
+
+from jobs.declare.load import DeclarationError, load, load_all, parse
+from jobs.declare.pipeline import (
+    EventsPipeline,
+    JoinPipeline,
+    Pipeline,
+    PipelineBase,
+    ProcessPipeline,
+    WindowPipeline,
+)
+
+__all__ = [
+    "DeclarationError",
+    "EventsPipeline",
+    "JoinPipeline",
+    "Pipeline",
+    "PipelineBase",
+    "ProcessPipeline",
+    "WindowPipeline",
+    "load",
+    "load_all",
+    "parse",
+]

@@ -1,0 +1,222 @@
+"""A pipeline declaration: what the pipeline is (its pattern), and the checks that span parts.
+
+Each pattern has a model of its own, and `Pipeline` is the union of them, told apart by
+the declaration's `pattern` (a declaration without one gets the pattern its settings
+imply: `window`, `process` or `join`, else `events`):
+
+    window   watermarked event-time windows aggregated per key, optionally deduplicated
+    process  a stateful processor (jobs/processors/) per key
+    join     a stream-stream join with a second source
+    events   each usable event as it is, optionally enriched
+
+What a pattern *does* (its query, late rows, state, contract, backfill) is in
+jobs/flow/patterns/; this module only says what a declaration of it may contain.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Literal, Union
+
+from pydantic import Discriminator, Field, PositiveInt, Tag, field_validator, model_validator
+
+from jobs.declare.parts import Aggregate, Enrichment, Join, Orchestration, Output, Part, Process, Source, Window
+from jobs.units import Duration, Name
+
+PATTERNS = ("window", "process", "join", "events")
+WATERMARK_NEEDED = "missing 'watermark' (windows, deduplication, joins and timeouts keep state until it passes)"
+
+
+class PipelineBase(Part):
+    pattern: str
+    name: Name
+    description: str = ""
+    schedule: str | None = None  # when Airflow runs it (the DAG jobs_<name>); none: only by hand
+    source: Source
+    enrich: Enrichment | None = None
+    # Events whose time is this far behind the newest event seen are late (see README).
+    watermark_s: Duration | None = Field(None, alias="watermark")
+    output: Output
+    orchestration: Orchestration = Field(Orchestration(), alias="airflow")
+    # Fixed by the first run: Spark stores the number of state partitions in the checkpoint.
+    state_partitions: PositiveInt = 4
+
+    # The column a pattern's output may be partitioned by (its UTC date), if any.
+    partition_column: ClassVar[str | None] = "event_date"
+    partition_meaning: ClassVar[str] = "event_time"
+
+    @field_validator("description", mode="before")
+    @classmethod
+    def _one_paragraph(cls, value: Any) -> str:
+        return str(value or "").strip()
+
+    @model_validator(mode="after")
+    def _parts_agree(self) -> PipelineBase:
+        partition = self.output.partition_by
+        if partition is not None and partition != self.partition_column:
+            if self.partition_column is None:
+                raise ValueError(f"a {self.pattern} pipeline's output is not partitioned; leave out partition_by")
+            raise ValueError(
+                f"output partition_by may only be '{self.partition_column}' (the UTC date of {self.partition_meaning})"
+            )
+        if self.enrich is not None:
+            clashes = [c for c in self.enrich.columns if c in self.source.fields]
+            if clashes:
+                raise ValueError(f"enrich columns {clashes} are already event fields; events keep theirs")
+        return self
+
+    def named_fields(self) -> dict[str, list[str]]:
+        """The event fields the declaration names, by what it names them as."""
+        named = {"event time": [self.source.event_time.column], "required": list(self.source.required)}
+        return named | ({"enrich key": [self.enrich.key]} if self.enrich else {})
+
+    def event_columns(self) -> list[str]:
+        """What usable events hold: the source's fields and a dimension's columns."""
+        return [*self.source.fields, *(self.enrich.columns if self.enrich else ())]
+
+    def _check_named_fields(self) -> None:
+        """Every field the declaration names exists. An inferred schema is not known yet:
+        the first run checks the names against it (jobs/flow/source.py)."""
+        if self.source.infer_schema:
+            return
+        for what, columns in self.named_fields().items():
+            for column in columns:
+                if column not in self.event_columns():
+                    raise ValueError(f"{what} {column!r} is not in the source schema")
+
+    def _require_watermark(self) -> None:
+        if self.watermark_s is None:
+            raise ValueError(WATERMARK_NEEDED)
+
+
+def _refuse(raw: Any, settings: tuple[str, ...], why: str) -> Any:
+    """A setting another pattern has, with the reason it does not apply here."""
+    present = [s for s in settings if isinstance(raw, dict) and raw.get(s)]
+    if present:
+        raise ValueError(f"'{present[0]}' {why}")
+    return raw
+
+
+class WindowPipeline(PipelineBase):
+    pattern: Literal["window"] = "window"
+    window: Window
+    keys: tuple[str, ...]
+    aggregates: tuple[Aggregate, ...]
+    # Records with equal values in these columns count once (the first to arrive), while
+    # the watermark has not passed the first one's event time by the watermark delay.
+    deduplicate: tuple[str, ...] = ()
+
+    partition_column: ClassVar[str | None] = "window_date"
+    partition_meaning: ClassVar[str] = "window_start"
+
+    @field_validator("deduplicate", mode="before")
+    @classmethod
+    def _list_of_fields(cls, value: Any) -> Any:
+        if value is not None and (not isinstance(value, list | tuple) or not all(isinstance(c, str) for c in value)):
+            raise ValueError("is a list of source fields, e.g. [event_id]")
+        return value or ()
+
+    def named_fields(self) -> dict[str, list[str]]:
+        aggregated = [a.column for a in self.aggregates if a.column]
+        return super().named_fields() | {"key": list(self.keys), "aggregate column": aggregated}
+
+    @model_validator(mode="after")
+    def _windows_add_up(self) -> WindowPipeline:
+        self._require_watermark()
+        self._check_named_fields()
+        for column in self.deduplicate:
+            if column not in self.source.required:
+                raise ValueError(f"deduplicate field {column!r} must be a required source field")
+        if not self.aggregates:
+            raise ValueError("declare at least one aggregate")
+        columns = ["window_start", "window_end", *self.keys, *(a.name for a in self.aggregates)]
+        if len(set(columns)) != len(columns):
+            raise ValueError(f"output column names collide: {columns}")
+        return self
+
+
+class ProcessPipeline(PipelineBase):
+    pattern: Literal["process"] = "process"
+    keys: tuple[str, ...]
+    process: Process
+
+    partition_column: ClassVar[str | None] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_aggregates(cls, raw: Any) -> Any:
+        return _refuse(raw, ("aggregates", "window"), "needs a window pattern; a processor emits its own rows")
+
+    def named_fields(self) -> dict[str, list[str]]:
+        reads = self.process.definition.inputs(self.process.settings)
+        return super().named_fields() | {"key": list(self.keys), f"processor {self.process.processor} input": reads}
+
+    @model_validator(mode="after")
+    def _processor_can_run(self) -> ProcessPipeline:
+        if not self.keys:
+            raise ValueError("a process needs 'keys': the processor keeps state per key")
+        if self.process.definition.event_time_timeout:
+            self._require_watermark()
+        self._check_named_fields()
+        return self
+
+
+class JoinPipeline(PipelineBase):
+    pattern: Literal["join"] = "join"
+    join: Join
+
+    @model_validator(mode="before")
+    @classmethod
+    def _only_joined_events(cls, raw: Any) -> Any:
+        why = "does not apply: a join writes the joined events; leave out keys, deduplicate and enrich"
+        return _refuse(raw, ("keys", "deduplicate", "enrich"), why)
+
+    @model_validator(mode="after")
+    def _sides_match(self) -> JoinPipeline:
+        left, right, key = self.source, self.join.source, self.join.key
+        self._require_watermark()
+        if left.infer_schema or right.infer_schema:
+            raise ValueError("both sides of a join need a declared schema")
+        if not left.name or not right.name or left.name == right.name:
+            raise ValueError("give each source of a join a different 'name': its folder under the landing location")
+        for side in (left, right):
+            if key not in side.fields:
+                raise ValueError(f"join key {key!r} is not in the {side.name} schema")
+        shared = sorted((set(left.fields) & set(right.fields)) - {key})
+        if shared:
+            raise ValueError(f"fields {shared} are in both sources; the output keeps one column per name")
+        return self
+
+
+class EventsPipeline(PipelineBase):
+    pattern: Literal["events"] = "events"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_window_settings(cls, raw: Any) -> Any:
+        why = "needs a 'window'; without one, each usable event is written"
+        return _refuse(raw, ("keys", "aggregates", "deduplicate"), why)
+
+    @model_validator(mode="after")
+    def _fields_exist(self) -> EventsPipeline:
+        self._check_named_fields()
+        return self
+
+
+def pattern_of(raw: Any) -> str | None:
+    """The declared pattern, or the one a declaration without `pattern:` implies."""
+    if isinstance(raw, dict):
+        return raw.get("pattern") or next(
+            (p for p in ("window", "process", "join") if raw.get(p) is not None), "events"
+        )
+    return getattr(raw, "pattern", None)
+
+
+Pipeline = Annotated[
+    Union[  # noqa: UP007 - Annotated tags need the Union form
+        Annotated[WindowPipeline, Tag("window")],
+        Annotated[ProcessPipeline, Tag("process")],
+        Annotated[JoinPipeline, Tag("join")],
+        Annotated[EventsPipeline, Tag("events")],
+    ],
+    Discriminator(pattern_of),
+]

@@ -1,0 +1,40 @@
+"""What `python -m jobs` exit codes mean, for the command line and the Airflow operators alike."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    OK = 0  # success (validation passed, or only warned)
+    FAILED = 1  # the run started and failed; its run report says why
+    USAGE = 2  # bad usage, or a bad declaration or suite
+    REFUSED = 3  # refused before changing anything, or nothing to validate
+    INVALID = 4  # the output failed a `fail` expectation
+    STOPPED = 130  # stopped on request (Ctrl-C, SIGTERM)
+
+    @classmethod
+    def of(cls, code: int | None) -> ExitCode | None:
+        """The exit code a process ended with, if it is one of ours."""
+        return cls._value2member_map_.get(code)
+
+    @property
+    def meaning(self) -> str:
+        return _MEANINGS[self]
+
+    @property
+    def worth_retrying(self) -> bool:
+        """Whether running the same command again can change the outcome."""
+        return self not in (ExitCode.USAGE, ExitCode.INVALID)
+
+
+_MEANINGS = {
+    ExitCode.OK: "succeeded",
+    ExitCode.FAILED: "the job failed; its run report and the lines above say why (a retry resumes from the checkpoint)",
+    ExitCode.USAGE: "bad usage or a bad declaration; fix it, retrying will not help",
+    ExitCode.REFUSED: (
+        "refused: another run holds the checkpoint, the declaration changed incompatibly, or there is nothing to do"
+    ),
+    ExitCode.INVALID: "validation failed: a `fail` expectation failed (see the results above and the Data Docs)",
+    ExitCode.STOPPED: "stopped before it finished; the next run resumes from the checkpoint",
+}

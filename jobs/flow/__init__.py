@@ -1,0 +1,9 @@
+"""The data flow, in order: landing -> lines -> events -> a pattern -> the table (Spark).
+
+source.py    landing -> lines (streaming and batch alike); inferred schemas
+parse.py     lines -> typed events, each with the reason it cannot be used
+enrich.py    events + a dimension's columns (a stream-static join)
+patterns/    events -> output rows: one module per pattern (window, process, join, events)
+sink.py      output rows -> the Parquet table, and reading back what it committed
+query.py     the whole flow for one pipeline
+"""

@@ -1,0 +1,69 @@
+"""Events -> events with a dimension's columns: a stream-static join (the `enrich:` block).
+
+A dimension is read as a plain batch DataFrame. In a stream-static join Spark runs the
+static side again in every micro-batch, so an updated dimension file is picked up by the
+next batch, with no restart. It is checked before the query starts: a missing file or a
+key with two rows refuses the run, rather than losing or repeating events.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from jobs.columns import QUARANTINE_REASON
+from jobs.declare.parts import Enrichment
+from jobs.lake import fs
+from jobs.lake.layout import StorageError, join, normalize
+
+
+def dimension_uri(enrichment: Enrichment, dimensions: str) -> str:
+    """A relative path is under the dimensions folder (<root>/dimensions/); a full path or URI as it is."""
+    if enrichment.path.startswith("/") or "://" in enrichment.path:
+        return normalize(enrichment.path)
+    return join(dimensions, enrichment.path)
+
+
+def read_dimension(spark: SparkSession, enrichment: Enrichment, dimensions: str) -> DataFrame:
+    """The dimension table as declared: CSV with a header line (every column a string) or Parquet."""
+    uri = dimension_uri(enrichment, dimensions)
+    if not fs.exists(uri):
+        raise StorageError(f"dimension table {enrichment.table} not found at {uri}; put it there, or fix enrich.path")
+    if enrichment.format == "csv":
+        table = spark.read.option("header", "true").option("inferSchema", "false").csv(uri)
+    else:
+        table = spark.read.parquet(uri)
+    missing = [c for c in (enrichment.key, *enrichment.columns) if c not in table.columns]
+    if missing:
+        raise StorageError(f"dimension table {enrichment.table} ({uri}) has no column(s) {missing}")
+    return table.select(enrichment.key, *enrichment.columns)
+
+
+def check_dimension(table: DataFrame, enrichment: Enrichment) -> int:
+    """The number of rows; refuses a dimension with two rows for one key (events would repeat)."""
+    repeated = table.groupBy(enrichment.key).count().where(F.col("count") > 1).limit(3).collect()
+    if repeated:
+        keys = ", ".join(repr(row[enrichment.key]) for row in repeated)
+        raise StorageError(
+            f"dimension table {enrichment.table} has more than one row for {enrichment.key} {keys}: "
+            "each event must match at most one row"
+        )
+    return table.count()
+
+
+def enrich(parsed: DataFrame, dimension: DataFrame, enrichment: Enrichment) -> DataFrame:
+    """Adds the dimension's columns to each event (a left join on `enrichment.key`).
+
+    An event with no match keeps nulls, or with `unmatched: quarantine` is quarantined
+    as no_match_in_<table> (unless it already had a reason). The dimension has one row per
+    key (check_dimension), so no event is repeated.
+    """
+    matched = "_matched"
+    lookup = dimension.select(
+        F.col(enrichment.key).alias("_dimension_key"), *enrichment.columns, F.lit(True).alias(matched)
+    )
+    joined = parsed.join(lookup, F.col(enrichment.key) == F.col("_dimension_key"), "left").drop("_dimension_key")
+    if enrichment.unmatched == "quarantine":
+        no_match = F.when(F.col(matched).isNull(), F.lit(f"no_match_in_{enrichment.table}"))
+        joined = joined.withColumn(QUARANTINE_REASON, F.coalesce(QUARANTINE_REASON, no_match))
+    return joined.drop(matched)

@@ -1,0 +1,116 @@
+"""The Pattern interface: what a pipeline is, and every question that follows from it.
+
+Each pattern module (window, events, process, join) implements it once, so nothing
+else asks `if pipeline.window ... elif pipeline.join ...`. The questions without Spark
+(output columns, contract, description) import no Spark, so the command line and the
+Airflow DAG files can ask them; the ones with Spark import it when asked.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from jobs.declare import PipelineBase
+from jobs.declare.parts import Source
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+
+class CannotBackfill(ValueError):
+    """The pattern leaves things open at the end of a range that a backfill cannot finalize."""
+
+
+class Pattern(ABC):
+    # The counts of a batch only Spark knows (recorded from its progress as it completes):
+    # "duplicates_dropped" (deduplication), "late_rows_dropped" (a join's late input rows).
+    spark_counts: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, pipeline: PipelineBase):
+        self.pipeline = pipeline
+
+    # What it is.
+    @abstractmethod
+    def output_columns(self) -> list[str]:
+        """The table's columns, in order (a partition column comes after them)."""
+
+    @abstractmethod
+    def describe(self) -> str:
+        """What it computes, in one line (`python -m jobs list --verbose`)."""
+
+    @property
+    def sources(self) -> list[Source]:
+        """The streams the query reads, in the order of their checkpoint ids (sources/0, 1)."""
+        return [self.pipeline.source]
+
+    @property
+    def stateful_operators(self) -> int:
+        """How many stateful operators the query has (their ids are 0, 1, ...)."""
+        return 0
+
+    def contract(self) -> dict[str, Any]:
+        """The parts of the declaration a checkpoint cannot outlive a change of.
+
+        Spark keeps state keyed by what the query groups on, with one slot per aggregate,
+        and the file sink's log lives with the output: change any of these and the
+        checkpoint no longer describes the query. Parts are absent when not declared, so
+        checkpoints started before they existed still match.
+        """
+        pipeline, source = self.pipeline, self.pipeline.source
+        contract: dict[str, Any] = {
+            "source_format": source.format,
+            "event_time_column": source.event_time.column,
+            "window_duration_s": None,
+            "window_slide_s": None,
+            "keys": [],
+            "aggregates": [],
+            "output_format": pipeline.output.format,
+            "partition_by": pipeline.output.partition_by,
+            "state_partitions": pipeline.state_partitions,
+        }
+        if pipeline.enrich:  # the join keeps no state: only the columns it adds are fixed
+            contract["enrich_columns"] = list(pipeline.enrich.columns)
+        if source.infer_schema:
+            # fail and ignore may be switched (e.g. to get past new fields); rescue adds a column.
+            contract["infer_schema"] = True
+            contract["rescued_data"] = source.new_fields == "rescue"
+        return contract
+
+    def suite_values(self) -> dict[str, Any]:
+        """What `$name` stands for in the pipeline's expectation suite."""
+        return {}
+
+    @property
+    def backfill_refusal(self) -> str | None:
+        """Why a closed range of this pattern cannot be backfilled; None when it can."""
+        return None
+
+    # What it does.
+    @abstractmethod
+    def table(self, *events: DataFrame) -> DataFrame:
+        """Usable events (one DataFrame per source) -> output rows, batch or streaming alike."""
+
+    def late(self, event_time: Column, watermark: Column) -> Column:
+        """Whether a usable event at `event_time` is dropped as late by a batch that drops
+        rows against `watermark` (what the accounting counts as late)."""
+        from pyspark.sql import functions as F
+
+        return F.lit(False)
+
+    def state_rows(self, spark: SparkSession, checkpoint: str) -> int:
+        """The rows in state now, read from the checkpoint (when no batch ran to say so)."""
+        reader = spark.read.format("statestore")
+        return sum(reader.option("operatorId", o).load(checkpoint).count() for o in range(self.stateful_operators))
+
+    def held_rows(self, spark: SparkSession, checkpoint: str, schema: StructType) -> DataFrame:
+        """The output rows still held in state, final once a backfill's range is closed."""
+        raise CannotBackfill(self.backfill_refusal or "this pattern holds nothing back")
+
+    def with_partition(self, table: DataFrame, time_column: str) -> DataFrame:
+        """Adds the partition column (the UTC date of `time_column`) when the output is partitioned."""
+        from pyspark.sql import functions as F
+
+        partition = self.pipeline.output.partition_by
+        return table.withColumn(partition, F.to_date(time_column)) if partition else table

@@ -1,0 +1,38 @@
+"""events: each usable event as it is (optionally enriched): no state, nothing late.
+
+The columns: the parsed event time, the source's fields (an inferred schema's once
+recorded; until then, the fields the declaration names), a dimension's columns, and
+`_rescued_data` when an inferred schema rescues new fields.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from jobs.columns import EVENT_TIME, RESCUED_DATA
+from jobs.declare import EventsPipeline
+from jobs.flow.patterns.base import Pattern
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+class EventsPattern(Pattern):
+    pipeline: EventsPipeline
+
+    def output_columns(self) -> list[str]:
+        source, enrich = self.pipeline.source, self.pipeline.enrich
+        fields = list(source.fields) or list(source.required)
+        rescued = [RESCUED_DATA] if source.new_fields == "rescue" else []
+        return [EVENT_TIME, *fields, *(enrich.columns if enrich else ()), *rescued]
+
+    def describe(self) -> str:
+        enrich = self.pipeline.enrich
+        return "each usable event" + (f", enriched from {enrich.table} on {enrich.key}" if enrich else "")
+
+    @property
+    def backfill_refusal(self) -> str | None:
+        return "events are written as they come, so there is nothing to finalize: run it on a fresh --root instead"
+
+    def table(self, *events: DataFrame) -> DataFrame:
+        return self.with_partition(events[0].select(*self.output_columns()), EVENT_TIME)

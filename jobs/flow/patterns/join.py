@@ -1,0 +1,86 @@
+"""join: right events matched to left events of the same key at most `within` earlier,
+each side watermarked so that Spark can forget events no future event can match. With
+`left_outer`, a left event that never matched is written with nulls once it is forgotten.
+
+Each side lands in a folder of its own (<landing>/<source name>/); the left is the
+checkpoint's sources/0. Late rows: a join does no partial aggregation first, so Spark's
+own count of the input rows it dropped is exact; it is recorded from each batch's progress.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from jobs.columns import EVENT_TIME
+from jobs.declare import JoinPipeline
+from jobs.declare.parts import Source
+from jobs.flow.patterns.base import Pattern
+from jobs.units import spark_duration
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+class JoinPattern(Pattern):
+    pipeline: JoinPipeline
+    spark_counts = ("late_rows_dropped",)
+
+    @property
+    def sources(self) -> list[Source]:
+        return [self.pipeline.source, self.pipeline.join.source]
+
+    def output_columns(self) -> list[str]:
+        join = self.pipeline.join
+        return [*self.pipeline.source.fields, *(f for f in join.source.fields if f != join.key)]
+
+    def describe(self) -> str:
+        join, right = self.pipeline.join, self.pipeline.join.source
+        side = f"{right.format} from <landing>/{right.name}/, {len(right.fields)} fields, event time {right.event_time.column}"
+        return (
+            f"{join.how} join with {side} on {join.key}, within {join.within_s}s after, "
+            f"its watermark {join.watermark_s}s"
+        )
+
+    @property
+    def stateful_operators(self) -> int:
+        return 1
+
+    def contract(self) -> dict[str, Any]:
+        join = self.pipeline.join
+        return super().contract() | {"join": {"source": join.source.name, "key": join.key, "how": join.how}}
+
+    @property
+    def backfill_refusal(self) -> str | None:
+        return (
+            "a range leaves unmatched events in the join's state, and nothing finalizes them: "
+            "run it on a fresh --root over the landing range instead (--landing-since/--landing-until)"
+        )
+
+    def table(self, *events: DataFrame) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        pipeline, join = self.pipeline, self.pipeline.join
+        left_time, right_time = pipeline.source.event_time.column, join.source.event_time.column
+
+        def side(usable: DataFrame, source: Source, rename: dict[str, str]) -> DataFrame:
+            # Each side's event-time field becomes its parsed timestamp.
+            time_field = source.event_time.column
+            return usable.select(
+                *(F.col(EVENT_TIME if f == time_field else f).alias(rename.get(f, f)) for f in source.fields)
+            )
+
+        left = side(events[0], pipeline.source, {}).withWatermark(left_time, spark_duration(pipeline.watermark_s))
+        right = side(events[1], join.source, {join.key: "_right_key"}).withWatermark(
+            right_time, spark_duration(join.watermark_s)
+        )
+        condition = (
+            (F.col(join.key) == F.col("_right_key"))
+            & (F.col(right_time) >= F.col(left_time))
+            & F.expr(f"`{right_time}` <= `{left_time}` + INTERVAL {join.within_s} SECONDS")
+        )
+        joined = left.join(right, condition, join.how).drop("_right_key")
+        return self.with_partition(joined.select(*self.output_columns()), left_time)
+
+    def state_rows(self, spark: SparkSession, checkpoint: str) -> int:
+        reader = spark.read.format("statestore")  # a join keeps each side's rows apart
+        return sum(reader.option("joinSide", side).load(checkpoint).count() for side in ("left", "right"))

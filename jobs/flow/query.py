@@ -1,0 +1,77 @@
+"""The whole flow for one pipeline, from landed lines to output rows:
+
+    lines (line, source_file)   one DataFrame per source             jobs/flow/source.py
+      -> parse_events          declared fields, event_time, quarantine_reason   parse.py
+      -> enrich                a dimension's columns, when declared             enrich.py
+      -> usable                the rows a pattern can use                       parse.py
+      -> the pattern           windows, a processor, a join, or events as they are  patterns/
+      -> the sink              appended to the Parquet table, exactly once      sink.py
+
+`pipeline_table` is the same function for the streaming query, for validation (the
+output schema) and for the accounting (which re-classifies the rows of a batch).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.types import StructType
+
+from jobs.columns import LINE, SOURCE_FILE
+from jobs.declare import PipelineBase
+from jobs.flow import sink
+from jobs.flow.enrich import enrich
+from jobs.flow.parse import parse_events, usable
+from jobs.flow.patterns import pattern_of
+from jobs.flow.source import stream_lines
+from jobs.lake.layout import join
+
+
+def parsed(pipeline: PipelineBase, index: int, lines: DataFrame, dimension: DataFrame | None) -> DataFrame:
+    """The lines of source `index` (0: the pipeline's own, 1: a join's second), parsed, and
+    enriched when the pipeline says so (a join has no enrichment)."""
+    events = parse_events(lines, pattern_of(pipeline).sources[index])
+    if pipeline.enrich is not None:
+        events = enrich(events, dimension, pipeline.enrich)
+    return events
+
+
+def pipeline_table(pipeline: PipelineBase, lines: list[DataFrame], dimension: DataFrame | None = None) -> DataFrame:
+    """Landed lines (one DataFrame per source, in checkpoint order) -> output rows."""
+    events = [usable(parsed(pipeline, index, source_lines, dimension)) for index, source_lines in enumerate(lines)]
+    return pattern_of(pipeline).table(*events)
+
+
+def output_schema(spark: SparkSession, pipeline: PipelineBase, dimension: DataFrame | None = None) -> StructType:
+    """The output table's schema, from the same flow that writes it (run on no rows).
+    Without the dimension, its columns are taken as strings (as CSV dimensions have)."""
+    no_lines = spark.createDataFrame([], f"{LINE} string, {SOURCE_FILE} string")
+    if pipeline.enrich is not None and dimension is None:
+        columns = ", ".join(f"`{c}` string" for c in (pipeline.enrich.key, *pipeline.enrich.columns))
+        dimension = spark.createDataFrame([], columns)
+    sources = pattern_of(pipeline).sources
+    return pipeline_table(pipeline, [no_lines] * len(sources), dimension).schema
+
+
+def source_landings(pipeline: PipelineBase, landing: str) -> list[str]:
+    """Where each source lands: the landing location, or with two sources (a join), a
+    folder of each source's name under it."""
+    sources = pattern_of(pipeline).sources
+    return [landing] if len(sources) == 1 else [join(landing, source.name) for source in sources]
+
+
+def start_query(
+    spark: SparkSession,
+    pipeline: PipelineBase,
+    landings: list[str],
+    output: str,
+    checkpoint: str,
+    trigger: sink.Trigger,
+    max_files_per_trigger: int | None = None,
+    max_bytes_per_trigger: int | None = None,
+    dimension: DataFrame | None = None,
+) -> StreamingQuery:
+    """Start the streaming query of `pipeline`: each source's landing, the flow, the sink."""
+    lines = [stream_lines(spark, landing, max_files_per_trigger, max_bytes_per_trigger) for landing in landings]
+    table = pipeline_table(pipeline, lines, dimension)
+    return sink.start(table, pipeline.name, output, checkpoint, trigger, pipeline.output.partition_by)

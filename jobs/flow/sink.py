@@ -1,0 +1,84 @@
+"""Output rows -> the table: the streaming write, and reading back only what it committed.
+
+The Parquet file sink lists each batch's files in <output>/_spark_metadata; a batch is
+committed only once that list and the checkpoint's commit are written. Readers that go
+through the sink log (Spark does whenever `_spark_metadata` exists) never see a file of
+a batch that did not commit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.types import StructType
+
+from jobs.lake import fs
+from jobs.lake.layout import join
+from jobs.units import UsageError, parse_duration_s, spark_duration
+
+TRIGGERS = ("available-now", "once", "processing-time=<duration>")
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """available-now: everything landed so far, in as many batches as the rate limits
+    allow, then stop; once: one batch, rate limits ignored; processing-time: a batch per
+    interval until stopped."""
+
+    kind: str = "available-now"
+    interval_s: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Trigger:
+        if text in ("available-now", "once"):
+            return cls(text)
+        if text.startswith("processing-time="):
+            return cls("processing-time", parse_duration_s(text.split("=", 1)[1], "--trigger processing-time"))
+        raise UsageError(f"--trigger {text!r}: use one of {', '.join(TRIGGERS)}")
+
+    def __str__(self) -> str:
+        return f"processing-time={self.interval_s}s" if self.interval_s else self.kind
+
+
+def start(
+    table: DataFrame,
+    name: str,
+    output: str,
+    checkpoint: str,
+    trigger: Trigger,
+    partition_by: str | None = None,
+) -> StreamingQuery:
+    """Append `table` to the Parquet table at `output`, exactly once through `checkpoint`."""
+    writer = (
+        table.writeStream.queryName(name)
+        .format("parquet")
+        .outputMode("append")
+        .option("path", output)
+        .option("checkpointLocation", checkpoint)
+    )
+    if partition_by:
+        writer = writer.partitionBy(partition_by)
+    if trigger.kind == "available-now":
+        writer = writer.trigger(availableNow=True)
+    elif trigger.kind == "once":
+        writer = writer.trigger(once=True)
+    else:
+        writer = writer.trigger(processingTime=spark_duration(trigger.interval_s))
+    return writer.start()
+
+
+def read_committed(spark: SparkSession, schema: StructType, output: str, files: list[str] | None = None) -> DataFrame:
+    """Committed output: the given files of the table, or (files=None) the whole table.
+
+    A streaming table is read through its sink log, so uncommitted files are left out in
+    both cases. A table written by a batch job, such as a staged backfill, is whole once
+    its `_SUCCESS` marker exists.
+    """
+    whole = fs.list_names(join(output, "_spark_metadata")) or fs.exists(join(output, "_SUCCESS"))
+    if files is None and whole:
+        return spark.read.schema(schema).parquet(output)
+    if files:
+        return spark.read.schema(schema).option("basePath", output).parquet(*files)
+    return spark.createDataFrame([], schema)

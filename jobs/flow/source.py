@@ -1,0 +1,96 @@
+"""Landing -> lines: what a run lists under the landing location, read as (line, source_file)
+rows, streaming or batch alike; and the schema of a source declared `schema: infer`."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from jobs.columns import LINE, SOURCE_FILE
+from jobs.declare import PipelineBase
+from jobs.lake.landing import dated_folders
+from jobs.lake.layout import StorageError, join
+from jobs.units import UsageError
+
+_CORRUPT_RECORD = "_corrupt_record"  # what inference calls lines it could not read
+
+
+def landing_path(landing: str, glob: str | None = None, since: date | None = None, until: date | None = None) -> str:
+    """What the source lists: the landing location, or only part of it.
+
+    A long history under date-organised prefixes (landing/dt=2023-07-30/hour=10/...)
+    would be listed in full by every run. `glob` (e.g. 'dt=2023-07-*/*') or `since` (only
+    the dt=YYYY-MM-DD folders from that date on; `until` stops at a date, for backfills)
+    narrow the listing. Files already processed are remembered by the checkpoint either
+    way, so narrowing never reprocesses; it only keeps older files from being listed.
+    """
+    if glob and (since or until):
+        raise UsageError("use --landing-glob or --landing-since/--landing-until, not both")
+    if until and not since:
+        raise UsageError("--landing-until needs --landing-since")
+    if since and until and since > until:
+        raise UsageError(f"--landing-since {since} is after --landing-until {until}")
+    if glob:
+        if glob.startswith("/") or ".." in glob.split("/"):
+            raise UsageError(f"--landing-glob {glob!r}: give a pattern inside the landing location")
+        return join(landing, glob)
+    if since:
+        # One listing of the top level only, then the source lists just these folders.
+        folders = dated_folders(landing, since, until)
+        if not folders:
+            return join(landing, f"dt={since.isoformat()}")  # nothing yet: an empty folder lists nothing
+        return join(landing, "{" + ",".join(folders) + "}")
+    return landing
+
+
+def stream_lines(
+    spark: SparkSession, path: str, max_files_per_trigger: int | None, max_bytes_per_trigger: int | None
+) -> DataFrame:
+    """The streaming source: every line of every file landed under `path`, with its file."""
+    reader = spark.readStream.format("text").option("recursiveFileLookup", "true")
+    if max_files_per_trigger:
+        reader = reader.option("maxFilesPerTrigger", max_files_per_trigger)
+    if max_bytes_per_trigger:
+        reader = reader.option("maxBytesPerTrigger", max_bytes_per_trigger)
+    return _with_file(reader.load(path))
+
+
+def read_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
+    """The same rows from given files, as a batch DataFrame."""
+    return _with_file(spark.read.format("text").load(paths))
+
+
+def _with_file(text: DataFrame) -> DataFrame:
+    return text.select(F.col("value").alias(LINE), F.col("_metadata.file_path").alias(SOURCE_FILE))
+
+
+def infer_schema(spark: SparkSession, path: str) -> dict[str, str]:
+    """What Spark's streaming JSON source infers from the files under `path`."""
+    previous = spark.conf.get("spark.sql.streaming.schemaInference", "false")
+    spark.conf.set("spark.sql.streaming.schemaInference", "true")
+    try:
+        schema = spark.readStream.format("json").option("recursiveFileLookup", "true").load(path).schema
+    except AnalysisException as error:
+        raise StorageError(f"cannot infer a schema from {path}: nothing usable has landed yet ({error})") from None
+    finally:
+        spark.conf.set("spark.sql.streaming.schemaInference", previous)
+    return {f.name: f.dataType.simpleString() for f in schema.fields if f.name != _CORRUPT_RECORD}
+
+
+def check_inferred(pipeline: PipelineBase, fields: dict[str, str]) -> None:
+    """The fields the declaration names must be in the inferred schema, and a dimension's
+    columns must not be."""
+    missing = {what: [c for c in columns if c not in fields] for what, columns in pipeline.named_fields().items()}
+    missing = {what: columns for what, columns in missing.items() if columns}
+    if missing:
+        raise StorageError(
+            f"the schema inferred for {pipeline.name} has no field(s) "
+            + "; ".join(f"{what}: {columns}" for what, columns in missing.items())
+            + f" (inferred: {', '.join(fields)})"
+        )
+    clashes = [c for c in (pipeline.enrich.columns if pipeline.enrich else ()) if c in fields]
+    if clashes:
+        raise StorageError(f"the schema inferred for {pipeline.name} already has the dimension's column(s) {clashes}")

@@ -1,0 +1,9 @@
+"""Where things live: the layout of a root, one filesystem interface (local and S3), locks,
+atomic landing. No Spark.
+
+    layout.py   locations under a root; local paths and s3a:// URIs
+    fs.py       read, write, list, remove (pyarrow.fs)
+    s3.py       S3 clients, Spark's s3a settings, S3 errors in one line
+    locks.py    one run per checkpoint (flock, or a lease in a bucket)
+    landing.py  landing files atomically, as producers must
+"""

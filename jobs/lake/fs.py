@@ -1,0 +1,123 @@
+"""One filesystem interface for local folders and S3 buckets (pyarrow.fs).
+
+Everything the product reads or writes outside Spark goes through here: the ledger,
+run reports, validation results, the report pages, landed files. A location is a local
+path or an s3a:// URI (jobs/lake/layout.py); callers never branch on which.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pyarrow import fs as pafs
+
+from jobs.lake import s3
+from jobs.lake.layout import StorageError, is_s3, local_path
+
+_LOCAL = pafs.LocalFileSystem()
+
+
+def _resolve(uri: str) -> tuple[pafs.FileSystem, str]:
+    if is_s3(uri):
+        return s3.filesystem(), uri.removeprefix("s3a://")
+    return _LOCAL, str(local_path(uri))
+
+
+@contextlib.contextmanager
+def _errors(uri: str) -> Iterator[None]:
+    """OS and S3 errors as one line that names the location and the cause."""
+    try:
+        yield
+    except StorageError:
+        raise
+    except OSError as error:
+        if is_s3(uri):
+            raise s3.explain(error, uri) from None
+        reason = error.strerror or str(error).splitlines()[0]
+        raise StorageError(f"{uri}: {reason}") from None
+
+
+def exists(uri: str) -> bool:
+    """A file, or a folder (on S3: a prefix with at least one object under it)."""
+    filesystem, path = _resolve(uri)
+    with _errors(uri):
+        return filesystem.get_file_info(path).type != pafs.FileType.NotFound
+
+
+def read_bytes(uri: str) -> bytes:
+    filesystem, path = _resolve(uri)
+    with _errors(uri), filesystem.open_input_stream(path) as stream:
+        return stream.read()
+
+
+def read_text(uri: str) -> str:
+    return read_bytes(uri).decode()
+
+
+def read_json(uri: str) -> Any:
+    return json.loads(read_bytes(uri))
+
+
+def write_bytes(uri: str, data: bytes) -> None:
+    """Write a whole file so that readers see the old content or the new, never half: one
+    object on S3; a hidden temporary file renamed into place on a local disk."""
+    filesystem, path = _resolve(uri)
+    with _errors(uri):
+        if filesystem is not _LOCAL:
+            with filesystem.open_output_stream(path) as stream:
+                stream.write(data)
+            return
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        scratch = target.parent / f".{target.name}.{secrets.token_hex(4)}"
+        try:
+            with filesystem.open_output_stream(str(scratch)) as stream:
+                stream.write(data)
+            filesystem.move(str(scratch), path)
+        finally:
+            scratch.unlink(missing_ok=True)
+
+
+def write_text(uri: str, text: str) -> None:
+    write_bytes(uri, text.encode())
+
+
+def write_json(uri: str, value: Any) -> None:
+    write_text(uri, json.dumps(value, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def list_names(uri: str) -> list[str]:
+    """Names directly under a folder (none if it does not exist), hidden ones left out."""
+    filesystem, path = _resolve(uri)
+    with _errors(uri):
+        found = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+    return sorted(info.base_name for info in found if not info.base_name.startswith("."))
+
+
+def remove_tree(uri: str) -> None:
+    """Delete a folder and everything under it (on S3: every object under the prefix)."""
+    filesystem, path = _resolve(uri)
+    with _errors(uri):
+        if filesystem.get_file_info(path).type != pafs.FileType.NotFound:
+            filesystem.delete_dir(path)
+
+
+def copy_tree(folder: Path, uri: str) -> None:
+    """Copy a local folder's files to `uri`, keeping relative paths."""
+    filesystem, path = _resolve(uri)
+    with _errors(uri):
+        pafs.copy_files(str(folder), path, source_filesystem=_LOCAL, destination_filesystem=filesystem)
+
+
+def parquet_row_count(uri: str) -> int:
+    """Rows in one Parquet file, from its footer (a ranged read on S3, not the whole file)."""
+    import pyarrow.parquet as pq
+
+    filesystem, path = _resolve(uri)
+    with _errors(uri), filesystem.open_input_file(path) as handle:
+        return pq.ParquetFile(handle).metadata.num_rows

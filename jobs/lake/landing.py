@@ -1,0 +1,99 @@
+"""Landing files atomically, the way producers must (see README "Landing files").
+
+A file appears in the landing location under its final name only once it is whole, and
+never replaces one already there (the pipeline reads each name once). Locally it is
+written under a hidden temporary name (Spark's file source skips names starting with '.'
+or '_') and then linked into place, which fails if the name is taken. On S3 each file
+is one PUT, which is atomic, made conditional (If-None-Match) for the same reason.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from datetime import date
+from pathlib import Path
+
+from jobs.lake import fs, s3
+from jobs.lake.layout import is_s3, join, local_path, normalize
+
+_ONE_NAME_ONCE = "the pipeline reads each name once, so give new data a new file name"
+
+
+class LandingError(RuntimeError):
+    pass
+
+
+def land_lines(files: dict[str, list[str]], to: str, skip_existing: bool = False) -> list[str]:
+    """Land each {name: lines} as a newline-delimited file, in order; with `skip_existing`,
+    names already landed are left alone. Returns the landed paths.
+
+    A name may start with a folder ('clicks/c-1.json'), for pipelines whose sources land
+    in folders of their own (a stream-stream join)."""
+    target = normalize(to)
+    with tempfile.TemporaryDirectory() as scratch:
+        landed = []
+        for name, lines in files.items():
+            folder, _, base = name.rpartition("/")
+            destination = join(target, folder) if folder else target
+            if skip_existing and fs.exists(join(destination, base)):
+                continue
+            path = Path(scratch) / base
+            path.write_text("".join(f"{line}\n" for line in lines))
+            landed += land_files([str(path)], destination)
+        return landed
+
+
+def land_files(files: list[str], to: str) -> list[str]:
+    """Land each file under its own name in `to`; returns the landed paths."""
+    uri = normalize(to)
+    sources = [Path(f) for f in files]
+    for source in sources:
+        if not source.is_file():
+            raise LandingError(f"{source}: not a file; nothing was landed")
+        if source.name.startswith((".", "_")):
+            raise LandingError(f"{source}: names starting with '.' or '_' are never read; rename it first")
+        if fs.exists(join(uri, source.name)):
+            raise LandingError(f"{join(uri, source.name)} already exists: {_ONE_NAME_ONCE}; nothing was landed")
+    landed: list[str] = []
+    for source in sources:
+        target = join(uri, source.name)
+        if not (_put_new(source, target) if is_s3(uri) else _link_new(source, target)):
+            raise LandingError(f"{target} already exists: {_ONE_NAME_ONCE}; landed before it: {landed or 'nothing'}")
+        landed.append(target)
+    return landed
+
+
+def _put_new(source: Path, target: str) -> bool:
+    return s3.put_new_object(source, target)
+
+
+def _link_new(source: Path, target: str) -> bool:
+    """Copy under a hidden name, then link it to its final name: atomic, and never over a file."""
+    path = local_path(target)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.") as scratch:
+        with open(source, "rb") as data:
+            shutil.copyfileobj(data, scratch)
+        scratch.flush()
+        os.fsync(scratch.fileno())
+        os.chmod(scratch.name, 0o666 & ~_umask())
+        try:
+            os.link(scratch.name, path)
+        except FileExistsError:
+            return False
+    return True
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+def dated_folders(landing: str, since: date, until: date | None = None) -> list[str]:
+    """The landing's dt=YYYY-MM-DD folders from `since` to `until` (both included), from one
+    listing of the top level only."""
+    first, last = f"dt={since.isoformat()}", f"dt={until.isoformat()}" if until else None
+    return [n for n in fs.list_names(landing) if n.startswith("dt=") and n >= first and (last is None or n <= last)]

@@ -1,0 +1,114 @@
+"""The layout under one root, and how a location is written (local path or s3a:// URI).
+
+The layout (the product's contract, see README "Data layout"):
+    <root>/landing/<pipeline>/      producers land newline-delimited JSON files here
+    <root>/tables/<pipeline>/       the output table (Parquet, with Spark's _spark_metadata log)
+    <root>/checkpoints/<pipeline>/  Spark's checkpoint, plus _pipeline/: the pipeline's ledger
+    <root>/quarantine/<pipeline>/   records that could not be used, with file, line and reason
+    <root>/runs/<pipeline>/         one run report per run, and its validation results
+    <root>/quality/                 the Great Expectations project (suites, results) of all pipelines
+    <root>/reports/                 the data quality report: index.html and the Data Docs site
+    <root>/dimensions/              dimension tables that pipelines enrich events from (e.g. users.csv)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+DEFAULT_ROOT = "./data"
+S3_SCHEMES = ("s3a", "s3")
+
+
+class StorageError(RuntimeError):
+    """A location cannot be used as asked; the message says why and never carries a secret."""
+
+
+def is_s3(uri: str) -> bool:
+    return uri.startswith("s3a://")
+
+
+def split_bucket(uri: str) -> tuple[str, str]:
+    """s3a://bucket/a/b -> ("bucket", "a/b")."""
+    parsed = urlparse(uri)
+    return parsed.netloc, parsed.path.lstrip("/")
+
+
+def normalize(uri: str) -> str:
+    """Local paths become absolute paths; s3:// and s3a:// become s3a://bucket/prefix."""
+    if "://" in uri:
+        scheme, rest = uri.split("://", 1)
+        if scheme in S3_SCHEMES:
+            if not rest.split("/", 1)[0]:
+                raise StorageError(f"{uri}: no bucket; use s3a://bucket/prefix")
+            return f"s3a://{rest.rstrip('/')}"
+        if scheme != "file":
+            raise StorageError(f"{uri}: use a local path or s3a://bucket/prefix (got a {scheme}:// location)")
+        return str(Path(unquote(urlparse(uri).path)).resolve())
+    return str(Path(uri).expanduser().resolve())
+
+
+def join(base: str, *parts: str) -> str:
+    return "/".join([base.rstrip("/"), *(p.strip("/") for p in parts)])
+
+
+def local_path(uri: str) -> Path:
+    if is_s3(uri):
+        raise StorageError(f"{uri}: this needs a local folder, not a bucket")
+    if uri.startswith("file:"):
+        return Path(unquote(urlparse(uri).path))
+    return Path(uri)
+
+
+def is_inside(uri: str, folder: str) -> bool:
+    return uri == folder or uri.startswith(folder.rstrip("/") + "/")
+
+
+@dataclass(frozen=True)
+class Locations:
+    landing: str
+    output: str
+    checkpoint: str
+    quarantine: str
+    runs: str
+    quality: str
+    reports: str
+    dimensions: str = ""
+
+    @classmethod
+    def resolve(
+        cls,
+        pipeline: str,
+        root: str = DEFAULT_ROOT,
+        landing: str | None = None,
+        output: str | None = None,
+        checkpoint: str | None = None,
+        quarantine: str | None = None,
+        runs: str | None = None,
+        reports: str | None = None,
+    ) -> Locations:
+        """Each location defaults from the root, following the documented layout."""
+        base = normalize(root)
+        return cls(
+            landing=normalize(landing) if landing else join(base, "landing", pipeline),
+            output=normalize(output) if output else join(base, "tables", pipeline),
+            checkpoint=normalize(checkpoint) if checkpoint else join(base, "checkpoints", pipeline),
+            quarantine=normalize(quarantine) if quarantine else join(base, "quarantine", pipeline),
+            runs=normalize(runs) if runs else join(base, "runs", pipeline),
+            # Great Expectations keeps its project in a local folder, also when the root is a bucket.
+            quality=join(base, "quality")
+            if not is_s3(base)
+            else join(normalize(DEFAULT_ROOT), "quality", *split_bucket(base)),
+            reports=normalize(reports) if reports else join(base, "reports"),
+            dimensions=join(base, "dimensions"),
+        )
+
+    @property
+    def uses_s3(self) -> bool:
+        return any(is_s3(uri) for uri in (self.landing, self.output, self.checkpoint, self.quarantine, self.runs))
+
+    @property
+    def ledger(self) -> str:
+        """The pipeline's own files beside Spark's, in the checkpoint (jobs/run/ledger.py)."""
+        return join(self.checkpoint, "_pipeline")

@@ -1,0 +1,20 @@
+"""Stateful processors: per-key logic that windows and aggregates cannot express.
+
+A `process` declaration names one, with its `keys` and `settings`. The process pattern
+(jobs/flow/patterns/process.py) groups the usable events by the keys and hands each
+group, with the state Spark keeps for that key in the checkpoint, to the processor's
+function through `applyInPandasWithState`.
+
+A processor is one module here (see base.py): a pydantic model of its settings, checked
+when the declaration loads; what it emits and keeps (DDL); whether it uses event-time
+timeouts; and a pure function of (settings, keys) -> group function, unit-tested with a
+fake state. Nothing here imports Spark, and pandas only inside the functions, so
+declarations and the Airflow DAG files read settings and columns without them.
+
+Adding one: a module like rack_status.py, and its PROCESSOR in the tuple below.
+"""
+
+from jobs.processors import rack_status, spending_sessions
+from jobs.processors.base import Processor
+
+PROCESSORS: dict[str, Processor] = {p.name: p for p in (rack_status.PROCESSOR, spending_sessions.PROCESSOR)}

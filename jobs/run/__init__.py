@@ -1,0 +1,9 @@
+"""Running a pipeline once: the lifecycle, and what it records and reports.
+
+checkpoint.py  what Spark's checkpoint and sink log say (read only)
+ledger.py      the pipeline's own files beside them (contract, accounts, Spark's counts)
+progress.py    a line per batch as it completes
+accounting.py  exact rows per batch: input = used + quarantined + late + duplicates
+report.py      the run report
+runner.py      lock -> check -> recover -> query -> account -> report
+"""

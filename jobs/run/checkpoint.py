@@ -1,0 +1,145 @@
+"""What Spark's checkpoint and sink log say, read only (never written here).
+
+    <checkpoint>/offsets/N        batch N's planned source offsets and the watermark it ran with
+    <checkpoint>/commits/N        batch N finished; the watermark for the next batch
+    <checkpoint>/sources/S/K      the files source S found at its offset K (K.compact: all so far)
+    <output>/_spark_metadata/N    the files the sink committed in batch N (N.compact: all so far)
+
+Spark compacts its logs every 10 batches by default: a `.compact` file then holds every
+entry so far, and older plain files may be deleted.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from jobs.lake import fs
+from jobs.lake.layout import join
+
+
+def ms_to_iso(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat().replace("+00:00", "Z")
+
+
+def _log_entries(uri: str) -> list[dict[str, Any]]:
+    """The JSON lines of one Spark metadata log file (its first line is a version)."""
+    lines = fs.read_text(uri).splitlines()
+    return [json.loads(line) for line in lines[1:] if line.strip()]
+
+
+def _log_files(folder: str) -> dict[int, str]:
+    """Batch id -> log file name, for names like '7' and '9.compact'."""
+    found = {}
+    for name in fs.list_names(folder):
+        stem = name.removesuffix(".compact")
+        if stem.isdigit():
+            found[int(stem)] = name
+    return found
+
+
+class CheckpointLog:
+    """A checkpoint's logs, and the sink log of the table it writes."""
+
+    def __init__(self, checkpoint: str, output: str):
+        self.checkpoint = checkpoint
+        self.output = output
+
+    def has_started(self) -> bool:
+        return bool(_log_files(join(self.checkpoint, "offsets")))
+
+    def committed_batches(self) -> list[int]:
+        return sorted(_log_files(join(self.checkpoint, "commits")))
+
+    def _offsets(self, batch_id: int) -> list[str]:
+        return fs.read_text(join(self.checkpoint, "offsets", str(batch_id))).splitlines()
+
+    def batch_watermark_ms(self, batch_id: int) -> int:
+        """The watermark batch `batch_id` ran with (0 before any)."""
+        if batch_id < 0:
+            return 0
+        return int(json.loads(self._offsets(batch_id)[1]).get("batchWatermarkMs", 0))
+
+    def late_watermark_ms(self, batch_id: int) -> int:
+        """The watermark that decides which of batch `batch_id`'s rows are late.
+
+        Since Spark 3.4 a stateful operator drops input rows against the previous
+        batch's watermark and evicts state against the current one (verified on
+        Spark 4.2 in tests/integration/test_streaming.py).
+        """
+        return self.batch_watermark_ms(batch_id - 1)
+
+    def next_watermark_ms(self, batch_id: int) -> int:
+        """The watermark after batch `batch_id` committed."""
+        text = fs.read_text(join(self.checkpoint, "commits", str(batch_id)))
+        return int(json.loads(text.splitlines()[1]).get("nextBatchWatermarkMs", 0))
+
+    def _source_log_offset(self, batch_id: int, source: int) -> int:
+        """How far into the source's own file log batch `batch_id` read (-1: nothing yet)."""
+        if batch_id < 0:
+            return -1
+        try:
+            return int(json.loads(self._offsets(batch_id)[2 + source])["logOffset"])
+        except (IndexError, ValueError, KeyError, TypeError):
+            return -1
+
+    def source_files(self, batch_id: int, source: int = 0) -> list[str]:
+        """The landed files batch `batch_id` read from source `source`.
+
+        The file source keeps its own log, numbered by its own offsets, which advance only
+        when new files arrive: a batch read the entries after the previous batch's offset
+        up to its own.
+        """
+        first = self._source_log_offset(batch_id - 1, source) + 1
+        last = self._source_log_offset(batch_id, source)
+        folder = join(self.checkpoint, "sources", str(source))
+        logs = _log_files(folder)
+        return [entry["path"] for log_id in range(first, last + 1) for entry in _entries_of(folder, logs, log_id)]
+
+    def sink_files(self, batch_id: int) -> list[str] | None:
+        """The output files the sink committed in batch `batch_id`; None if no longer known."""
+        folder = join(self.output, "_spark_metadata")
+        logs = _log_files(folder)
+        if batch_id not in logs:
+            return None
+        added = {e["path"] for e in _log_entries(join(folder, logs[batch_id])) if e.get("action") == "add"}
+        if logs[batch_id].endswith(".compact"):
+            # A compact file lists every file so far: take away what earlier batches had.
+            before = _sink_files_through(folder, logs, batch_id - 1)
+            if before is None:
+                return None
+            added -= before
+        return sorted(added)
+
+    def output_has_other_log(self) -> bool:
+        """The output already holds a table that this checkpoint did not write."""
+        return not self.has_started() and bool(_log_files(join(self.output, "_spark_metadata")))
+
+
+def _entries_of(folder: str, logs: dict[int, str], log_id: int) -> list[dict[str, Any]]:
+    """A file source log's entries for one of its offsets, from its own file or a compact one."""
+    if log_id in logs and not logs[log_id].endswith(".compact"):
+        return _log_entries(join(folder, logs[log_id]))
+    # Compacted: the first compact file at or after the id holds its entries.
+    for candidate in sorted(b for b in logs if b >= log_id):
+        if logs[candidate].endswith(".compact"):
+            return [e for e in _log_entries(join(folder, logs[candidate])) if e.get("batchId") == log_id]
+    raise FileNotFoundError(f"source log entry {log_id} is missing from {folder}")
+
+
+def _sink_files_through(folder: str, logs: dict[int, str], batch_id: int) -> set[str] | None:
+    """Every file the sink had committed by batch `batch_id`: the last compact file then, plus later batches."""
+    if batch_id < 0:
+        return set()
+    compacts = [b for b in logs if b <= batch_id and logs[b].endswith(".compact")]
+    files: set[str] = set()
+    for b in range(max(compacts) if compacts else 0, batch_id + 1):
+        if b not in logs:
+            return None
+        entries = _log_entries(join(folder, logs[b]))
+        files |= {e["path"] for e in entries if e.get("action") == "add"}
+        files -= {e["path"] for e in entries if e.get("action") == "delete"}
+    return files

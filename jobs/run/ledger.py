@@ -1,0 +1,112 @@
+"""The pipeline's own files beside Spark's, in <checkpoint>/_pipeline/ (the ledger):
+
+declaration.json   the checkpoint contract the checkpoint was started with
+schema.json        the schema inferred by the first run, for `schema: infer` sources
+accounting/N       batch N's exact row account, written once the batch is accounted
+metrics/N          what only Spark counted in batch N, kept from its progress
+lock               one run at a time (jobs/lake/locks.py)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jobs.declare import PipelineBase
+from jobs.lake import fs
+from jobs.lake.layout import join
+from jobs.run.checkpoint import CheckpointLog
+
+
+class IncompatibleCheckpoint(RuntimeError):
+    """The declaration changed in a way the checkpoint cannot resume from."""
+
+
+def _numbered(folder: str) -> set[int]:
+    return {int(name) for name in fs.list_names(folder) if name.isdigit()}
+
+
+class Ledger:
+    def __init__(self, uri: str):
+        self.uri = uri
+
+    # Batch accounts (jobs/run/accounting.py).
+    def accounted_batches(self) -> set[int]:
+        return _numbered(join(self.uri, "accounting"))
+
+    def read_account(self, batch_id: int) -> dict[str, Any]:
+        return fs.read_json(join(self.uri, "accounting", str(batch_id)))
+
+    def write_account(self, batch_id: int, account: dict[str, Any]) -> None:
+        fs.write_json(join(self.uri, "accounting", str(batch_id)), account)
+
+    # Spark's own counts of a batch, kept from its progress event (Spark does not keep them).
+    def write_metrics(self, batch_id: int, metrics: dict[str, int]) -> None:
+        fs.write_json(join(self.uri, "metrics", str(batch_id)), metrics)
+
+    def read_metrics(self, batch_id: int) -> dict[str, int] | None:
+        """None when the run that committed the batch stopped before its progress was seen."""
+        uri = join(self.uri, "metrics", str(batch_id))
+        return fs.read_json(uri) if fs.exists(uri) else None
+
+    # An inferred schema, recorded by the first run and used by every later one.
+    def recorded_schema(self) -> dict[str, str] | None:
+        uri = join(self.uri, "schema.json")
+        return fs.read_json(uri)["fields"] if fs.exists(uri) else None
+
+    def record_schema(self, fields: dict[str, str], inferred_from: str) -> None:
+        fs.write_json(join(self.uri, "schema.json"), {"inferred_from": inferred_from, "fields": fields})
+
+    # The checkpoint contract.
+    def recorded_contract(self) -> dict[str, Any] | None:
+        uri = join(self.uri, "declaration.json")
+        return fs.read_json(uri) if fs.exists(uri) else None
+
+    def record_contract(self, contract: dict[str, Any]) -> None:
+        if self.recorded_contract() is None:
+            fs.write_json(join(self.uri, "declaration.json"), contract)
+
+
+def with_recorded_schema(pipeline: PipelineBase, ledger: Ledger) -> PipelineBase:
+    """The declaration with its recorded schema filled in (unchanged if it declares one,
+    or if no run has recorded one yet)."""
+    fields = ledger.recorded_schema() if pipeline.source.infer_schema else None
+    if not fields:
+        return pipeline
+    return pipeline.model_copy(update={"source": pipeline.source.with_recorded_fields(fields)})
+
+
+def check_contract(
+    pipeline: str, contract: dict[str, Any], ledger: Ledger, log: CheckpointLog, quarantine: str
+) -> None:
+    """Refuse to resume a checkpoint whose query the declaration no longer describes.
+
+    Runs before Spark starts, so a refused run changes nothing. Trigger, rate limits,
+    watermark delay and the event time's format may change between runs.
+    """
+    fresh_start = (
+        f"To start fresh, move aside {log.checkpoint}, {log.output} and {quarantine} "
+        "(or run with a new --root); the next run then reprocesses every landed file."
+    )
+    if log.output_has_other_log():
+        raise IncompatibleCheckpoint(
+            f"output {log.output} already holds a table written under another checkpoint, "
+            f"and checkpoint {log.checkpoint} is new: Spark would skip batches it believes are written. " + fresh_start
+        )
+    recorded = ledger.recorded_contract()
+    if recorded is None:
+        if log.has_started():
+            raise IncompatibleCheckpoint(
+                f"checkpoint {log.checkpoint} was not started by this runner "
+                f"(no _pipeline/declaration.json). {fresh_start}"
+            )
+        return
+    changes = [
+        f"{key}: {recorded.get(key)!r} -> {contract.get(key)!r}"
+        for key in sorted(set(recorded) | set(contract))
+        if recorded.get(key) != contract.get(key)
+    ]
+    if changes:
+        raise IncompatibleCheckpoint(
+            f"pipeline '{pipeline}' changed since checkpoint {log.checkpoint} was started, "
+            f"in ways Spark cannot resume from: {'; '.join(changes)}. {fresh_start}"
+        )

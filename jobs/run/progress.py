@@ -1,0 +1,67 @@
+"""A running query's progress: a line per batch as it completes, and what only Spark counts.
+
+The query's own `recentProgress` is read, not a listener's events: it is updated before
+the batch's commit returns, so when the query ends every batch it ran is in it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pyspark.sql.streaming import StreamingQuery
+
+from jobs.flow.patterns import Pattern
+from jobs.run.ledger import Ledger
+
+
+def state_rows_of(progress: Any) -> int:
+    return sum(operator.numRowsTotal for operator in progress.stateOperators)
+
+
+def spark_counts(progress: Any) -> dict[str, int]:
+    """What only Spark knows of a batch: repeats dropped by deduplication, and input rows
+    a stream-stream join dropped as late (a join does no partial aggregation first, so
+    Spark's count is of input rows)."""
+    operators = progress.stateOperators
+    return {
+        "duplicates_dropped": sum((o.customMetrics or {}).get("numDroppedDuplicateRows", 0) for o in operators),
+        "late_rows_dropped": sum(o.numRowsDroppedByWatermark for o in operators),
+    }
+
+
+def progress_line(progress: Any, pattern: Pattern) -> str:
+    rate = progress.processedRowsPerSecond or 0.0
+    watermark = (progress.eventTime or {}).get("watermark", "-")
+    counted = spark_counts(progress)
+    extra = "".join(f", {name.replace('_', ' ')} {counted[name]}" for name in pattern.spark_counts)
+    return (
+        f"  batch {progress.batchId}: {progress.numInputRows} lines read, {rate:.0f} lines/s, "
+        f"watermark {watermark}, state rows {state_rows_of(progress)}{extra}"
+    )
+
+
+class ProgressWatch:
+    """Follows a running query: prints each new batch's progress as it completes, and keeps
+    what only Spark counted in the ledger."""
+
+    def __init__(self, query: StreamingQuery, pattern: Pattern, ledger: Ledger, echo: Callable[[str], None]):
+        self.query = query
+        self.pattern = pattern
+        self.ledger = ledger
+        self.echo = echo
+        self.seen: set[int] = set()
+        self.last_state_rows: int | None = None
+
+    def poll(self) -> None:
+        for progress in self.query.recentProgress:
+            # Idle progress events (no batch ran) carry no addBatch duration.
+            if progress.batchId in self.seen or "addBatch" not in (progress.durationMs or {}):
+                continue
+            self.seen.add(progress.batchId)
+            if progress.stateOperators:
+                self.last_state_rows = state_rows_of(progress)
+            if self.pattern.spark_counts:
+                counted = spark_counts(progress)
+                self.ledger.write_metrics(progress.batchId, {name: counted[name] for name in self.pattern.spark_counts})
+            self.echo(progress_line(progress, self.pattern))

@@ -1,0 +1,151 @@
+"""Run reports: what one run did, in numbers a person can check, stored as JSON per run.
+
+Rows are counted per batch (BatchAccount, kept in the ledger) and summed per run:
+
+    input_rows = used_rows + quarantined_rows + late_rows_dropped + duplicates_dropped
+
+`used_rows` are the rows the pipeline used: aggregated into windows, written as events,
+handed to a processor or joined. Stored reports carry `report_version`; version 1 (before
+it existed) called them `aggregated_rows`, and still reads.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, Field, model_validator
+
+from jobs.lake import fs
+from jobs.lake.layout import join, normalize
+
+REPORT_VERSION = 2
+# Validation results (jobs/validate/) live beside the run reports: <run_id>.quality.json.
+RESULTS_SUFFIX = ".quality.json"
+
+
+def _from_version_1(raw: Any) -> Any:
+    if isinstance(raw, dict) and "aggregated_rows" in raw and "used_rows" not in raw:
+        raw = {key: value for key, value in raw.items() if key != "aggregated_rows"} | {
+            "used_rows": raw["aggregated_rows"]
+        }
+    return raw
+
+
+class BatchAccount(BaseModel):
+    """One committed batch's rows, exactly (jobs/run/accounting.py)."""
+
+    batch_id: int
+    late_watermark_ms: int
+    input_files: int
+    input_rows: int
+    used_rows: int
+    quarantined_rows: int
+    late_rows_dropped: int
+    output_rows: int | None  # None: the sink log no longer lists the batch's files
+    duplicates_dropped: int | None = 0  # None: the run stopped before Spark's count was seen
+
+    _upgrade = model_validator(mode="before")(_from_version_1)
+
+
+class RunReport(BaseModel):
+    report_version: int = REPORT_VERSION
+    run_id: str
+    pipeline: str
+    trigger: str
+    started_at: str
+    ended_at: str | None = None
+    duration_s: float | None = None
+    status: str = "running"  # succeeded, failed, refused, stopped
+    error: str | None = None
+    batches: int = 0
+    batch_ids: list[int] = Field(default_factory=list)
+    # Batches an interrupted earlier run committed but did not get to account.
+    recovered_batch_ids: list[int] = Field(default_factory=list)
+    input_files: int = 0
+    input_rows: int = 0
+    used_rows: int = 0
+    quarantined_rows: int = 0
+    late_rows_dropped: int = 0
+    duplicates_dropped: int | None = 0  # None: some batch's count is unknown
+    output_rows: int | None = 0  # None: some batch's count is unknown
+    watermark: str | None = None
+    state_rows: int | None = None
+    locations: dict[str, str] = Field(default_factory=dict)
+
+    _upgrade = model_validator(mode="before")(_from_version_1)
+
+    def add_batches(self, accounts: list[BatchAccount]) -> None:
+        for account in accounts:
+            self.batch_ids.append(account.batch_id)
+            self.input_files += account.input_files
+            self.input_rows += account.input_rows
+            self.used_rows += account.used_rows
+            self.quarantined_rows += account.quarantined_rows
+            self.late_rows_dropped += account.late_rows_dropped
+            self.duplicates_dropped = _sum_known(self.duplicates_dropped, account.duplicates_dropped)
+            self.output_rows = _sum_known(self.output_rows, account.output_rows)
+        self.batches = len(self.batch_ids)
+
+    @property
+    def rows_balance(self) -> bool:
+        accounted = self.used_rows + self.quarantined_rows + self.late_rows_dropped
+        return self.input_rows == accounted + (self.duplicates_dropped or 0)
+
+    def finish(self, status: str, error: str | None = None) -> None:
+        ended = datetime.now(UTC)
+        self.ended_at = ended.isoformat(timespec="seconds")
+        self.duration_s = round((ended - datetime.fromisoformat(self.started_at)).total_seconds(), 2)
+        self.status = status
+        self.error = error
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump()
+
+    def summary(self) -> str:
+        """A few lines for a person reading a terminal or a task log."""
+        head = f"{self.pipeline} run {self.run_id}: {self.status} in {self.duration_s}s ({self.trigger})"
+        if self.error:
+            return f"{head}\n  error: {self.error}"
+        if not self.batch_ids:
+            return f"{head}\n  no new files: nothing written; watermark {self.watermark}"
+        recovered = f" (incl. {len(self.recovered_batch_ids)} recovered)" if self.recovered_batch_ids else ""
+        output = "unknown" if self.output_rows is None else self.output_rows
+        duplicates = "unknown" if self.duplicates_dropped is None else self.duplicates_dropped
+        return "\n".join(
+            [
+                head,
+                f"  batches {self.batches}{recovered}, files {self.input_files}, input rows {self.input_rows}",
+                f"  used {self.used_rows} + quarantined {self.quarantined_rows} + late {self.late_rows_dropped}"
+                + (f" + duplicates {duplicates}" if duplicates else "")
+                + f" (of {self.input_rows} input rows)",
+                f"  output rows {output}, state rows {self.state_rows}, watermark {self.watermark}",
+            ]
+        )
+
+
+def _sum_known(total: int | None, part: int | None) -> int | None:
+    return None if total is None or part is None else total + part
+
+
+def report_uri(runs: str, run_id: str) -> str:
+    return join(runs, f"{run_id}.json")
+
+
+def save(report: RunReport, runs: str, extra_path: str | None = None) -> str:
+    """Store the report in the runs folder (and at `extra_path` too); returns its URI."""
+    uri = report_uri(runs, report.run_id)
+    fs.write_json(uri, report.to_dict())
+    if extra_path:
+        fs.write_json(normalize(extra_path), report.to_dict())
+    return uri
+
+
+def load_report(runs: str, run_id: str) -> RunReport:
+    return RunReport.model_validate(fs.read_json(report_uri(runs, run_id)))
+
+
+def load_reports(runs: str) -> list[RunReport]:
+    """Every stored run report of a pipeline, oldest first."""
+    names = [n for n in fs.list_names(runs) if n.endswith(".json") and not n.endswith(RESULTS_SUFFIX)]
+    return [RunReport.model_validate(fs.read_json(join(runs, name))) for name in names]

@@ -1,0 +1,258 @@
+"""The streaming lifecycle, for any declared pipeline.
+
+    lock the checkpoint -> check the declaration against it -> account what an interrupted
+    run left -> start the query -> await it, showing progress -> account the new batches
+    -> store the run report
+
+Exactly once: Spark's file source records which files each batch read, and its file
+sink records which output files each batch committed, both in the checkpoint; a batch
+interrupted before its commit is redone from the same files on the next run.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, date, datetime
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from jobs.declare import PipelineBase
+from jobs.flow.enrich import check_dimension, dimension_uri, read_dimension
+from jobs.flow.patterns import pattern_of
+from jobs.flow.query import source_landings, start_query
+from jobs.flow.sink import Trigger
+from jobs.flow.source import check_inferred, infer_schema, landing_path
+from jobs.lake import fs, s3
+from jobs.lake.layout import Locations, StorageError
+from jobs.lake.locks import AlreadyRunning, checkpoint_lock
+from jobs.run.accounting import account_batches
+from jobs.run.checkpoint import CheckpointLog, ms_to_iso
+from jobs.run.ledger import IncompatibleCheckpoint, Ledger, check_contract, with_recorded_schema
+from jobs.run.progress import ProgressWatch
+from jobs.run.report import RunReport, save
+from jobs.units import new_run_id
+
+# Set by a signal handler: the run in progress stops at its next poll. Raising
+# KeyboardInterrupt from the handler instead could land inside a py4j call and break
+# the connection to the JVM, turning a clean stop into a failed run.
+_stop_requested = threading.Event()
+_run_in_progress = threading.Event()
+
+
+def request_stop() -> bool:
+    """Ask the run in progress to stop cleanly; False if no run is in progress."""
+    _stop_requested.set()
+    return _run_in_progress.is_set()
+
+
+class RunFailed(RuntimeError):
+    """The run started but did not finish; its report says why."""
+
+
+class RunRefused(RuntimeError):
+    """The run did not start, so nothing changed."""
+
+
+class RunStopped(RuntimeError):
+    """The run was asked to stop (Ctrl-C or SIGTERM) and stopped cleanly."""
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    trigger: Trigger = field(default_factory=Trigger)
+    max_files_per_trigger: int | None = None
+    max_bytes_per_trigger: int | None = None
+    report_path: str | None = None
+    # Limits what each run lists under the landing location (jobs/flow/source.py landing_path).
+    landing_glob: str | None = None
+    landing_since: date | None = None
+    landing_until: date | None = None
+    # Chosen by the caller (the Airflow DAG) so that later steps find this run's report.
+    run_id: str | None = None
+    poll_s: float = 1.0
+
+    def listed(self, landing: str) -> str:
+        return landing_path(landing, self.landing_glob, self.landing_since, self.landing_until)
+
+
+def checkpoint_contract(pipeline: PipelineBase, locations: Locations) -> dict[str, Any]:
+    """What the checkpoint depends on: the pattern's contract, and where it reads and writes."""
+    return {**pattern_of(pipeline).contract(), "landing": locations.landing, "output": locations.output}
+
+
+def _one_line(error: BaseException) -> str:
+    """The first meaningful line of an error, without a JVM stack trace."""
+    text = str(error).strip() or type(error).__name__
+    return text.splitlines()[0].strip()[:500]
+
+
+def _whole_text(error: BaseException | None) -> str:
+    """An error with its causes and, for a JVM error, its Java stack trace ("Caused by: ...")."""
+    parts, seen = [], set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        parts += [str(error), str(getattr(error, "_stackTrace", "") or "")]
+        error = getattr(error, "_cause", None) or error.__cause__
+    return "\n".join(parts)
+
+
+class _Run:
+    """One run's state: the pipeline (with its recorded schema), where it lives, its logs."""
+
+    def __init__(self, spark, pipeline, locations, options, report, echo):
+        self.spark: SparkSession = spark
+        self.pipeline: PipelineBase = pipeline
+        self.locations: Locations = locations
+        self.options: RunOptions = options
+        self.report: RunReport = report
+        self.echo: Callable[[str], None] = echo
+        self.log = CheckpointLog(locations.checkpoint, locations.output)
+        self.ledger = Ledger(locations.ledger)
+        self.dimension: DataFrame | None = None
+
+    def account(self, batch_ids: list[int]) -> None:
+        accounts = account_batches(
+            self.spark, self.pipeline, self.log, self.ledger, self.locations.quarantine, batch_ids, self.dimension
+        )
+        self.report.add_batches(accounts)
+
+    def prepare(self) -> None:
+        """The recorded (or now inferred) schema, the dimension, the contract, and batches an
+        interrupted run committed but did not account."""
+        pipeline, echo = self.pipeline, self.echo
+        if pipeline.source.infer_schema and self.ledger.recorded_schema() is None:
+            listed = self.options.listed(self.locations.landing)
+            fields = infer_schema(self.spark, listed)
+            check_inferred(pipeline, fields)
+            self.ledger.record_schema(fields, listed)
+            echo(f"  inferred and recorded the schema: {', '.join(f'{k} {v}' for k, v in fields.items())}")
+        self.pipeline = with_recorded_schema(pipeline, self.ledger)
+        if pipeline.enrich is not None:
+            self.dimension = read_dimension(self.spark, pipeline.enrich, self.locations.dimensions)
+            rows = check_dimension(self.dimension, pipeline.enrich)
+            uri = dimension_uri(pipeline.enrich, self.locations.dimensions)
+            echo(f"  dimension {pipeline.enrich.table}: {rows} rows from {uri}")
+        self.ledger.record_contract(checkpoint_contract(pipeline, self.locations))
+        pending = sorted(set(self.log.committed_batches()) - self.ledger.accounted_batches())
+        if pending:
+            echo(f"  accounting batches {pending}, committed by an interrupted earlier run")
+            self.report.recovered_batch_ids = pending
+            self.account(pending)
+
+    def execute(self) -> None:
+        self.prepare()
+        options, pattern = self.options, pattern_of(self.pipeline)
+        landings = [options.listed(landing) for landing in source_landings(self.pipeline, self.locations.landing)]
+        accounted_through = max(self.log.committed_batches(), default=-1)
+        query = start_query(
+            self.spark,
+            self.pipeline,
+            landings,
+            self.locations.output,
+            self.locations.checkpoint,
+            options.trigger,
+            options.max_files_per_trigger,
+            options.max_bytes_per_trigger,
+            self.dimension,
+        )
+        watch = ProgressWatch(query, pattern, self.ledger, self.echo)
+        interrupted: BaseException | None = None
+        try:
+            while not query.awaitTermination(options.poll_s):
+                if _stop_requested.is_set():
+                    raise KeyboardInterrupt
+                watch.poll()
+                if options.trigger.kind == "processing-time":
+                    # A batch with counts only Spark knows is accounted once its progress was seen.
+                    new = [
+                        b
+                        for b in self.log.committed_batches()
+                        if b > accounted_through and (b in watch.seen or not pattern.spark_counts)
+                    ]
+                    if new:
+                        self.account(new)
+                        accounted_through = new[-1]
+        except BaseException as error:  # noqa: BLE001 - committed batches are accounted whatever ended the query
+            interrupted = error
+            if isinstance(error, KeyboardInterrupt):
+                self.echo("  stopping: the batch in flight, if any, is redone by the next run")
+            query.stop()
+
+        watch.poll()
+        try:
+            committed = self.log.committed_batches()
+            self.account([b for b in committed if b > accounted_through])
+            self.report.watermark = ms_to_iso(self.log.next_watermark_ms(committed[-1])) if committed else None
+            self.report.state_rows = watch.last_state_rows
+            if self.report.state_rows is None:
+                self.report.state_rows = pattern.state_rows(self.spark, self.locations.checkpoint) if committed else 0
+        except Exception as error:
+            if interrupted is None:
+                raise
+            self.echo(f"  could not account the committed batches ({_one_line(error)}); the next run will")
+        if interrupted is not None:
+            raise interrupted
+
+
+def run(
+    pipeline: PipelineBase,
+    locations: Locations,
+    options: RunOptions = RunOptions(),
+    spark: SparkSession | None = None,
+    echo: Callable[[str], None] = print,
+) -> RunReport:
+    """Run one pipeline once with the given trigger; always stores a run report.
+
+    Raises RunRefused (nothing was done), RunStopped or RunFailed; the report is
+    stored and printed in every case.
+    """
+    started = datetime.now(UTC)
+    report = RunReport(
+        run_id=options.run_id or new_run_id(started),
+        pipeline=pipeline.name,
+        trigger=str(options.trigger),
+        started_at=started.isoformat(timespec="seconds"),
+        locations=asdict(locations),
+    )
+    echo(f"{pipeline.name}: run {report.run_id}, trigger {options.trigger}, landing {locations.landing}")
+    _stop_requested.clear()
+    _run_in_progress.set()
+    try:
+        with checkpoint_lock(locations.ledger, pipeline.name):
+            log = CheckpointLog(locations.checkpoint, locations.output)
+            contract = checkpoint_contract(pipeline, locations)
+            check_contract(pipeline.name, contract, Ledger(locations.ledger), log, locations.quarantine)
+            if not fs.exists(locations.landing):
+                raise StorageError(
+                    f"landing location {locations.landing} does not exist; land files there first "
+                    f"(python -m jobs land FILE... --to {locations.landing}) or pass --landing"
+                )
+            if spark is None:
+                from jobs.session import spark_for
+
+                spark = spark_for(locations, f"jobs-{pipeline.name}")
+            spark.conf.set("spark.sql.shuffle.partitions", str(pipeline.state_partitions))
+            _Run(spark, pipeline, locations, options, report, echo).execute()
+        report.finish("succeeded")
+    except (AlreadyRunning, IncompatibleCheckpoint, StorageError) as error:
+        report.finish("refused", _one_line(error))
+        raise RunRefused(report.error) from error
+    except KeyboardInterrupt as error:
+        report.finish("stopped", None)
+        raise RunStopped("stopped on request") from error
+    except Exception as error:
+        cause = s3.cause(_whole_text(error)) if locations.uses_s3 else None
+        report.finish("failed", f"{cause} ({_one_line(error)})" if cause else _one_line(error))
+        raise RunFailed(report.error) from error
+    finally:
+        _run_in_progress.clear()
+        echo(report.summary())
+        try:
+            echo(f"  report: {save(report, locations.runs, options.report_path)}")
+        except StorageError as error:
+            # The run's outcome matters more than its report: say so, and keep the run's error.
+            echo(f"  the run report could not be stored: {error}")
+    return report

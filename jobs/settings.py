@@ -1,0 +1,74 @@
+"""Every environment variable the product reads, in one place (pydantic-settings).
+
+Read afresh on each call of `settings()`: a test, or an Airflow task that sets the S3
+credentials for its duration, changes the environment and the next reader sees it.
+Secrets (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN) are deliberately
+absent: they stay in the environment, where the AWS SDKs read them.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="JOBS_", extra="ignore", frozen=True)
+
+    # Where things live.
+    root: str = "./data"  # base of every location; s3a://bucket/prefix works
+    publish_roots: Annotated[list[str], NoDecode] = []  # more places backfills may publish to
+    cache_dir: Path = Path(".cache")  # fetched jars and Data Docs assets (make s3-jars, make assets)
+    # Other declarations and suites than the ones shipped with the package.
+    pipelines_dir: Path | None = None
+    expectations_dir: Path | None = None
+
+    # Spark.
+    spark_master: str = Field("local[2]", validation_alias=AliasChoices("SPARK_MASTER", "JOBS_SPARK_MASTER"))
+    spark_log_level: str = Field("ERROR", validation_alias=AliasChoices("SPARK_LOG_LEVEL", "JOBS_SPARK_LOG_LEVEL"))
+
+    # S3 and s3a (no secrets here).
+    aws_region: str = Field("us-east-1", validation_alias=AliasChoices("AWS_REGION", "AWS_DEFAULT_REGION"))
+    aws_endpoint_url: str | None = Field(None, validation_alias=AliasChoices("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"))
+    s3a_jars: Literal["offline", "maven"] = "offline"
+    s3a_credentials_provider: str | None = None
+    s3a_attempts: int = 3
+    s3_lease_s: float = 300.0
+
+    # Airflow.
+    spark_conn_id: str = "spark_default"
+    aws_conn_id: str = "aws_default"
+    retry_delay_s: int | None = None  # one retry delay for every pipeline DAG (local testing)
+
+    @field_validator("publish_roots", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("aws_endpoint_url", "retry_delay_s", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        return None if value == "" else value
+
+    @property
+    def jar_dir(self) -> Path:
+        return self.cache_dir / "jars"
+
+    @property
+    def datadocs_assets_dir(self) -> Path:
+        return self.cache_dir / "datadocs-assets"
+
+
+def settings() -> Settings:
+    return Settings()
+
+
+def package_file(name: str) -> Path:
+    """A file shipped inside the jobs package (package data), as a path other processes can read."""
+    return Path(str(resources.files("jobs") / name))

@@ -1,0 +1,92 @@
+"""The units declarations and command lines are written in: durations, sizes, names, ids.
+
+Each comes as a parse function (for command lines) and as a pydantic type (for
+declarations), so both say the same thing about the same mistake.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from datetime import datetime
+from typing import Annotated
+
+from pydantic import AfterValidator, BeforeValidator
+
+_DURATION = re.compile(r"^\s*(\d+)\s*(seconds?|secs?|s|minutes?|mins?|m|hours?|h|days?|d)\s*$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)b?\s*$", re.IGNORECASE)
+_SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_COLUMN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")
+
+
+class UsageError(ValueError):
+    """Something asked for cannot be done as written: a declaration, a suite or an option (exit 2)."""
+
+
+def parse_duration_s(text: object, what: str = "duration") -> int:
+    """'5 minutes' (or '5m', '5 min') -> 300. Whole seconds, minutes, hours or days."""
+    match = _DURATION.match(str(text))
+    if not match:
+        raise UsageError(f"{what}: {text!r} is not a duration like '30 seconds', '5 minutes' or '1 hour'")
+    seconds = int(match.group(1)) * _UNIT_SECONDS[match.group(2)[0]]
+    if seconds <= 0:
+        raise UsageError(f"{what}: {text!r} must be longer than zero")
+    return seconds
+
+
+def spark_duration(seconds: int) -> str:
+    """A duration string Spark parses the same way everywhere ('300 seconds')."""
+    return f"{seconds} seconds"
+
+
+def parse_size(text: str) -> int:
+    """'64m' -> 67108864. Plain numbers are bytes."""
+    match = _SIZE.match(str(text))
+    if not match:
+        raise UsageError(f"size {text!r}: use a number of bytes or a number with k, m, g or t (e.g. 64m)")
+    return int(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
+
+
+def check_id(value: str, what: str) -> str:
+    """Run and backfill ids: they name files and folders, so letters, digits, '.', '_' and '-' only."""
+    if not _ID.match(value):
+        raise UsageError(f"{what} {value!r}: letters, digits, '.', '_' and '-' only")
+    return value
+
+
+def new_run_id(now: datetime) -> str:
+    """Sortable by start time, unique across hosts."""
+    return f"{now.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
+
+
+def _seconds(value: object) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value <= 0:
+            raise ValueError(f"{value!r} must be longer than zero")
+        return value
+    try:
+        return parse_duration_s(value, "")
+    except UsageError as error:
+        raise ValueError(str(error).removeprefix(": ")) from None
+
+
+def _name(value: str) -> str:
+    if not _NAME.match(value):
+        raise ValueError(f"{value!r} must be lower-case letters, digits and '_'")
+    return value
+
+
+def _column(value: str) -> str:
+    if not _COLUMN.match(value):
+        raise ValueError(f"{value!r} is not a plain column name")
+    return value
+
+
+# Declaration types: a duration in whole seconds ("5 minutes" -> 300), a pipeline-style
+# name (lower-case letters, digits, '_'), a column name.
+Duration = Annotated[int, BeforeValidator(_seconds)]
+Name = Annotated[str, AfterValidator(_name)]
+ColumnName = Annotated[str, AfterValidator(_column)]

@@ -1,0 +1,8 @@
+"""Validation: Great Expectations on committed output, and checks on the run reports.
+
+suite.py        expectation suites as data (expectations/<table>.yaml)
+run_checks.py   rows balance and quarantine share, from the run reports
+gx.py           Great Expectations glue
+result.py       validation results and where they are stored
+validation.py   validate a run's output, or the whole table
+"""

@@ -1,0 +1,157 @@
+"""Great Expectations glue: one file-backed project for all pipelines, the suite's
+expectations as GX objects, and a checkpoint run over a DataFrame."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame
+
+from jobs.lake.layout import local_path
+from jobs.lake.locks import FolderLock
+from jobs.validate.result import CheckResult
+from jobs.validate.suite import Expectation, Suite
+
+# Great Expectations can return every unexpected value on Spark; keep results small.
+RESULT_FORMAT = {"result_format": "SUMMARY", "partial_unexpected_count": 5}
+GX_SEVERITY = {"fail": "critical", "warn": "warning"}
+DATA_DOCS_SITE = "local_site"
+_DESCRIBED = {
+    "column_values_to_not_be_null": "are null",
+    "compound_columns_to_be_unique": "share their key with another row",
+    "column_values_to_be_unique": "share their value with another row",
+}
+
+
+class ValidationError(RuntimeError):
+    """There is nothing that can be validated as asked."""
+
+
+def context(quality: str, site: Path):
+    """The Great Expectations project in the local folder `quality`, its Data Docs site in `site`."""
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    project = gx.get_context(mode="file", project_root_dir=local_path(quality))
+    wanted = {
+        "class_name": "SiteBuilder",
+        "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(site)},
+        "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+    }
+    sites = project.get_config().get("data_docs_sites", {})
+    if project.variables.progress_bars is None or sites.get(DATA_DOCS_SITE, {}) != wanted:
+        project.variables.progress_bars = ProgressBarsConfig(globally=False)
+        project.variables.save()
+        if DATA_DOCS_SITE in sites:
+            project.update_data_docs_site(DATA_DOCS_SITE, wanted)
+        else:
+            project.add_data_docs_site(DATA_DOCS_SITE, wanted)
+    return project
+
+
+def _gx_expectation(expectation: Expectation):
+    import great_expectations as gx
+
+    class_name = "Expect" + "".join(part.capitalize() for part in expectation.expect.split("_"))
+    cls = getattr(gx.expectations, class_name, None)
+    if cls is None:
+        raise ValidationError(f"expect_{expectation.expect}: Great Expectations has no such expectation")
+    return cls(
+        **expectation.kwargs,
+        severity=GX_SEVERITY[expectation.severity],
+        meta={"check": expectation.check_name, "severity": expectation.severity},
+    )
+
+
+def skipped(expectations: list[Expectation], why: str) -> list[CheckResult]:
+    return [
+        CheckResult(
+            name=e.check_name, source="great_expectations", severity=e.severity, success=None, message=f"skipped: {why}"
+        )
+        for e in expectations
+    ]
+
+
+def _bounds(kwargs: dict[str, Any]) -> str:
+    low, high = kwargs.get("min_value"), kwargs.get("max_value")
+    if low is not None and high is not None:
+        return f"between {low} and {high}"
+    if low is not None:
+        return f"at least {low}"
+    if high is not None:
+        return f"at most {high}"
+    return str({k: v for k, v in kwargs.items() if k != "column"})
+
+
+def _message(expectation: Expectation, result: dict[str, Any]) -> str:
+    subject = ", ".join(expectation.columns) or "table"
+    unexpected, total = result.get("unexpected_count"), result.get("element_count")
+    if unexpected is None:
+        return f"{subject}: observed {result.get('observed_value')}, expected {_bounds(expectation.kwargs)}"
+    described = _DESCRIBED.get(expectation.expect, "are unexpected")
+    if expectation.expect == "column_values_to_be_between":
+        described = f"are not {_bounds(expectation.kwargs)}"
+    examples = result.get("partial_unexpected_list") or []
+    shown = f" (e.g. {examples[:3]})" if examples and expectation.expect != "column_values_to_not_be_null" else ""
+    return f"{subject}: {unexpected} of {total} rows {described}{shown}"
+
+
+def run_checkpoint(
+    table: DataFrame, name: str, suite: Suite, quality: str, site: Path, run_name: str, had_input: bool
+) -> tuple[list[CheckResult], str | None]:
+    """Validates `table` with the suite; returns the results and the result's Data Docs page
+    (relative to the site, which jobs/publish/data_docs.py builds)."""
+    import great_expectations as gx
+
+    active = [e for e in suite.expectations if e.when != "run_had_input" or had_input]
+    skips = skipped([e for e in suite.expectations if e not in active], "the run read no input rows")
+    by_name = {e.check_name: e for e in active}
+    # One Great Expectations project for all pipelines: one validation at a time writes to it.
+    with FolderLock(quality):
+        project = context(quality, site)
+        source = project.data_sources.add_or_update_spark("tables")
+        asset = next((a for a in source.assets if a.name == name), None) or source.add_dataframe_asset(name)
+        batch = next((b for b in asset.batch_definitions if b.name == "output"), None)
+        batch = batch or asset.add_batch_definition_whole_dataframe("output")
+        gx_suite = project.suites.add_or_update(
+            gx.ExpectationSuite(name=name, expectations=[_gx_expectation(e) for e in active])
+        )
+        definition = project.validation_definitions.add_or_update(
+            gx.ValidationDefinition(name=name, data=batch, suite=gx_suite)
+        )
+        # The Data Docs site is rebuilt by `report` (a rebuild reads every stored result).
+        checkpoint = project.checkpoints.add_or_update(
+            gx.Checkpoint(name=name, validation_definitions=[definition], actions=[], result_format=RESULT_FORMAT)
+        )
+        outcome = checkpoint.run(
+            batch_parameters={"dataframe": table},
+            run_id=gx.RunIdentifier(run_name=run_name, run_time=datetime.now(UTC)),
+        )
+    checks, page = [], None
+    for identifier, run_result in outcome.run_results.items():
+        page = "validations/" + "/".join(identifier.to_tuple()) + ".html"
+        for result in run_result.results:
+            expectation = by_name[result.expectation_config.meta["check"]]
+            details = json.loads(json.dumps(result.result or {}, default=str))
+            checks.append(
+                CheckResult(
+                    name=expectation.check_name,
+                    source="great_expectations",
+                    severity=expectation.severity,
+                    success=bool(result.success),
+                    message=_message(expectation, details),
+                    unexpected_count=details.get("unexpected_count"),
+                    element_count=details.get("element_count"),
+                    observed=details.get("observed_value"),
+                    examples=(details.get("partial_unexpected_list") or [])[
+                        : RESULT_FORMAT["partial_unexpected_count"]
+                    ],
+                )
+            )
+    order = [e.check_name for e in suite.expectations]
+    return sorted([*checks, *skips], key=lambda c: order.index(c.name)), page

@@ -1,0 +1,82 @@
+"""Validation results: each check's outcome, the verdict, and where they are stored
+(<runs>/<validation_id>.quality.json, beside the run reports)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from jobs.lake import fs
+from jobs.lake.layout import join
+from jobs.run.report import RESULTS_SUFFIX
+
+
+class CheckResult(BaseModel):
+    name: str
+    source: str  # great_expectations or run_report
+    severity: str  # fail or warn
+    success: bool | None  # None: skipped, its condition did not hold
+    message: str
+    unexpected_count: int | None = None
+    element_count: int | None = None
+    observed: Any = None
+    examples: list[Any] = Field(default_factory=list)
+
+
+class ValidationResult(BaseModel):
+    pipeline: str
+    scope: str  # run: the files one run committed; table: the whole table
+    validation_id: str  # the run id, or table-<time>
+    run_ids: list[str]
+    validated_at: str
+    status: str = "passed"  # passed, warned (a warn check failed) or failed (a fail check failed)
+    duration_s: float = 0.0
+    files_validated: int = 0
+    rows_validated: int = 0
+    checks: list[CheckResult] = Field(default_factory=list)
+    data_docs_page: str | None = None  # relative to <reports>/data_docs
+
+    def decide(self) -> None:
+        failed = [c for c in self.checks if c.success is False]
+        if any(c.severity == "fail" for c in failed):
+            self.status = "failed"
+        elif failed:
+            self.status = "warned"
+        else:
+            self.status = "passed"
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump()
+
+    def summary(self) -> str:
+        what = f"run {self.run_ids[0]}" if self.scope == "run" else f"the whole table ({len(self.run_ids)} runs)"
+        passed = sum(1 for c in self.checks if c.success)
+        ran = sum(1 for c in self.checks if c.success is not None)
+        if all(c.success is None for c in self.checks if c.source == "great_expectations"):
+            scope = "no batch ran: only the run report was checked"
+        else:
+            scope = f"{self.rows_validated} rows in {self.files_validated} files"
+        lines = [
+            f"{self.pipeline} validation of {what}: {self.status.upper()} "
+            f"({passed}/{ran} checks passed, {scope}, {self.duration_s}s)"
+        ]
+        lines += [f"  {c.severity.upper()} {c.name}: {c.message}" for c in self.checks if c.success is False]
+        return "\n".join(lines)
+
+
+def result_uri(runs: str, validation_id: str) -> str:
+    return join(runs, f"{validation_id}{RESULTS_SUFFIX}")
+
+
+def save_result(result: ValidationResult, runs: str) -> str:
+    uri = result_uri(runs, result.validation_id)
+    fs.write_json(uri, result.to_dict())
+    return uri
+
+
+def load_results(runs: str) -> list[ValidationResult]:
+    """Every stored validation result of a pipeline, oldest first."""
+    names = [n for n in fs.list_names(runs) if n.endswith(RESULTS_SUFFIX)]
+    found = [ValidationResult.model_validate(fs.read_json(join(runs, name))) for name in names]
+    return sorted(found, key=lambda result: result.validated_at)

@@ -1,0 +1,61 @@
+"""Checks on run reports, which Great Expectations cannot see in the table: the rows
+balance, and the share of input rows quarantined."""
+
+from __future__ import annotations
+
+from jobs.run.report import RunReport
+from jobs.validate.result import CheckResult
+from jobs.validate.suite import QuarantineShare, RowsBalance, Suite
+
+
+def run_report_checks(suite: Suite, reports: list[RunReport]) -> list[CheckResult]:
+    """The suite's run checks over the reports' rows, summed. An unknown count of
+    duplicates (None) is checked as zero."""
+    checks = suite.run_checks
+    results = []
+    if checks.rows_balance is not None:
+        results.append(_rows_balance(checks.rows_balance, reports))
+    if checks.quarantine_share is not None:
+        results.append(_quarantine_share(checks.quarantine_share, reports))
+    return results
+
+
+def _rows_balance(check: RowsBalance, reports: list[RunReport]) -> CheckResult:
+    input_rows = sum(r.input_rows for r in reports)
+    used = sum(r.used_rows for r in reports)
+    quarantined = sum(r.quarantined_rows for r in reports)
+    late = sum(r.late_rows_dropped for r in reports)
+    duplicates = sum(r.duplicates_dropped or 0 for r in reports)
+    accounted = used + quarantined + late + duplicates
+    parts = f"used {used} + quarantined {quarantined} + late {late}" + (
+        f" + duplicates {duplicates}" if duplicates else ""
+    )
+    balanced = input_rows == accounted
+    return CheckResult(
+        name="rows_balance (run report)",
+        source="run_report",
+        severity=check.severity,
+        success=balanced,
+        message=(
+            f"input rows {input_rows} = {parts}"
+            if balanced
+            else f"input rows {input_rows} != {parts} = {accounted}: {abs(input_rows - accounted)} rows unaccounted for"
+        ),
+        observed={"input_rows": input_rows, "accounted_rows": accounted},
+    )
+
+
+def _quarantine_share(check: QuarantineShare, reports: list[RunReport]) -> CheckResult:
+    input_rows = sum(r.input_rows for r in reports)
+    quarantined = sum(r.quarantined_rows for r in reports)
+    share = quarantined / input_rows if input_rows else 0.0
+    return CheckResult(
+        name="quarantine_share (run report)",
+        source="run_report",
+        severity=check.severity,
+        success=share <= check.max_value,
+        message=f"{quarantined} of {input_rows} input rows quarantined ({share:.1%}, at most {check.max_value:.1%})",
+        unexpected_count=quarantined,
+        element_count=input_rows,
+        observed=round(share, 4),
+    )

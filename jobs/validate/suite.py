@@ -1,0 +1,162 @@
+"""Expectation suites as data: what a suite file (expectations/<table>.yaml) may say.
+
+Loading a suite needs neither Spark nor Great Expectations: a broken suite is caught by
+`python -m jobs list` and the unit tests, not half-way through a run. Suites ship with
+the package (the `expectations` folder, found as package data); JOBS_EXPECTATIONS_DIR
+points at another folder of them.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from importlib.resources.abc import Traversable
+from typing import Any, Literal
+
+import yaml
+from pydantic import ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+
+from jobs.declare import DeclarationError, PipelineBase
+from jobs.declare.load import describe
+from jobs.declare.parts import Part
+from jobs.flow.patterns import pattern_of
+from jobs.settings import settings
+
+# Columns the validation adds to a windowed table before Great Expectations sees it.
+DERIVED_COLUMNS = ("window_length_s",)
+
+
+def expectations_dir() -> Traversable:
+    return settings().expectations_dir or resources.files("expectations")
+
+
+class Expectation(Part):
+    """One Great Expectations expectation (its name without `expect_`, e.g.
+    column_values_to_not_be_null), its arguments, our severity and condition."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    expect: str
+    severity: str = "fail"  # fail: the validation fails; warn: reported only
+    when: str | None = None  # run_had_input: only when the run read input rows
+
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve(cls, raw: Any, info: ValidationInfo) -> Any:
+        if not isinstance(raw, dict) or not isinstance(raw.get("expect"), str):
+            raise ValueError("needs 'expect', e.g. expect: column_values_to_not_be_null")
+        if raw.get("severity", "fail") not in ("fail", "warn"):
+            raise ValueError(f"severity {raw['severity']!r}: use one of fail, warn")
+        if raw.get("when") not in (None, "run_had_input"):
+            raise ValueError(f"when {raw['when']!r}: use one of run_had_input")
+        declared = (info.context or {}).get("declared", {})
+        resolved = {"expect": raw["expect"].removeprefix("expect_")}
+        for key, value in raw.items():
+            if isinstance(value, str) and value.startswith("$") and key not in ("expect", "severity", "when"):
+                if value not in declared:
+                    raise ValueError(f"{value} is not a declared value; use one of {', '.join(declared) or 'none'}")
+                value = declared[value]
+            resolved.setdefault(key, value)
+        return resolved
+
+    @model_validator(mode="after")
+    def _columns_exist(self, info: ValidationInfo) -> Expectation:
+        if "column_list" in self.kwargs and len(self.columns) < 2:
+            raise ValueError("column_list needs two or more columns; for one, use column: and a column_ expectation")
+        columns = (info.context or {}).get("columns")
+        missing = [c for c in self.columns if columns is not None and c not in columns]
+        if missing:
+            table = (info.context or {}).get("table")
+            raise ValueError(f"column {missing[0]!r} is not in table {table} ({', '.join(sorted(columns))})")
+        return self
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+    @property
+    def columns(self) -> list[str]:
+        kwargs = self.kwargs
+        if "column" in kwargs:
+            return [kwargs["column"]]
+        if "column_A" in kwargs:
+            return [kwargs["column_A"], kwargs.get("column_B")]
+        return list(kwargs.get("column_list", []))
+
+    @property
+    def check_name(self) -> str:
+        return f"{self.expect} ({', '.join(self.columns) or 'table'})"
+
+
+class RowsBalance(Part):
+    """input = used + quarantined + late + duplicates, from the run reports."""
+
+    severity: Literal["fail", "warn"] = "fail"
+
+
+class QuarantineShare(Part):
+    """At most `max` of the input rows quarantined, from the run reports."""
+
+    severity: Literal["fail", "warn"] = "warn"
+    max_value: float = Field(alias="max")
+
+    @field_validator("max_value", mode="before")
+    @classmethod
+    def _share(cls, value: Any) -> Any:
+        if not isinstance(value, int | float) or isinstance(value, bool) or not 0 <= value <= 1:
+            raise ValueError("needs max, a share between 0 and 1 (e.g. max: 0.05)")
+        return value
+
+
+class RunChecks(Part):
+    """Checks on the run reports, which Great Expectations cannot see in the table."""
+
+    rows_balance: RowsBalance | None = None
+    quarantine_share: QuarantineShare | None = None
+
+
+class Suite(Part):
+    table: str
+    expectations: tuple[Expectation, ...] = ()
+    run_checks: RunChecks = RunChecks()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _for_this_table(cls, raw: Any, info: ValidationInfo) -> Any:
+        table = (info.context or {}).get("table")
+        if isinstance(raw, dict) and table and raw.get("table") != table:
+            raise ValueError(f"table {raw.get('table')!r} does not match the pipeline {table!r}")
+        return raw
+
+    @model_validator(mode="after")
+    def _each_check_once(self) -> Suite:
+        names = [e.check_name for e in self.expectations]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"{repeated[0]} is declared twice; merge the two")
+        return self
+
+
+def parse_suite(raw: Any, pipeline: PipelineBase, where: str = "suite") -> Suite:
+    """Check a suite against the pipeline it describes, resolving `$` references."""
+    pattern = pattern_of(pipeline)
+    columns = {*pattern.output_columns(), *(DERIVED_COLUMNS if "window_end" in pattern.output_columns() else ())}
+    if pipeline.output.partition_by:
+        columns.add(pipeline.output.partition_by)
+    context = {"table": pipeline.name, "columns": columns, "declared": pattern.suite_values()}
+    if not isinstance(raw, dict):
+        raise DeclarationError(f"{where}: expected a mapping with 'table' and 'expectations'")
+    try:
+        return Suite.model_validate(raw, context=context)
+    except ValidationError as error:
+        raise DeclarationError(describe(error, where)) from None
+
+
+def load_suite(pipeline: PipelineBase, directory: Traversable | None = None) -> Suite:
+    path = (directory or expectations_dir()) / f"{pipeline.name}.yaml"
+    if not path.is_file():
+        raise DeclarationError(f"no expectation suite for {pipeline.name}: every output table needs {path}")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        raise DeclarationError(f"{path}: not valid YAML: {error}") from None
+    return parse_suite(raw, pipeline, str(path))

@@ -1,0 +1,166 @@
+"""Validate what a run committed, or the whole table, against its suite.
+
+    run report -> the files its batches committed (Spark's sink log) -> DataFrame
+    -> Great Expectations (the suite) + checks on the run reports
+    -> verdict -> validation result beside the run report
+
+Only committed files are read: a file the sink wrote but never committed (a crashed
+batch) is not in the sink log, so it is never validated and never reaches readers.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from jobs.declare import PipelineBase
+from jobs.flow.enrich import dimension_uri, read_dimension
+from jobs.flow.query import output_schema
+from jobs.flow.sink import read_committed
+from jobs.lake import fs
+from jobs.lake.layout import Locations, is_s3, join, local_path
+from jobs.run.checkpoint import CheckpointLog
+from jobs.run.ledger import Ledger, with_recorded_schema
+from jobs.run.report import RunReport, load_reports
+from jobs.validate import gx
+from jobs.validate.gx import ValidationError
+from jobs.validate.result import ValidationResult, save_result
+from jobs.validate.run_checks import run_report_checks
+from jobs.validate.suite import Suite, load_suite
+
+
+def site_folder(locations: Locations) -> Path:
+    """Where GX builds the Data Docs site: in the reports folder, or, when the reports go
+    to a bucket, in a local staging folder that is uploaded after each build."""
+    if is_s3(locations.reports):
+        return local_path(join(locations.quality, "data_docs_staging"))
+    return local_path(join(locations.reports, "data_docs"))
+
+
+def with_window_length(table: DataFrame) -> DataFrame:
+    """Adds window_length_s = window_end - window_start, in seconds (windowed tables)."""
+    if "window_end" not in table.columns:
+        return table
+    return table.withColumn("window_length_s", F.unix_timestamp("window_end") - F.unix_timestamp("window_start"))
+
+
+def committed_table(
+    spark: SparkSession, pipeline: PipelineBase, locations: Locations, files: list[str] | None
+) -> DataFrame:
+    """The committed output (the given files, or the whole table), with the output's schema."""
+    dimension = None
+    if pipeline.enrich is not None and fs.exists(dimension_uri(pipeline.enrich, locations.dimensions)):
+        dimension = read_dimension(spark, pipeline.enrich, locations.dimensions).limit(0)
+    return read_committed(spark, output_schema(spark, pipeline, dimension), locations.output, files)
+
+
+def committed_files(log: CheckpointLog, batch_ids: list[int]) -> list[str]:
+    files: list[str] = []
+    for batch_id in batch_ids:
+        batch_files = log.sink_files(batch_id)
+        if batch_files is None:
+            raise ValidationError(
+                f"the sink log no longer lists the files of batch {batch_id} (compacted away); "
+                "validate the whole table instead (--all)"
+            )
+        files.extend(batch_files)
+    return files
+
+
+def _validate(
+    spark: SparkSession,
+    pipeline: PipelineBase,
+    locations: Locations,
+    suite: Suite,
+    result: ValidationResult,
+    reports: list[RunReport],
+    files: list[str] | None,
+    echo: Callable[[str], None],
+) -> ValidationResult:
+    started = time.monotonic()
+    pipeline = with_recorded_schema(pipeline, Ledger(locations.ledger))
+    if not any(r.batch_ids for r in reports):
+        # No batch ran (no new files): nothing was written, and there is nothing to ask GX.
+        result.checks = gx.skipped(list(suite.expectations), "the run processed no batch")
+    else:
+        table = committed_table(spark, pipeline, locations, files).transform(with_window_length)
+        result.files_validated = len(table.inputFiles())
+        # Small tables: a handful of shuffle partitions, not Spark's 200, for the uniqueness checks.
+        shuffle_partitions = spark.conf.get("spark.sql.shuffle.partitions")
+        spark.conf.set("spark.sql.shuffle.partitions", str(pipeline.state_partitions))
+        table = table.cache()
+        try:
+            result.rows_validated = table.count()
+            had_input = sum(r.input_rows for r in reports) > 0
+            run_name = result.validation_id if result.scope == "table" else f"run-{result.validation_id}"
+            result.checks, result.data_docs_page = gx.run_checkpoint(
+                table, pipeline.name, suite, locations.quality, site_folder(locations), run_name, had_input
+            )
+        finally:
+            table.unpersist()
+            spark.conf.set("spark.sql.shuffle.partitions", shuffle_partitions)
+    result.checks += run_report_checks(suite, reports)
+    result.duration_s = round(time.monotonic() - started, 2)
+    result.decide()
+    save_result(result, locations.runs)
+    echo(result.summary())
+    return result
+
+
+def validate_run(
+    spark: SparkSession,
+    pipeline: PipelineBase,
+    locations: Locations,
+    report: RunReport,
+    suite: Suite | None = None,
+    echo: Callable[[str], None] = print,
+) -> ValidationResult:
+    """Validates the rows one run committed, and its row accounting."""
+    files = committed_files(CheckpointLog(locations.checkpoint, locations.output), report.batch_ids)
+    result = ValidationResult(
+        pipeline=pipeline.name,
+        scope="run",
+        validation_id=report.run_id,
+        run_ids=[report.run_id],
+        validated_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+    return _validate(spark, pipeline, locations, suite or load_suite(pipeline), result, [report], files, echo)
+
+
+def validate_table(
+    spark: SparkSession,
+    pipeline: PipelineBase,
+    locations: Locations,
+    suite: Suite | None = None,
+    echo: Callable[[str], None] = print,
+) -> ValidationResult:
+    """Validates the whole committed table, and the row accounting summed over all runs."""
+    now = datetime.now(UTC)
+    reports = [r for r in load_reports(locations.runs) if r.batch_ids]
+    result = ValidationResult(
+        pipeline=pipeline.name,
+        scope="table",
+        validation_id=f"table-{now.strftime('%Y%m%dT%H%M%SZ')}",
+        run_ids=[r.run_id for r in reports],
+        validated_at=now.isoformat(timespec="seconds"),
+    )
+    return _validate(spark, pipeline, locations, suite or load_suite(pipeline), result, reports, None, echo)
+
+
+def latest_report(runs: str, run_id: str | None = None) -> RunReport:
+    """The report of run `run_id`, or of the latest run that ended (succeeded or stopped)."""
+    reports = load_reports(runs)
+    if run_id is not None:
+        for report in reports:
+            if report.run_id == run_id:
+                return report
+        raise ValidationError(f"no run {run_id} in {runs}")
+    finished = [r for r in reports if r.status in ("succeeded", "stopped")]
+    if not finished:
+        raise ValidationError(f"no finished run to validate in {runs}; run the pipeline first")
+    return finished[-1]

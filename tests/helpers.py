@@ -1,0 +1,99 @@
+"""Helpers the tests share: events, landing, in-process runs, reading tables back.
+
+Fixtures live in conftest.py; everything here is a plain function a test imports.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+import sys
+import time
+from datetime import UTC
+from pathlib import Path
+
+from jobs.lake.fs import list_names
+from jobs.lake.landing import land_lines
+from jobs.run import runner
+from jobs.run.report import RunReport
+
+REPO = Path(__file__).resolve().parent.parent
+# A secret that must never appear in anything a run prints or writes (tests/integration/test_s3.py).
+S3_SECRET = f"test-secret-{secrets.token_hex(8)}"
+S3_BUCKET = "lake"
+CLICKSTREAM_TABLE = "window_start timestamp, window_end timestamp, user_id string, event_count long, window_date date"
+
+
+def event(user: str | None, timestamp: str | None, event_id: str = "e", **extra: object) -> str:
+    """A clickstream record as a JSON line (None leaves a field out)."""
+    record = {"event_id": event_id, "event": "click", **extra}
+    if user is not None:
+        record["user_id"] = user
+    if timestamp is not None:
+        record["eventtimestamp"] = timestamp
+    return json.dumps(record)
+
+
+def land(landing: str, files: dict[str, list[str]]) -> list[str]:
+    """Land files atomically, like a producer would."""
+    return land_lines(files, landing)
+
+
+def land_in_order(landing: str, files: dict[str, list[str]]) -> None:
+    """One file at a time: the file source orders a batch by modification time only,
+    so distinct times make the order of one-file batches certain."""
+    for name, lines in files.items():
+        land(landing, {name: lines})
+        time.sleep(0.02)
+
+
+def all_lines(files: dict[str, list[str]]) -> list[str]:
+    """Every line of an arrival's files, in landing order."""
+    return [line for lines in files.values() for line in lines]
+
+
+def run_pipeline(spark, pipeline, locations, quiet: list[str], **options) -> RunReport:
+    """An in-process run on the shared session, its output collected in `quiet`."""
+    return runner.run(pipeline, locations, runner.RunOptions(**options), spark=spark, echo=quiet.append)
+
+
+def python_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "jobs", *args]
+
+
+def table_rows(spark, output: str) -> list[tuple]:
+    """The clickstream table as sorted (window_start, window_end, user_id, event_count), in UTC.
+
+    Read with its schema through the sink log, so a table whose batches committed no
+    file yet reads as empty; works for local paths and s3a:// alike."""
+    if not list_names(output):
+        return []
+    rows = spark.read.schema(CLICKSTREAM_TABLE).parquet(output).collect()
+    return sorted(
+        (r.window_start.replace(tzinfo=UTC), r.window_end.replace(tzinfo=UTC), r.user_id, r.event_count) for r in rows
+    )
+
+
+def replace_parquet_file(spark, target: Path, rows) -> None:
+    """Replace one committed clickstream Parquet file with `rows` (a pandas DataFrame), as a
+    bad writer would: the sink log still lists it, so readers take the new content."""
+    scratch = target.parent.parent.parent / f"scratch-{secrets.token_hex(3)}"
+    schema = "window_start timestamp, window_end timestamp, user_id string, event_count long"
+    spark.createDataFrame(rows, schema).coalesce(1).write.parquet(str(scratch))
+    (part,) = scratch.glob("part-*.parquet")
+    shutil.move(part, target)
+    shutil.rmtree(scratch)
+    (target.parent / f".{target.name}.crc").unlink()  # Hadoop's checksum of the old content
+
+
+def assert_run_matches(report: RunReport, expected) -> None:
+    """A run's row accounting equals the model's for the same batches."""
+    assert (report.input_rows, report.quarantined_rows, report.late_rows_dropped, report.used_rows) == (
+        expected.input_rows,
+        expected.quarantined_rows,
+        expected.late_rows_dropped,
+        expected.used_rows,
+    )
+    assert report.output_rows == len(expected.emitted)
+    assert report.duplicates_dropped == expected.duplicates_dropped

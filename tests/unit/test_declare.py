@@ -1,0 +1,237 @@
+"""Declarations: what loads, and the clear errors for what does not."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from jobs import declare
+from jobs.declare.load import pipelines_dir
+from jobs.flow.patterns import pattern_of
+from jobs.units import parse_duration_s
+
+VALID = {
+    "name": "demo_counts",
+    "source": {
+        "format": "json",
+        "schema": {"user_id": "string", "ts": "string", "amount": "double"},
+        "required": ["user_id"],
+        "event_time": {"column": "ts"},
+    },
+    "watermark": "10 minutes",
+    "window": {"duration": "10 minutes", "slide": "5 minutes"},
+    "keys": ["user_id"],
+    "aggregates": [{"name": "total", "function": "sum", "column": "amount"}, {"name": "n", "function": "count"}],
+    "output": {"format": "parquet", "partition_by": "window_date"},
+}
+
+
+def with_change(path: str, value):
+    raw = copy.deepcopy(VALID)
+    *parents, last = path.split(".")
+    node = raw
+    for key in parents:
+        node = node[key]
+    if value is None:
+        del node[last]
+    else:
+        node[last] = value
+    return raw
+
+
+def test_every_shipped_declaration_loads():
+    loaded = declare.load_all()
+    assert "clickstream" in loaded
+    clickstream = loaded["clickstream"]
+    assert clickstream.watermark_s == 300
+    assert (clickstream.window.duration_s, clickstream.window.slide_s) == (60, 60)
+    assert clickstream.keys == ("user_id",)
+    assert pattern_of(clickstream).output_columns() == ["window_start", "window_end", "user_id", "event_count"]
+    assert clickstream.source.required == ("user_id", "eventtimestamp")
+
+
+def test_a_valid_declaration_parses():
+    spec = declare.parse(VALID)
+    assert spec.window.duration_s == 600 and spec.window.slide_s == 300 and not spec.window.is_tumbling
+    assert spec.source.required == ("user_id", "ts")  # the event time is always required
+    assert spec.source.ddl() == "`user_id` string, `ts` string, `amount` double"
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("5 minutes", 300), ("1 minute", 60), ("30s", 30), ("2h", 7200), ("1 day", 86400), ("10 min", 600)],
+)
+def test_durations(text, seconds):
+    assert parse_duration_s(text, "x") == seconds
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        ("watermark", "soon", "not a duration"),
+        ("window.duration", "0 minutes", "longer than zero"),
+        ("window.slide", "20 minutes", "cannot be longer than its duration"),
+        ("window.slide", "3 minutes", "multiple of its slide"),
+        ("keys", ["country"], "key 'country' is not in the source schema"),
+        ("aggregates", [{"name": "x", "function": "median", "column": "amount"}], "is not one of"),
+        ("aggregates", [{"name": "x", "function": "sum"}], "sum needs a 'column'"),
+        ("aggregates", [], "at least one aggregate"),
+        ("source.event_time", {"column": "when"}, "event time column 'when' is not in the source schema"),
+        ("source.schema", {"user_id": "varchar", "ts": "string"}, "has type 'varchar'"),
+        ("source.format", "xml", "source format 'xml'"),
+        ("output.partition_by", "user_id", "may only be 'window_date'"),
+        ("name", "Bad Name", "lower-case letters"),
+        ("watermark", None, "missing 'watermark'"),
+        ("colour", "blue", "unknown setting(s) ['colour']"),
+        ("aggregates", [{"name": "user_id", "function": "count"}], "collide"),
+        ("airflow", {"retries": -1}, "retries must be a whole number"),
+        ("airflow", {"retries": True}, "retries must be a whole number"),
+        ("airflow", {"timeout": "forever"}, "not a duration"),
+        ("airflow", {"pool": "x"}, "unknown setting(s) ['pool']"),
+        ("deduplicate", ["amount"], "must be a required source field"),
+        ("deduplicate", "user_id", "is a list of source fields"),
+        ("source.new_fields", "rescue", "applies to 'schema: infer'"),
+        ("source.schema", "guess", "or be 'infer'"),
+        ("enrich", {"table": "users", "path": "u.csv", "key": "country", "columns": ["plan"]}, "key 'country'"),
+        ("enrich", {"table": "users", "path": "u.csv", "key": "user_id", "columns": ["amount"]}, "already event"),
+        ("enrich", {"table": "users", "path": "u.csv", "key": "user_id", "columns": ["plan"], "format": "xls"}, "xls"),
+        ("enrich", {"table": "users", "path": "u.csv", "key": "user_id", "columns": ["p"], "unmatched": "x"}, "keep"),
+        ("keys", ["plan"], "key 'plan' is not in the source schema"),
+    ],
+)
+def test_invalid_declarations_say_what_is_wrong(path, value, message):
+    with pytest.raises(declare.DeclarationError) as error:
+        declare.parse(with_change(path, value))
+    assert message in str(error.value)
+
+
+def test_pipelines_without_a_window_write_each_event():
+    raw = with_change("window", None)
+    for setting in ("keys", "aggregates", "watermark"):
+        del raw[setting]
+    raw["output"]["partition_by"] = "event_date"
+    spec = declare.parse(raw)
+    assert spec.pattern == "events" and pattern_of(spec).stateful_operators == 0
+    assert pattern_of(spec).output_columns() == ["event_time", "user_id", "ts", "amount"]
+    with pytest.raises(declare.DeclarationError, match="'keys' needs a 'window'"):
+        declare.parse({**raw, "keys": ["user_id"]})
+    with pytest.raises(declare.DeclarationError, match="may only be 'event_date'"):
+        declare.parse({**raw, "output": {"format": "parquet", "partition_by": "window_date"}})
+
+
+def test_an_inferred_schema_defers_field_checks_to_the_first_run():
+    raw = with_change("source.schema", "infer")
+    raw["source"]["new_fields"] = "rescue"
+    spec = declare.parse(raw)
+    assert spec.source.infer_schema and spec.source.fields == {}
+    assert pattern_of(spec).contract()["rescued_data"] is True
+    fail = declare.parse({**raw, "source": {**raw["source"], "new_fields": "fail"}})
+    ignore = declare.parse({**raw, "source": {**raw["source"], "new_fields": "ignore"}})
+    assert pattern_of(fail).contract() == pattern_of(ignore).contract()  # switching these two keeps the checkpoint
+
+
+def test_an_enrichment_adds_its_columns_and_may_be_aggregated_by():
+    enrich = {"table": "users", "path": "users.csv", "format": "csv", "key": "user_id", "columns": ["plan"]}
+    spec = declare.parse({**with_change("keys", ["plan"]), "enrich": enrich})
+    assert spec.enrich.unmatched == "keep" and spec.keys == ("plan",)
+    assert pattern_of(spec).contract()["enrich_columns"] == ["plan"]
+
+
+def test_the_airflow_block_is_optional_with_safe_defaults():
+    default = declare.parse(VALID).orchestration
+    assert (default.retries, default.retry_delay_s, default.timeout_s) == (2, 60, 3600)
+    custom = declare.parse(with_change("airflow", {"retries": 0, "retry_delay": "5 minutes", "timeout": "2 hours"}))
+    assert (custom.orchestration.retries, custom.orchestration.retry_delay_s, custom.orchestration.timeout_s) == (
+        0,
+        300,
+        7200,
+    )
+
+
+def test_unknown_pipeline_lists_the_known_ones():
+    with pytest.raises(declare.DeclarationError) as error:
+        declare.load("nope")
+    assert "unknown pipeline 'nope'" in str(error.value) and "clickstream" in str(error.value)
+
+
+def test_state_contract_ignores_what_a_checkpoint_survives():
+    base = declare.parse(VALID)
+    other_watermark = declare.parse(with_change("watermark", "1 hour"))
+    other_window = declare.parse(with_change("window.duration", "20 minutes"))
+    assert pattern_of(base).contract() == pattern_of(other_watermark).contract()
+    assert pattern_of(base).contract() != pattern_of(other_window).contract()
+
+
+def test_each_shipped_declaration_names_its_pattern():
+    for path in sorted(pipelines_dir().iterdir(), key=lambda p: p.name):
+        if path.name.endswith(".yaml"):
+            raw = yaml.safe_load(path.read_text())
+            assert raw["pattern"] == declare.load(raw["name"]).pattern, path.name
+
+
+def test_a_declaration_without_a_pattern_gets_the_one_its_settings_imply():
+    assert declare.parse(VALID).pattern == "window"
+    assert declare.parse({**VALID, "pattern": "window"}) == declare.parse(VALID)
+    with pytest.raises(declare.DeclarationError, match="'keys' needs a 'window'"):
+        declare.parse({**VALID, "pattern": "events"})
+
+
+PROCESS = {
+    "name": "racks",
+    "pattern": "process",
+    "source": {
+        "format": "json",
+        "schema": {"rack": "string", "t": "double", "ts": "string"},
+        "event_time": {"column": "ts"},
+    },
+    "keys": ["rack"],
+    "process": {"processor": "rack_status", "settings": {"column": "t"}},
+    "output": {"format": "parquet"},
+}
+
+
+@pytest.mark.parametrize(
+    ("process", "message"),
+    [
+        ({"processor": "rack_stats"}, "process 'rack_stats' is not one of 'rack_status', 'spending_sessions'"),
+        (
+            {"processor": "rack_status", "settings": {"column": "t", "treshold": 9}},
+            r"settings: unknown setting\(s\) \['treshold'\]",
+        ),
+        (
+            {"processor": "rack_status", "settings": {"column": "t", "readings": 0}},
+            "settings readings: Input should be greater than 0",
+        ),
+        (
+            {"processor": "rack_status", "settings": {"column": "temperature"}},
+            "processor rack_status input 'temperature' is not in the source schema",
+        ),
+        (
+            {"processor": "spending_sessions", "settings": {"amount": "t", "gap": "soon"}},
+            "settings gap: 'soon' is not a duration",
+        ),
+    ],
+)
+def test_processor_settings_are_checked_when_the_declaration_loads(process, message):
+    with pytest.raises(declare.DeclarationError, match=message):
+        declare.parse({**PROCESS, "process": process})
+    settings = declare.parse(PROCESS).process.settings
+    assert (settings.column, settings.threshold, settings.readings) == ("t", 100, 3)  # defaults filled in
+
+
+def test_a_processor_with_timeouts_needs_a_watermark():
+    sessions = {**PROCESS, "process": {"processor": "spending_sessions", "settings": {"amount": "t"}}}
+    with pytest.raises(declare.DeclarationError, match="missing 'watermark'"):
+        declare.parse(sessions)
+    assert declare.parse({**sessions, "watermark": "10 minutes"}).process.settings.gap_s == 3600
+
+
+def test_pyspark_and_pyspark_client_are_the_same_release():
+    """Both install the same files: a version skew silently breaks one of them."""
+    from importlib.metadata import version
+
+    import pyspark
+
+    assert version("pyspark") == version("pyspark-client") == pyspark.__version__

@@ -1,0 +1,59 @@
+"""Locations: local paths and s3a:// URIs, and what a run lists under the landing location."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+from pydantic import ValidationError
+
+from jobs.flow.source import landing_path
+from jobs.lake import s3
+from jobs.lake.layout import Locations, StorageError, normalize
+from jobs.units import UsageError
+
+
+def test_s3_uris_are_normalized_to_s3a():
+    assert normalize("s3://lake/prod/") == "s3a://lake/prod"
+    assert normalize("s3a://lake") == "s3a://lake"
+    with pytest.raises(StorageError, match="no bucket"):
+        normalize("s3a:///prefix")
+    with pytest.raises(StorageError, match="use a local path or s3a://bucket/prefix"):
+        normalize("gs://bucket/prefix")
+
+
+def test_a_bucket_root_puts_every_location_in_it_but_the_gx_project():
+    locations = Locations.resolve("clickstream", root="s3://lake/prod")
+    assert locations.uses_s3
+    assert locations.landing == "s3a://lake/prod/landing/clickstream"
+    assert locations.checkpoint == "s3a://lake/prod/checkpoints/clickstream"
+    assert locations.reports == "s3a://lake/prod/reports"
+    assert not locations.quality.startswith("s3a://") and locations.quality.endswith("quality/lake/prod")
+    assert not Locations.resolve("clickstream", root="/tmp/x").uses_s3
+
+
+def test_landing_limits(tmp_path):
+    for day in ("dt=2023-07-28", "dt=2023-07-30", "dt=2023-08-01", "other"):
+        (tmp_path / day).mkdir()
+    landing = str(tmp_path)
+    assert landing_path(landing) == landing
+    assert landing_path(landing, glob="dt=2023-07-*/*") == f"{landing}/dt=2023-07-*/*"
+    since = landing_path(landing, since=date(2023, 7, 29))
+    assert since == f"{landing}/{{dt=2023-07-30,dt=2023-08-01}}"
+    assert landing_path(landing, since=date(2024, 1, 1)) == f"{landing}/dt=2024-01-01"
+    with pytest.raises(UsageError, match="not both"):
+        landing_path(landing, glob="*", since=date(2023, 7, 29))
+    with pytest.raises(UsageError, match="inside the landing location"):
+        landing_path(landing, glob="../elsewhere/*")
+
+
+def test_spark_settings_for_s3_carry_no_secret(monkeypatch):
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "do-not-print-me")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9000")
+    conf = s3.spark_conf()
+    assert "do-not-print-me" not in str(conf)
+    assert conf["spark.hadoop.fs.s3a.endpoint"] == "http://127.0.0.1:9000"
+    assert conf["spark.hadoop.fs.s3a.path.style.access"] == "true"
+    monkeypatch.setenv("JOBS_S3A_JARS", "ivy")
+    with pytest.raises(ValidationError, match="'offline' or 'maven'"):
+        s3.spark_conf()

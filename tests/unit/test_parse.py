@@ -1,0 +1,135 @@
+"""The pure flow functions (parse, the window pattern, the late-row rule) on small batch
+DataFrames, against hand-computed results."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import datetime
+
+import pytest
+from pyspark.sql import functions as F
+
+from jobs.columns import EVENT_TIME
+from jobs.declare.parts import Source, Window
+from jobs.flow.parse import parse_events, quarantined, usable
+from jobs.flow.patterns import pattern_of
+from jobs.flow.patterns.window import latest_window_end
+from jobs.run.accounting import classified
+from tests.helpers import event
+
+
+def source(schema: dict[str, str], required: list[str], time_field: str = "ts", fmt: str = "iso8601") -> Source:
+    raw = {
+        "format": "json",
+        "schema": schema,
+        "required": required,
+        "event_time": {"column": time_field, "format": fmt},
+    }
+    return Source.model_validate(raw)
+
+
+def lines_df(spark, lines, source_file="landing/f.json"):
+    return spark.createDataFrame([(line, source_file) for line in lines], "line string, source_file string")
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        (event("u1", "2023-07-30T10:00:20Z"), None),
+        (event("u1", "2023-07-30T12:00:20+02:00"), None),
+        (event("u1", "2023-07-30T10:00:20Z", extra_field=[1, 2]), None),
+        ("{broken", "malformed_json"),
+        ("[1, 2]", "not_a_json_object"),
+        ('"just a string"', "not_a_json_object"),
+        (json.dumps({"user_id": "u1", "eventtimestamp": "2023-07-30T10:00:20Z", "event": {"nested": 1}}), None),
+        (event(None, "2023-07-30T10:00:20Z"), "missing_user_id"),
+        (event("u1", None), "missing_eventtimestamp"),
+        (event("u1", "yesterday"), "unparseable_eventtimestamp"),
+        (event("u1", "2023-13-45T10:00:00Z"), "unparseable_eventtimestamp"),
+    ],
+)
+def test_parse_events_reasons(spark, clickstream, line, reason):
+    rows = parse_events(lines_df(spark, [line]), clickstream.source).collect()
+    assert len(rows) == 1
+    assert rows[0]["quarantine_reason"] == reason
+
+
+def test_parse_events_reads_offsets_as_utc_and_drops_blank_lines(spark, clickstream):
+    lines = [event("u1", "2023-07-30T12:00:20+02:00"), "", "   ", event("u2", "2023-07-30T10:00:20Z")]
+    rows = parse_events(lines_df(spark, lines), clickstream.source).orderBy("user_id").collect()
+    assert [(r.user_id, r[EVENT_TIME]) for r in rows] == [
+        ("u1", datetime(2023, 7, 30, 10, 0, 20)),
+        ("u2", datetime(2023, 7, 30, 10, 0, 20)),
+    ]
+
+
+def test_quarantined_keeps_file_line_and_reason(spark, clickstream):
+    parsed = parse_events(lines_df(spark, ["{broken", event("u1", "2023-07-30T10:00:20Z")]), clickstream.source)
+    assert [tuple(r) for r in quarantined(parsed).collect()] == [("landing/f.json", "{broken", "malformed_json")]
+    assert usable(parsed).count() == 1
+
+
+def test_window_aggregate_counts_per_window_and_user(spark, clickstream):
+    times = ["10:00:01", "10:00:59", "10:01:00", "10:01:30", "10:05:00", "10:00:30"]
+    users = ["u1", "u1", "u1", "u2", "u2", "u2"]
+    lines = [event(u, f"2023-07-30T{t}Z") for u, t in zip(users, times, strict=True)]
+    table = (
+        lines_df(spark, lines)
+        .transform(parse_events, clickstream.source)
+        .transform(usable)
+        .transform(pattern_of(clickstream).table)
+    )
+    expected = Counter((t[:5], u) for u, t in zip(users, times, strict=True))
+    got = {(r.window_start.strftime("%H:%M"), r.user_id): r.event_count for r in table.collect()}
+    assert got == dict(expected)
+    row = table.where("user_id = 'u1'").orderBy("window_start").first()
+    assert (row.window_end - row.window_start).total_seconds() == 60
+    assert str(row.window_date) == "2023-07-30"
+
+
+def test_latest_window_end_for_tumbling_and_sliding(spark):
+    df = spark.createDataFrame([(datetime(2023, 7, 30, 10, 7, 30),)], "t timestamp")
+    tumbling = df.select(latest_window_end(F.col("t"), Window(duration_s=60, slide_s=60))).first()[0]
+    sliding = df.select(latest_window_end(F.col("t"), Window(duration_s=600, slide_s=300))).first()[0]
+    assert tumbling == datetime(2023, 7, 30, 10, 8)
+    assert sliding == datetime(2023, 7, 30, 10, 15)  # the window 10:05-10:15
+
+
+def test_classify_rows_late_at_or_before_the_watermark(spark, clickstream):
+    lines = [
+        event("u1", "2023-07-30T10:04:59Z"),  # window ends 10:05 == watermark: late
+        event("u1", "2023-07-30T10:05:00Z"),  # window ends 10:06: kept
+        "{broken",
+    ]
+    parsed = parse_events(lines_df(spark, lines), clickstream.source).withColumn(
+        "wm", F.lit(datetime(2023, 7, 30, 10, 5))
+    )
+    fates = [r.fate for r in classified(parsed, clickstream, "wm").orderBy("line").collect()]
+    assert sorted(fates) == ["late", "quarantined", "used"]
+
+
+def test_a_value_of_the_wrong_type_is_quarantined(spark):
+    declared = source({"user_id": "string", "steps": "long", "ts": "string"}, ["user_id"])
+    lines = [
+        json.dumps({"user_id": "u1", "steps": 12, "ts": "2023-07-30T10:00:00Z"}),
+        json.dumps({"user_id": "u1", "steps": "twelve", "ts": "2023-07-30T10:00:00Z"}),
+    ]
+    rows = parse_events(lines_df(spark, lines), declared).orderBy("line").collect()
+    assert [(r.steps, r.quarantine_reason) for r in rows] == [(None, "wrong_field_type"), (12, None)]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "raw", "expected"),
+    [
+        ("epoch_seconds", "1690711220", datetime(2023, 7, 30, 10, 0, 20)),
+        ("epoch_millis", "1690711220500", datetime(2023, 7, 30, 10, 0, 20, 500000)),
+        ("yyyy-MM-dd HH:mm:ss", "2023-07-30 10:00:20", datetime(2023, 7, 30, 10, 0, 20)),
+        ("yyyy-MM-dd HH:mm:ss", "2023-07-30T10:00:20Z", None),
+    ],
+)
+def test_event_time_formats(spark, fmt, raw, expected):
+    declared = source({"user_id": "string", "ts": "string"}, ["user_id"], fmt=fmt)
+    row = parse_events(lines_df(spark, [json.dumps({"user_id": "u", "ts": raw})]), declared).first()
+    assert row[EVENT_TIME] == expected
+    assert row.quarantine_reason == (None if expected else "unparseable_ts")
