@@ -5,8 +5,8 @@ export SPARK_LOCAL_IP := 127.0.0.1
 export PYTHONDONTWRITEBYTECODE :=
 # Fetched jars and Data Docs assets (make s3-jars, make assets), found by jobs/settings.py.
 export JOBS_CACHE_DIR := $(CURDIR)/.cache
-# pytest workers: 2 by default (most test time is JVM start-up and waiting, not CPU).
-TEST_WORKERS ?= 2
+# pytest workers: most test time is JVM start-up and waiting, not CPU, so more workers than cores.
+TEST_WORKERS ?= 3
 
 .PHONY: help venv assets browser s3-jars s3-up s3-down airflow airflow-stop demo demo-s3 report test test-fast lint format lock clean
 
@@ -63,10 +63,10 @@ report: venv assets
 	$(PY) -m jobs report $(if $(ROOT),--root $(ROOT),)
 
 test: venv lint assets browser s3-jars
-	$(PY) -m pytest -n $(TEST_WORKERS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope
 
 test-fast: venv assets browser s3-jars
-	$(PY) -m pytest -n $(TEST_WORKERS) -m "not slow"
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope -m "not slow"
 
 lint: venv
 	$(VENV)/bin/ruff check .

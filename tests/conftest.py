@@ -89,3 +89,24 @@ def locations(root: Path, clickstream) -> Locations:
 def quiet() -> list[str]:
     """An echo that collects the runner's lines instead of printing them."""
     return []
+
+
+# The longest modules, measured: they start first. Under `--dist loadscope` each module is
+# one unit of work for one worker, and a long one started last would run alone at the end.
+LONGEST_FIRST = (
+    "tests/integration/test_window_and_event_pipelines.py",
+    "tests/integration/test_processor_and_join_pipelines.py",
+    "tests/airflow/test_pipeline_dag_runs.py",
+    "tests/integration/test_s3.py",
+    "tests/e2e/test_crash.py",
+    "tests/airflow/test_backfill_dag_runs.py",
+    "tests/integration/test_quality.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        path = item.nodeid.split("::", 1)[0]
+        return LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: the order within a module stays

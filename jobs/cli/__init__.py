@@ -6,6 +6,7 @@ commands.py  what each command does, and its exit code
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
@@ -39,6 +40,9 @@ def main(argv: list[str] | None = None) -> int:
         return fail(ExitCode.USAGE, f"{setting} (environment): {problem['msg']}")
     except KeyboardInterrupt:
         return ExitCode.STOPPED
+    except BrokenPipeError:  # the reader went away (e.g. `jobs list | head`): nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return ExitCode.OK
     except Exception as error:  # noqa: BLE001 - one actionable line, not a traceback
         from jobs.session import JavaMissing
 

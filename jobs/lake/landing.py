@@ -59,14 +59,10 @@ def land_files(files: list[str], to: str) -> list[str]:
     landed: list[str] = []
     for source in sources:
         target = join(uri, source.name)
-        if not (_put_new(source, target) if is_s3(uri) else _link_new(source, target)):
+        if not (s3.put_new_object(source, target) if is_s3(uri) else _link_new(source, target)):
             raise LandingError(f"{target} already exists: {_ONE_NAME_ONCE}; landed before it: {landed or 'nothing'}")
         landed.append(target)
     return landed
-
-
-def _put_new(source: Path, target: str) -> bool:
-    return s3.put_new_object(source, target)
 
 
 def _link_new(source: Path, target: str) -> bool:

@@ -32,7 +32,12 @@ from jobs.declare.parts import Orchestration
 from jobs.exit_codes import ExitCode
 from jobs.lake.layout import Locations
 from jobs.orchestration import environment
-from jobs.orchestration.operators import BackfillStepOperator, JobsSubmitOperator, RunPipelineOperator
+from jobs.orchestration.operators import (
+    BackfillStepOperator,
+    JobsSubmitOperator,
+    RunPipelineOperator,
+    ValidateTableOperator,
+)
 from jobs.settings import settings
 
 log = logging.getLogger(__name__)
@@ -246,10 +251,11 @@ def data_quality_dag(pipelines: list[str], root: str) -> DAG:
         doc_md="Runs when a table's Asset is updated, and daily. A failed `fail` expectation fails its task.",
     ) as dag:
         checks = [
-            JobsSubmitOperator(
+            ValidateTableOperator(
                 task_id=f"validate_{name}",
-                jobs_args=["validate", name, f"--root={root}", "--all"],
-                skip_on_exit=(ExitCode.REFUSED,),  # nothing to validate yet: the pipeline has not run
+                pipeline=name,
+                root=root,
+                skip_on_exit=(ExitCode.REFUSED,),  # nothing to validate (also checked before spark-submit)
                 name=f"jobs-validate-{name}",
             )
             for name in pipelines

@@ -91,6 +91,26 @@ class RunPipelineOperator(JobsSubmitOperator):
         return self.run_id
 
 
+class ValidateTableOperator(JobsSubmitOperator):
+    """`python -m jobs validate PIPELINE --all`, skipped without starting Spark while the
+    pipeline has committed no batch (there is no table yet)."""
+
+    def __init__(self, *, pipeline: str, root: str, **kwargs: Any) -> None:
+        super().__init__(jobs_args=["validate", pipeline, f"--root={root}", "--all"], **kwargs)
+        self.pipeline = pipeline
+        self.root = root
+
+    def execute(self, context: Any) -> Any:
+        from jobs.lake.layout import Locations
+        from jobs.run.report import has_committed_batches
+
+        with environment.task_environment(self.log):
+            committed = has_committed_batches(Locations.resolve(self.pipeline, root=self.root).runs)
+        if not committed:
+            raise AirflowSkipException(f"nothing to validate yet: {self.pipeline} has committed no batch")
+        return super().execute(context)
+
+
 class BackfillStepOperator(JobsSubmitOperator):
     """One step of a backfill plan (checked by the DAG's first task and passed as its XCom)."""
 

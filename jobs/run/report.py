@@ -145,6 +145,11 @@ def load_report(runs: str, run_id: str) -> RunReport:
     return RunReport.model_validate(fs.read_json(report_uri(runs, run_id)))
 
 
+def has_committed_batches(runs: str) -> bool:
+    """Whether any run has committed a batch: until one has, there is no table to validate."""
+    return any(report.batch_ids for report in load_reports(runs))
+
+
 def load_reports(runs: str) -> list[RunReport]:
     """Every stored run report of a pipeline, oldest first."""
     names = [n for n in fs.list_names(runs) if n.endswith(".json") and not n.endswith(RESULTS_SUFFIX)]

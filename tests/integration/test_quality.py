@@ -23,8 +23,6 @@ from tests.helpers import REPO, all_lines, land, python_cmd, replace_parquet_fil
 from tests.integration.test_streaming import ARRIVALS
 from tests.model import ClickstreamModel
 
-pytestmark = pytest.mark.xdist_group("quality")  # one worker builds the `validated` fixture once
-
 
 @pytest.fixture(scope="module")
 def validated(spark, tmp_path_factory) -> dict:

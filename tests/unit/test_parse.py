@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pytest
 from pyspark.sql import functions as F
+from pyspark.testing import assertDataFrameEqual
 
 from jobs.columns import EVENT_TIME
 from jobs.declare.parts import Source, Window
@@ -80,12 +81,12 @@ def test_window_aggregate_counts_per_window_and_user(spark, clickstream):
         .transform(usable)
         .transform(pattern_of(clickstream).table)
     )
-    expected = Counter((t[:5], u) for u, t in zip(users, times, strict=True))
-    got = {(r.window_start.strftime("%H:%M"), r.user_id): r.event_count for r in table.collect()}
-    assert got == dict(expected)
-    row = table.where("user_id = 'u1'").orderBy("window_start").first()
-    assert (row.window_end - row.window_start).total_seconds() == 60
-    assert str(row.window_date) == "2023-07-30"
+    counts = Counter((datetime.fromisoformat(f"2023-07-30T{t[:5]}:00"), u) for u, t in zip(users, times, strict=True))
+    expected = spark.createDataFrame(
+        [(start, start + timedelta(minutes=1), user, n, start.date()) for (start, user), n in counts.items()],
+        "window_start timestamp, window_end timestamp, user_id string, event_count long, window_date date",
+    )
+    assertDataFrameEqual(table, expected)
 
 
 def test_latest_window_end_for_tumbling_and_sliding(spark):

@@ -1,0 +1,103 @@
+"""Running a DAG for the Airflow tests: `airflow dags test` as a process, and what it left
+in the metadata DB (task states, XComs). Shared by the test modules beside it."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import psutil
+
+from tests.airflow.conftest import AIRFLOW, airflow_env
+from tests.helpers import event
+
+T0 = datetime(2023, 7, 30, 10, 0, tzinfo=UTC)
+
+
+def at(minutes: float) -> str:
+    return (T0 + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def arrivals(first: int, count: int) -> dict[str, list[str]]:
+    """`count` files, 4 minutes of events each, with a late and an unusable row."""
+    return {
+        f"part-{i}.json": [event(f"u{j % 3}", at(4 * i + 0.3 * j)) for j in range(10)]
+        + [event("late", at(4 * i - 12)), "{unusable"]
+        for i in range(first, first + count)
+    }
+
+
+@dataclass
+class DagRun:
+    run_id: str
+    state: str
+    output: str
+    home: Path
+    dag_id: str
+    table: list[tuple] | None = None  # filled in by tests that read the table after the run
+    reports: list[dict] | None = None
+
+    def tasks(self) -> dict[str, tuple[str, int]]:
+        """task_id -> (state, try_number), from the metadata DB."""
+        with sqlite3.connect(self.home / "airflow.db") as db:
+            rows = db.execute(
+                "select task_id, state, try_number from task_instance where dag_id = ? and run_id = ?",
+                (self.dag_id, self.run_id),
+            ).fetchall()
+        return {task: (state, tries) for task, state, tries in rows}
+
+    def xcom(self, task_id: str):
+        with sqlite3.connect(self.home / "airflow.db") as db:
+            (value,) = db.execute(
+                "select value from xcom where dag_id = ? and run_id = ? and task_id = ? and key = 'return_value'",
+                (self.dag_id, self.run_id, task_id),
+            ).fetchone()
+        return json.loads(value)
+
+
+def dags_test(
+    home: Path,
+    root: str,
+    dag_id: str,
+    conf: dict | None = None,
+    watch: Callable[[subprocess.Popen], None] | None = None,
+    **env: str,
+) -> DagRun:
+    log = home / f"{dag_id}-{time.monotonic_ns()}.log"
+    command = [AIRFLOW, "dags", "test", dag_id, *(["--conf", json.dumps(conf)] if conf else [])]
+    started = time.monotonic()
+    with log.open("w") as out:
+        process = subprocess.Popen(command, env=airflow_env(home, root, **env), stdout=out, stderr=subprocess.STDOUT)
+        if watch:
+            watch(process)
+        process.wait(timeout=900)
+    output = log.read_text()
+    print(f"airflow dags test {dag_id}: {time.monotonic() - started:.0f}s")
+    finished = [line for line in output.splitlines() if "DagRun Finished" in line]
+    assert finished, output[-5000:]
+    fields = dict(part.split("=", 1) for part in finished[-1].replace(",", " ").split() if "=" in part)
+    return DagRun(fields["run_id"], fields["state"], output, home, dag_id)
+
+
+def kill_the_run_after(checkpoint: Path, root: Path, killed: list[int]) -> Callable[[subprocess.Popen], None]:
+    """Kills the Spark driver of the run task (SIGKILL, no clean-up) once batch 1 committed."""
+
+    def watch(process: subprocess.Popen) -> None:
+        deadline = time.monotonic() + 600
+        while process.poll() is None and not killed and time.monotonic() < deadline:
+            if (checkpoint / "commits" / "1").exists():
+                for candidate in psutil.process_iter(["cmdline"]):
+                    line = candidate.info["cmdline"] or []
+                    is_driver = line and "python" in Path(line[0]).name and any("spark_submit.py" in a for a in line)
+                    if is_driver and f"--root={root}" in line and "run" in line:
+                        candidate.kill()
+                        killed.append(candidate.pid)
+            time.sleep(0.05)
+
+    return watch

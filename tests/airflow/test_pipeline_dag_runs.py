@@ -1,0 +1,94 @@
+"""The pipeline DAG, run for real (`airflow dags test`): a killed run task retried from the
+checkpoint, a second run on new files, and the data quality DAG over that table."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from jobs import declare
+from jobs.lake.layout import Locations
+from jobs.run.report import load_reports
+from tests.airflow.dag_runs import arrivals, dags_test, kill_the_run_after
+from tests.helpers import all_lines, land_in_order, replace_parquet_file, table_rows
+from tests.model import ClickstreamModel
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def pipeline_runs(airflow_home, tmp_path_factory, spark):
+    """Two scheduled-DAG runs on one root: the first killed mid-run and retried, the
+    second after more files landed."""
+    root = tmp_path_factory.mktemp("pipeline_dag") / "root"
+    landing = str(root / "landing" / "clickstream")
+    first_files, second_files = arrivals(0, 5), arrivals(5, 3)
+    land_in_order(landing, first_files)
+    killed: list[int] = []
+    watch = kill_the_run_after(root / "checkpoints" / "clickstream", root, killed)
+    first = dags_test(airflow_home, str(root), "jobs_clickstream", {"max_files_per_trigger": 1}, watch)
+    first.table = table_rows(spark, str(root / "tables" / "clickstream"))
+    first.reports = load_reports(Locations.resolve("clickstream", root=str(root)).runs)
+    land_in_order(landing, second_files)
+    second = dags_test(airflow_home, str(root), "jobs_clickstream", {"max_files_per_trigger": 1})
+    return root, first_files, second_files, first, second, killed
+
+
+def test_a_killed_run_task_is_retried_and_resumes_from_the_checkpoint(pipeline_runs):
+    _, first_files, _, first, _, killed = pipeline_runs
+    assert killed, "the run finished before its driver could be killed"
+    assert first.state == "success", first.output[-5000:]
+    tasks = first.tasks()
+    assert tasks["run"] == ("success", 2), "the killed try failed, the retry succeeded"
+    assert tasks["validate"][0] == tasks["publish_report"][0] == "success"
+
+    model = ClickstreamModel()
+    model.run(list(first_files.values()))
+    assert first.table == model.rows()  # no duplicate, no loss
+    reports = first.reports
+    assert sum(r.input_rows for r in reports) == len(all_lines(first_files))
+    published = first.xcom("publish_report")
+    # One unusable line in 12 is above the suite's 5% quarantine share: a warning, not a failure.
+    assert published["status"] == "succeeded" and published["validation"] == "warned"
+    assert published["run_id"] == first.xcom("run") == reports[-1].run_id
+
+
+def test_a_second_dag_run_processes_only_the_new_files(pipeline_runs, spark):
+    root, first_files, second_files, _, second, _ = pipeline_runs
+    assert second.state == "success", second.output[-5000:]
+    published = second.xcom("publish_report")
+    assert published["input_files"] == len(second_files)
+    assert published["input_rows"] == len(all_lines(second_files))
+    model = ClickstreamModel()
+    model.run(list(first_files.values()))
+    expected = model.run(list(second_files.values()))
+    assert published["output_rows"] == len(expected.emitted)
+    assert published["late_rows_dropped"] == expected.late_rows_dropped > 0
+    assert table_rows(spark, str(root / "tables" / "clickstream")) == model.rows()
+    # The run report is in the task log too.
+    assert f'"run_id": "{published["run_id"]}"' in second.output
+
+
+def test_the_data_quality_dag_fails_on_a_broken_table_and_still_rebuilds_the_docs(pipeline_runs, airflow_home, spark):
+    root = pipeline_runs[0]
+    # Break the table: a committed file gets a row with a null user_id.
+    committed = sorted((root / "tables" / "clickstream").glob("window_date=*/*.parquet"))[0]
+    rows = spark.read.parquet(str(committed)).toPandas()
+    broken = rows.iloc[[0]].assign(user_id=None)
+    replace_parquet_file(spark, committed, pd.concat([rows, broken], ignore_index=True))
+
+    run = dags_test(airflow_home, str(root), "jobs_data_quality")
+    assert run.state == "failed"
+    tasks = run.tasks()
+    assert tasks["validate_clickstream"][0] == "failed"
+    # The pipelines that never ran are skipped without starting Spark: one spark-submit in all.
+    others = {
+        task: state
+        for task, (state, _) in tasks.items()
+        if task.startswith("validate_") and task != "validate_clickstream"
+    }
+    assert len(others) == len(declare.load_all()) - 1 and set(others.values()) == {"skipped"}
+    assert run.output.count("Spark-Submit cmd") == 1
+    assert tasks["data_docs"][0] == "success" and tasks["verdict"][0] == "upstream_failed"
+    assert "user_id: 1 of" in run.output  # the failed check, named in the task log
+    assert (root / "reports" / "index.html").exists() and (root / "reports" / "data_docs" / "index.html").exists()
