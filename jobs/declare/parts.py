@@ -4,7 +4,7 @@ in pipeline.py."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model, field_validator, model_validator
 
@@ -12,8 +12,8 @@ from jobs.processors import PROCESSORS
 from jobs.processors.base import Processor, ProcessorSettings
 from jobs.units import ColumnName, Duration, Name
 
-FIELD_TYPES = ("string", "long", "int", "double", "boolean", "timestamp", "date")
 FieldType = Literal["string", "long", "int", "double", "boolean", "timestamp", "date"]
+FIELD_TYPES = get_args(FieldType)
 
 
 class Part(BaseModel):
