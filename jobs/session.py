@@ -26,7 +26,8 @@ BASE_CONF = {
     "spark.ui.showConsoleProgress": "false",
     "spark.ui.enabled": "false",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
-    "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}",
+    # An out-of-memory error in any thread ends the JVM (exit 3), rather than leave it half alive.
+    "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()} -XX:+ExitOnOutOfMemoryError",
 }
 
 
@@ -83,3 +84,35 @@ def spark_for(locations: Locations, app_name: str, extra_conf: dict[str, str] | 
 
     conf = {**(extra_conf or {}), **(s3.spark_conf() if locations.uses_s3 else {})}
     return get_spark(app_name, conf)
+
+
+def heap_bytes(spark: SparkSession) -> int:
+    """The most heap the driver's JVM may use (in local mode, the executors' too)."""
+    return int(spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory())
+
+
+def set_runtime_conf(spark: SparkSession, conf: dict[str, str]) -> None:
+    """Set what a running session may change; the rest was set when its JVM started
+    (spark_for's extra_conf, or spark-submit's --conf)."""
+    for key, value in conf.items():
+        if spark.conf.isModifiable(key):
+            spark.conf.set(key, value)
+
+
+# What the JVM's exit code says: Spark's own for a task that ran out of memory, and the
+# JVM's for -XX:+ExitOnOutOfMemoryError (any other thread that did).
+OUT_OF_MEMORY_EXITS = (52, 3)
+
+
+def dead_jvm_exit_code(wait_s: float = 10.0) -> int | None:
+    """The exit code of the Spark JVM this process started, if it died (waiting up to
+    `wait_s` for it to finish dying); None while it lives, or when spark-submit started it."""
+    from pyspark import SparkContext
+
+    process = getattr(SparkContext._gateway, "proc", None)
+    if process is None:
+        return None
+    try:
+        return process.wait(wait_s)
+    except subprocess.TimeoutExpired:
+        return None

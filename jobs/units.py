@@ -73,6 +73,20 @@ def _seconds(value: object) -> int:
         raise ValueError(str(error).removeprefix(": ")) from None
 
 
+def _bytes(value: object) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value <= 0:
+            raise ValueError(f"{value!r} must be more than zero")
+        return value
+    try:
+        size = parse_size(str(value))
+    except UsageError as error:
+        raise ValueError(str(error)) from None
+    if size <= 0:
+        raise ValueError(f"{value!r} must be more than zero")
+    return size
+
+
 def _name(value: str) -> str:
     if not _NAME.match(value):
         raise ValueError(f"{value!r} must be lower-case letters, digits and '_'")
@@ -85,8 +99,9 @@ def _column(value: str) -> str:
     return value
 
 
-# Declaration types: a duration in whole seconds ("5 minutes" -> 300), a pipeline-style
-# name (lower-case letters, digits, '_'), a column name.
+# Declaration types: a duration in whole seconds ("5 minutes" -> 300), a size in bytes
+# ("64m" -> 67108864), a pipeline-style name (lower-case letters, digits, '_'), a column name.
 Duration = Annotated[int, BeforeValidator(_seconds)]
+Size = Annotated[int, BeforeValidator(_bytes)]
 Name = Annotated[str, AfterValidator(_name)]
 ColumnName = Annotated[str, AfterValidator(_column)]

@@ -99,6 +99,7 @@ LONGEST_FIRST = (
     "tests/airflow/test_pipeline_dag_runs.py",
     "tests/integration/test_s3.py",
     "tests/e2e/test_crash.py",
+    "tests/e2e/test_backlog.py",
     "tests/airflow/test_backfill_dag_runs.py",
     "tests/integration/test_quality.py",
 )

@@ -47,9 +47,14 @@ def build_parser() -> argparse.ArgumentParser:
             "batch per interval, until stopped with Ctrl-C or SIGTERM"
         ),
     )
-    run.add_argument("--max-files-per-trigger", type=int, metavar="N", help="at most N new files per batch")
-    run.add_argument(
-        "--max-bytes-per-trigger", metavar="SIZE", help="about SIZE of new files per batch (bytes, or e.g. 64m, 1g)"
+    # Admission control (jobs/flow/admission.py): one or the other; by default about a
+    # sixteenth of the driver's memory per batch, or what the declaration's spark: block says.
+    limit = run.add_mutually_exclusive_group()
+    limit.add_argument("--max-files-per-trigger", type=int, metavar="N", help="at most N new files per batch")
+    limit.add_argument(
+        "--max-bytes-per-trigger",
+        metavar="SIZE",
+        help="about SIZE of new files per batch (bytes, or e.g. 64m, 1g; default: the driver's memory / 16)",
     )
     run.add_argument(
         "--landing-glob",

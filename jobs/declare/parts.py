@@ -6,11 +6,20 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, create_model, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    PrivateAttr,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
 from jobs.processors import PROCESSORS
 from jobs.processors.base import Processor, ProcessorSettings
-from jobs.units import ColumnName, Duration, Name
+from jobs.units import ColumnName, Duration, Name, Size
 
 FieldType = Literal["string", "long", "int", "double", "boolean", "timestamp", "date"]
 FIELD_TYPES = get_args(FieldType)
@@ -191,6 +200,58 @@ class Join(Part):
 class Output(Part):
     format: Literal["parquet"] = "parquet"
     partition_by: str | None = None  # the pattern says which column may partition it
+
+
+STATE_STORES = {
+    "hdfs": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
+    "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+}
+
+
+class SparkSettings(Part):
+    """Sizes for big backlogs (the declaration's optional `spark:` block). They reach both
+    `python -m jobs run` and the spark-submit of the pipeline's Airflow DAG."""
+
+    driver_memory: Size | None = None  # Spark's default: 1g. In local mode the executors are the driver.
+    executor_memory: Size | None = None  # on a cluster
+    # Where state lives: "hdfs" (Spark's default: the JVM heap, snapshotted to the
+    # checkpoint) or "rocksdb" (off the heap, with changelog checkpointing) for many keys.
+    state_store: Literal["hdfs", "rocksdb"] = "hdfs"
+    # Admission control, one or the other (jobs/flow/admission.py); by default derived from the driver's memory.
+    max_files_per_trigger: PositiveInt | None = None
+    max_bytes_per_trigger: Size | None = None
+    conf: dict[str, str] = {}  # any other Spark setting, e.g. spark.sql.files.maxPartitionBytes
+
+    @model_validator(mode="after")
+    def _one_limit(self) -> SparkSettings:
+        if self.max_files_per_trigger and self.max_bytes_per_trigger:
+            raise ValueError("set max_files_per_trigger or max_bytes_per_trigger, not both (Spark takes one)")
+        return self
+
+    @field_validator("conf")
+    @classmethod
+    def _spark_settings_only(cls, conf: dict[str, str]) -> dict[str, str]:
+        named = {"spark.driver.memory": "driver_memory", "spark.executor.memory": "executor_memory"}
+        for key in conf:
+            if not key.startswith("spark."):
+                raise ValueError(f"{key!r} is not a Spark setting (they start with 'spark.')")
+            if key in named:
+                raise ValueError(f"set {key} as {named[key]}, not in conf")
+            if key in ("spark.sql.shuffle.partitions", "spark.sql.streaming.stateStore.providerClass"):
+                raise ValueError(f"{key} is set by the declaration's state_partitions and state_store")
+        return conf
+
+    def session_conf(self) -> dict[str, str]:
+        """Settings of the JVM's start (a new session, or spark-submit's --conf)."""
+        memory = {"spark.driver.memory": self.driver_memory, "spark.executor.memory": self.executor_memory}
+        return {key: f"{size // 2**20}m" for key, size in memory.items() if size} | self.sql_conf()
+
+    def sql_conf(self) -> dict[str, str]:
+        """Settings a running session takes before the query starts."""
+        conf = {"spark.sql.streaming.stateStore.providerClass": STATE_STORES[self.state_store], **self.conf}
+        if self.state_store == "rocksdb":
+            conf["spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"] = "true"
+        return conf
 
 
 class Orchestration(Part):

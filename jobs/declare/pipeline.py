@@ -19,7 +19,18 @@ from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import Discriminator, Field, PositiveInt, Tag, field_validator, model_validator
 
-from jobs.declare.parts import Aggregate, Enrichment, Join, Orchestration, Output, Part, Process, Source, Window
+from jobs.declare.parts import (
+    Aggregate,
+    Enrichment,
+    Join,
+    Orchestration,
+    Output,
+    Part,
+    Process,
+    Source,
+    SparkSettings,
+    Window,
+)
 from jobs.units import Duration, Name
 
 PATTERNS = ("window", "process", "join", "events")
@@ -37,6 +48,7 @@ class PipelineBase(Part):
     watermark_s: Duration | None = Field(None, alias="watermark")
     output: Output
     orchestration: Orchestration = Field(Orchestration(), alias="airflow")
+    spark: SparkSettings = SparkSettings()
     # Fixed by the first run: Spark stores the number of state partitions in the checkpoint.
     state_partitions: PositiveInt = 4
 

@@ -128,11 +128,13 @@ def pipeline_dag(spec: declare.PipelineBase, root: str) -> DAG:
         tags=["jobs", "pipeline"],
         doc_md=f"**{spec.name}**: {spec.description}\n\nDeclared in `jobs/pipelines/{spec.name}.yaml`.",
     ) as dag:
-        run = RunPipelineOperator(task_id="run", pipeline=spec.name, root=root, name=f"jobs-{spec.name}")
+        sizes = spec.spark.session_conf()
+        run = RunPipelineOperator(task_id="run", pipeline=spec.name, root=root, name=f"jobs-{spec.name}", conf=sizes)
         validate = JobsSubmitOperator(
             task_id="validate",
             jobs_args=["validate", spec.name, f"--root={root}", "--run={{ ti.xcom_pull(task_ids='run') }}"],
             name=f"jobs-validate-{spec.name}",
+            conf=sizes,
         )
         publish = publish_report.override(outlets=[table_asset(spec.name, root)])(spec.name, root, run.output)
         run >> validate >> publish

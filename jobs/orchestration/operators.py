@@ -34,10 +34,13 @@ class JobsSubmitOperator(SparkSubmitOperator):
     def __init__(self, *, jobs_args: list[str], skip_on_exit: tuple[ExitCode, ...] = (), **kwargs: Any) -> None:
         kwargs.setdefault("conn_id", settings().spark_conn_id)
         kwargs.setdefault("name", f"jobs-{kwargs['task_id']}")
-        # The project's log settings from the JVM's start (Spark's INFO lines otherwise flood the task log).
-        kwargs.setdefault(
-            "conf", {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}"}
-        )
+        # The project's log settings from the JVM's start (Spark's INFO lines otherwise flood the task log),
+        # and the pipeline's own sizes (its declaration's `spark:` block), if any.
+        kwargs["conf"] = {
+            "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()} "
+            "-XX:+ExitOnOutOfMemoryError",
+            **(kwargs.get("conf") or {}),
+        }
         super().__init__(application=str(ENTRY_POINT), **kwargs)
         self.jobs_args = jobs_args
         self.skip_on_exit = skip_on_exit

@@ -75,6 +75,47 @@ def _output_rows(log: CheckpointLog, batch_id: int) -> int | None:
     return None if files is None else sum(fs.parquet_row_count(path) for path in files)
 
 
+def _account_batch(
+    spark: SparkSession,
+    pipeline: PipelineBase,
+    log: CheckpointLog,
+    quarantine: str,
+    batch_id: int,
+    dimension: DataFrame | None,
+) -> tuple[dict[str, int], int, int]:
+    """Counts by fate of one batch's rows, with its quarantine written; and its files and late watermark.
+
+    One batch at a time, so that accounting a backlog's many batches needs no more memory
+    than one; only the quarantined rows keep their raw line in the cached result."""
+    pattern = pattern_of(pipeline)
+    late_ms = log.late_watermark_ms(batch_id)
+    # Per source (a stream-stream join reads two: sources/0 and sources/1).
+    files = [log.source_files(batch_id, s) for s in range(len(pattern.sources))]
+    parts = [
+        _batch_rows(spark, pipeline, dimension, source, paths, batch_id, late_ms)
+        for source, paths in enumerate(files)
+        if paths
+    ]
+    counts: dict[str, int] = {}
+    if parts:
+        rows = reduce(DataFrame.unionByName, parts)
+        rows = rows.withColumn(LINE, F.when(F.col("fate") == "quarantined", F.col(LINE))).persist()
+        try:
+            counts = {row["fate"]: row["count"] for row in rows.groupBy("fate").count().collect()}
+            if counts.get("quarantined"):
+                (
+                    quarantined(rows, "batch_id")
+                    .coalesce(1)
+                    .write.mode("overwrite")
+                    .option("partitionOverwriteMode", "dynamic")
+                    .partitionBy("batch_id")
+                    .json(quarantine)
+                )
+        finally:
+            rows.unpersist()
+    return counts, sum(len(paths) for paths in files), late_ms
+
+
 def account_batches(
     spark: SparkSession,
     pipeline: PipelineBase,
@@ -86,36 +127,10 @@ def account_batches(
 ) -> list[BatchAccount]:
     """Account each committed batch not yet accounted; returns the accounts of `batch_ids`."""
     pattern = pattern_of(pipeline)
-    todo = sorted(set(batch_ids) - ledger.accounted_batches())
-    # Per batch and source (a stream-stream join reads two: sources/0 and sources/1).
-    files = {(b, s): log.source_files(b, s) for b in todo for s in range(len(pattern.sources))}
-    late_watermarks = {b: log.late_watermark_ms(b) for b in todo}
-    counts: dict[tuple[int, str], int] = {}
-    parts = [
-        _batch_rows(spark, pipeline, dimension, source, paths, b, late_watermarks[b])
-        for (b, source), paths in files.items()
-        if paths
-    ]
-    if parts:
-        rows = reduce(DataFrame.unionByName, parts).persist()
-        try:
-            for row in rows.groupBy("batch_id", "fate").count().collect():
-                counts[(row["batch_id"], row["fate"])] = row["count"]
-            if any(fate == "quarantined" for _, fate in counts):
-                (
-                    quarantined(rows, "batch_id")
-                    .coalesce(1)
-                    .write.mode("overwrite")
-                    .option("partitionOverwriteMode", "dynamic")
-                    .partitionBy("batch_id")
-                    .json(quarantine)
-                )
-        finally:
-            rows.unpersist()
-
     accounts = {}
-    for b in todo:
-        used, late = counts.get((b, "used"), 0), counts.get((b, "late"), 0)
+    for b in sorted(set(batch_ids) - ledger.accounted_batches()):
+        counts, input_files, late_ms = _account_batch(spark, pipeline, log, quarantine, b, dimension)
+        used, late = counts.get("used", 0), counts.get("late", 0)
         duplicates: int | None = 0
         spark_counted = ledger.read_metrics(b) or {}
         if "duplicates_dropped" in pattern.spark_counts:
@@ -124,11 +139,11 @@ def account_batches(
         if "late_rows_dropped" in pattern.spark_counts:
             late = spark_counted.get("late_rows_dropped") or 0
             used -= late
-        quarantined_rows = counts.get((b, "quarantined"), 0)
+        quarantined_rows = counts.get("quarantined", 0)
         account = BatchAccount(
             batch_id=b,
-            late_watermark_ms=late_watermarks[b],
-            input_files=sum(len(paths) for (batch, _), paths in files.items() if batch == b),
+            late_watermark_ms=late_ms,
+            input_files=input_files,
             input_rows=used + quarantined_rows + late + (duplicates or 0),
             used_rows=used,
             quarantined_rows=quarantined_rows,

@@ -54,6 +54,12 @@ class CheckpointLog:
     def committed_batches(self) -> list[int]:
         return sorted(_log_files(join(self.checkpoint, "commits")))
 
+    def batch_in_flight(self) -> int | None:
+        """The batch planned but not committed (a run that ended mid-batch), if any."""
+        planned = max(_log_files(join(self.checkpoint, "offsets")), default=None)
+        committed = max(self.committed_batches(), default=-1)
+        return planned if planned is not None and planned > committed else None
+
     def _offsets(self, batch_id: int) -> list[str]:
         return fs.read_text(join(self.checkpoint, "offsets", str(batch_id))).splitlines()
 

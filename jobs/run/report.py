@@ -71,6 +71,8 @@ class RunReport(BaseModel):
     output_rows: int | None = 0  # None: some batch's count is unknown
     watermark: str | None = None
     state_rows: int | None = None
+    # Admission control: at most this much new input per batch, and what set it (jobs/flow/admission.py).
+    batch_limits: dict[str, Any] | None = None
     locations: dict[str, str] = Field(default_factory=dict)
 
     _upgrade = model_validator(mode="before")(_from_version_1)

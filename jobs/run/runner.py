@@ -20,6 +20,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from jobs.declare import PipelineBase
+from jobs.flow.admission import Limits, batch_limits
 from jobs.flow.enrich import check_dimension, dimension_uri, read_dimension
 from jobs.flow.patterns import pattern_of
 from jobs.flow.query import source_landings, start_query
@@ -99,6 +100,41 @@ def _whole_text(error: BaseException | None) -> str:
     return "\n".join(parts)
 
 
+def _jvm_death(error: BaseException, log: CheckpointLog, report: RunReport) -> str | None:
+    """What to tell a user whose run lost its JVM (py4j then only says "Connection refused")."""
+    from py4j.protocol import Py4JNetworkError
+
+    text = _whole_text(error)
+    if not isinstance(error, Py4JNetworkError | ConnectionError) and "Connection refused" not in text:
+        return None
+    from jobs.session import OUT_OF_MEMORY_EXITS, dead_jvm_exit_code
+
+    code = dead_jvm_exit_code()
+    try:
+        batch = log.batch_in_flight()
+    except (OSError, StorageError):
+        batch = None  # the storage is what failed
+    where = f" in batch {batch}" if batch is not None else ""
+    then = f"; the next run redoes batch {batch} with the same files" if batch is not None else ""
+    if code in OUT_OF_MEMORY_EXITS or "OutOfMemoryError" in text:
+        limits = report.batch_limits or {}
+        now = (
+            f" (this run: at most {limits['max_files']} files per batch)"
+            if limits.get("max_files")
+            else f" (this run: about {limits['max_bytes'] / 2**20:,.0f} MiB per batch)"
+            if limits.get("max_bytes")
+            else ""
+        )
+        more_memory = "give the driver more memory (the declaration's spark: driver_memory, e.g. 2g)"
+        smaller = f"lower --max-bytes-per-trigger{now}"
+        if batch is None:
+            return f"the Spark driver ran out of memory: {smaller}, or {more_memory}"
+        return f"the Spark driver ran out of memory{where}: {more_memory}{then}; {smaller} for the batches after it"
+    if code is not None:
+        return f"the Spark JVM died{where} (exit code {code}; its log above says why){then}"
+    return f"the Spark JVM stopped answering{where} (it died, most often out of memory: see its log above){then}"
+
+
 class _Run:
     """One run's state: the pipeline (with its recorded schema), where it lives, its logs."""
 
@@ -142,9 +178,25 @@ class _Run:
             self.report.recovered_batch_ids = pending
             self.account(pending)
 
+    def limits(self) -> Limits:
+        from jobs.session import heap_bytes
+
+        declared, options = self.pipeline.spark, self.options
+        limits = batch_limits(
+            heap_bytes(self.spark),
+            declared.max_files_per_trigger,
+            declared.max_bytes_per_trigger,
+            options.max_files_per_trigger,
+            options.max_bytes_per_trigger,
+        )
+        self.report.batch_limits = asdict(limits)
+        self.echo(f"  {limits.describe()}")
+        return limits
+
     def execute(self) -> None:
         self.prepare()
         options, pattern = self.options, pattern_of(self.pipeline)
+        limits = self.limits()
         landings = [options.listed(landing) for landing in source_landings(self.pipeline, self.locations.landing)]
         accounted_through = max(self.log.committed_batches(), default=-1)
         query = start_query(
@@ -154,8 +206,8 @@ class _Run:
             self.locations.output,
             self.locations.checkpoint,
             options.trigger,
-            options.max_files_per_trigger,
-            options.max_bytes_per_trigger,
+            limits.max_files,
+            limits.max_bytes,
             self.dimension,
         )
         watch = ProgressWatch(query, pattern, self.ledger, self.echo)
@@ -233,8 +285,11 @@ def run(
             if spark is None:
                 from jobs.session import spark_for
 
-                spark = spark_for(locations, f"jobs-{pipeline.name}")
-            spark.conf.set("spark.sql.shuffle.partitions", str(pipeline.state_partitions))
+                spark = spark_for(locations, f"jobs-{pipeline.name}", pipeline.spark.session_conf())
+            from jobs.session import set_runtime_conf
+
+            set_runtime_conf(spark, {"spark.sql.shuffle.partitions": str(pipeline.state_partitions)})
+            set_runtime_conf(spark, pipeline.spark.sql_conf())
             _Run(spark, pipeline, locations, options, report, echo).execute()
         report.finish("succeeded")
     except (AlreadyRunning, IncompatibleCheckpoint, StorageError) as error:
@@ -244,7 +299,9 @@ def run(
         report.finish("stopped", None)
         raise RunStopped("stopped on request") from error
     except Exception as error:
-        cause = s3.cause(_whole_text(error)) if locations.uses_s3 else None
+        cause = _jvm_death(error, CheckpointLog(locations.checkpoint, locations.output), report)
+        if cause is None and locations.uses_s3:
+            cause = s3.cause(_whole_text(error))
         report.finish("failed", f"{cause} ({_one_line(error)})" if cause else _one_line(error))
         raise RunFailed(report.error) from error
     finally:

@@ -9,8 +9,10 @@ import sys
 from datetime import timedelta
 
 import pytest
+import yaml
 
 from jobs import declare
+from jobs.declare.load import pipelines_dir
 from jobs.flow.patterns import pattern_of
 from tests.airflow.conftest import airflow_env
 from tests.helpers import REPO
@@ -34,7 +36,8 @@ for dag in bag.dags.values():
                               "timeout_s": t.execution_timeout.total_seconds() if t.execution_timeout else None,
                               "trigger_rule": getattr(t.trigger_rule, "value", t.trigger_rule),
                               "outlets": [o.uri for o in t.outlets],
-                              "conn_id": getattr(t, "_conn_id", None)} for t in dag.tasks},
+                              "conn_id": getattr(t, "_conn_id", None),
+                              "conf": getattr(t, "conf", None)} for t in dag.tasks},
         "timetable": type(dag.timetable).__name__,
         "summary": getattr(dag.timetable, "expression", None) or getattr(getattr(dag.timetable, "timetable", None), "expression", None),
         "assets": [a.uri for a in dag.timetable.asset_condition.objects] if hasattr(dag.timetable, "timetable") else [],
@@ -45,18 +48,21 @@ print(json.dumps({"errors": bag.import_errors, "parse_s": parse_s, "heavy": heav
 """
 
 
-@pytest.fixture(scope="module")
-def dagbag(tmp_path_factory) -> dict:
-    home = tmp_path_factory.mktemp("airflow_parse")
+def describe_dags(home, **env) -> dict:
     result = subprocess.run(
         [sys.executable, "-c", DESCRIBE, str(REPO / "dags")],
-        env=airflow_env(home, str(home / "root")),
+        env={**airflow_env(home, str(home / "root")), **env},
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert result.returncode == 0, result.stderr
     return {**json.loads(result.stdout.strip().splitlines()[-1]), "root": str(home / "root")}
+
+
+@pytest.fixture(scope="module")
+def dagbag(tmp_path_factory) -> dict:
+    return describe_dags(tmp_path_factory.mktemp("airflow_parse"))
 
 
 def test_the_dags_folder_imports_without_errors_quickly_and_without_heavy_imports(dagbag):
@@ -120,3 +126,17 @@ def test_the_backfill_and_data_quality_dags(dagbag):
     assert tasks["data_docs"]["trigger_rule"] == "all_done"
     assert tasks["verdict"]["trigger_rule"] == "none_failed"
     assert set(tasks["verdict"]["upstream"]) == {"data_docs", *(f"validate_{n}" for n in declare.load_all())}
+
+
+def test_a_declarations_spark_sizes_reach_its_spark_submit(tmp_path):
+    raw = yaml.safe_load((pipelines_dir() / "clickstream.yaml").read_text())
+    (tmp_path / "pipelines").mkdir()
+    sized = {**raw, "spark": {"driver_memory": "3g", "state_store": "rocksdb", "max_bytes_per_trigger": "256m"}}
+    (tmp_path / "pipelines" / "clickstream.yaml").write_text(yaml.safe_dump(sized))
+    dags = describe_dags(tmp_path, JOBS_PIPELINES_DIR=str(tmp_path / "pipelines"))["dags"]
+    tasks = dags["jobs_clickstream"]["tasks"]
+    for task in ("run", "validate"):
+        conf = tasks[task]["conf"]
+        assert conf["spark.driver.memory"] == "3072m"
+        assert conf["spark.sql.streaming.stateStore.providerClass"].endswith("RocksDBStateStoreProvider")
+        assert "-XX:+ExitOnOutOfMemoryError" in conf["spark.driver.extraJavaOptions"]

@@ -99,6 +99,14 @@ def test_durations(text, seconds):
         ("enrich", {"table": "users", "path": "u.csv", "key": "user_id", "columns": ["plan"], "format": "xls"}, "xls"),
         ("enrich", {"table": "users", "path": "u.csv", "key": "user_id", "columns": ["p"], "unmatched": "x"}, "keep"),
         ("keys", ["plan"], "key 'plan' is not in the source schema"),
+        ("spark", {"driver_memory": "lots"}, "use a number of bytes"),
+        ("spark", {"max_bytes_per_trigger": 0}, "must be more than zero"),
+        ("spark", {"max_files_per_trigger": 0}, "greater than 0"),
+        ("spark", {"state_store": "memory"}, "'hdfs' or 'rocksdb'"),
+        ("spark", {"max_files_per_trigger": 5, "max_bytes_per_trigger": "1m"}, "not both"),
+        ("spark", {"conf": {"executor.cores": "2"}}, "is not a Spark setting"),
+        ("spark", {"conf": {"spark.driver.memory": "2g"}}, "as driver_memory"),
+        ("spark", {"conf": {"spark.sql.shuffle.partitions": "8"}}, "state_partitions"),
     ],
 )
 def test_invalid_declarations_say_what_is_wrong(path, value, message):
@@ -235,3 +243,26 @@ def test_pyspark_and_pyspark_client_are_the_same_release():
     import pyspark
 
     assert version("pyspark") == version("pyspark-client") == pyspark.__version__
+
+
+def test_spark_settings_reach_the_session_and_spark_submit_as_spark_conf():
+    pipeline = declare.parse(
+        with_change(
+            "spark",
+            {
+                "driver_memory": "2g",
+                "max_bytes_per_trigger": "128m",
+                "state_store": "rocksdb",
+                "conf": {"spark.sql.files.maxPartitionBytes": "64m"},
+            },
+        )
+    )
+    assert pipeline.spark.max_bytes_per_trigger == 128 * 2**20
+    conf = pipeline.spark.session_conf()
+    assert conf["spark.driver.memory"] == "2048m" and "spark.executor.memory" not in conf
+    assert conf["spark.sql.streaming.stateStore.providerClass"].endswith("RocksDBStateStoreProvider")
+    assert conf["spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"] == "true"
+    assert conf["spark.sql.files.maxPartitionBytes"] == "64m"
+    # The state store is part of the checkpoint's contract: a checkpoint's state is in its store's format.
+    assert pattern_of(pipeline).contract()["state_store"] == "rocksdb"
+    assert "state_store" not in pattern_of(declare.parse(VALID)).contract()

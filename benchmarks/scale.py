@@ -1,0 +1,193 @@
+"""`make bench`: the product against Spark itself and DuckDB, on a backlog of any size.
+
+    python -m benchmarks.scale [--events 4000000] [--files 400] [--rounds 3] [--only backlog|incremental|state|rocksdb]
+
+1. Backlog: deterministic clickstream data (benchmarks/clickstream_data.py), then, in
+   interleaved rounds on the same files: the product's `python -m jobs run clickstream`
+   with its default settings; a minimal availableNow stream of the same query (JSON source,
+   and text + from_json as the product reads); a Spark batch job; DuckDB. Per system: median
+   wall time, peak resident memory of the whole process tree, rows/s, and the ratios.
+2. Incremental: the cost of a run with 1 new file after 0, 1,000 and 10,000 processed files.
+3. State: state rows over 20 runs of steady input.
+4. RocksDB: the backlog run with the RocksDB state store against the default one.
+
+Every Spark process gets the same driver memory (--memory, default Spark's own 1g).
+Figures, not assertions: README's Performance section quotes what this printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from benchmarks.clickstream_data import generate
+from benchmarks.measure import REPO, Measured, gib, measure
+
+WORK = REPO / "data" / "bench"
+PY = sys.executable
+
+
+def _product(root: Path, landing: Path, *extra: str, env: dict[str, str] | None = None) -> Measured:
+    command = [PY, "-m", "jobs", "run", "clickstream", "--root", str(root), "--landing", str(landing), "--no-validate"]
+    return measure([*command, *extra], env=env)
+
+
+def _reference(system: str, data: Path, output: Path, memory: str, max_bytes: int | None) -> Measured:
+    command = [PY, "-m", "benchmarks.references", system, str(data), str(output), "--memory", memory]
+    return measure(command + (["--max-bytes", str(max_bytes)] if max_bytes else []))
+
+
+def _checked(name: str, result: Measured) -> Measured:
+    if result.returncode != 0:
+        tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
+        raise SystemExit(f"{name} failed (exit {result.returncode}):\n{tail}")
+    return result
+
+
+def _product_cap(root: Path) -> int:
+    """The batch size the product chose by default (its run report says), for the streams to use too."""
+    (report,) = (root / "runs" / "clickstream").glob("*.json")
+    return json.loads(report.read_text())["batch_limits"]["max_bytes"]
+
+
+def backlog(events: int, files: int, rounds: int, memory: str) -> dict[str, list[Measured]]:
+    data = generate(WORK / f"landing-{events}-{files}", events, files)
+    print(f"backlog: {events:,} events in {files} files, {_size(data) / 2**20:.0f} MiB, {rounds} round(s)")
+    out = WORK / "out"
+    # The streams take batches of the size the product chose; the product runs first in each round.
+    systems = {
+        "product": lambda: _product(out / "product", data, env={"SPARK_DRIVER_MEMORY": memory}),
+        "stream (json)": lambda: _reference("stream", data, out / "stream", memory, _product_cap(out / "product")),
+        "stream (text)": lambda: _reference("stream-text", data, out / "text", memory, _product_cap(out / "product")),
+        "batch": lambda: _reference("batch", data, out / "batch", memory, None),
+    }
+    try:
+        import duckdb  # noqa: F401
+
+        systems["duckdb"] = lambda: _reference("duckdb", data, out / "duckdb", memory, None)
+    except ImportError:
+        print("  (DuckDB is not installed: left out)")
+    results: dict[str, list[Measured]] = {name: [] for name in systems}
+    for round_number in range(rounds):
+        shutil.rmtree(out, ignore_errors=True)
+        for name, start in systems.items():
+            result = _checked(name, start())
+            results[name].append(result)
+            print(f"  round {round_number + 1}: {name:14} {result.seconds:7.1f} s  {gib(result.peak_rss)}", flush=True)
+    print(f"  the streams took batches of about {_product_cap(out / 'product') / 2**20:.0f} MiB, as the product did")
+    return results
+
+
+def _size(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.glob("*.json"))
+
+
+def print_backlog(results: dict[str, list[Measured]], events: int) -> None:
+    medians = {name: statistics.median(r.seconds for r in runs) for name, runs in results.items()}
+    print(f"\n{'system':16}{'median wall':>12}{'peak memory':>14}{'rows/s':>12}")
+    for name, runs in results.items():
+        peak = max(r.peak_rss for r in runs)
+        print(f"{name:16}{medians[name]:>10.1f} s{gib(peak):>14}{events / medians[name]:>12,.0f}")
+    product = medians["product"]
+    for name in medians:
+        if name != "product":
+            print(f"product / {name}: {product / medians[name]:.2f}")
+
+
+def _land(folder: Path, number: int, lines: int, start: datetime, users: int = 100) -> None:
+    """One small file of steady input: `lines` events over the minute after `start`."""
+    records = [
+        {
+            "event_id": f"s{number}-{i}",
+            "user_id": f"user{i % users}",
+            "event": "click",
+            "eventtimestamp": (start + timedelta(seconds=60 * i / lines)).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        }
+        for i in range(lines)
+    ]
+    (folder / f"steady-{number:06d}.json").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def incremental(sizes: tuple[int, ...] = (0, 1_000, 10_000)) -> None:
+    """A run with one new file after `size` processed ones: what listing and the logs cost."""
+    print("\nincremental: one new file after N processed files")
+    start = datetime(2023, 7, 30, tzinfo=UTC)
+    for size in sizes:
+        root, landing = WORK / f"incremental-{size}", WORK / f"incremental-{size}" / "landing"
+        shutil.rmtree(root, ignore_errors=True)
+        landing.mkdir(parents=True)
+        for number in range(size):
+            _land(landing, number, 10, start + timedelta(seconds=number))
+        if size:
+            setup = _checked(f"processing {size} files", _product(root, landing))
+            print(f"  {size:>6} files processed first in {setup.seconds:.1f} s")
+        _land(landing, size, 10, start + timedelta(seconds=size + 600))
+        result = _checked("the run with one new file", _product(root, landing))
+        print(f"  after {size:>6} files: {result.seconds:6.1f} s, {gib(result.peak_rss)}", flush=True)
+
+
+def state(runs: int = 20) -> None:
+    """State rows after each of `runs` runs, each landing the next 10 minutes of steady input."""
+    print(f"\nstate rows over {runs} runs of steady input (100 users, 10 minutes of events per run)")
+    root = WORK / "state"
+    shutil.rmtree(root, ignore_errors=True)
+    landing = root / "landing"
+    landing.mkdir(parents=True)
+    start = datetime(2023, 7, 30, tzinfo=UTC)
+    rows = []
+    for number in range(runs):
+        for minute in range(10):
+            _land(landing, number * 10 + minute, 600, start + timedelta(minutes=number * 10 + minute))
+        _checked(f"run {number + 1}", _product(root, landing))
+        reports = sorted((root / "runs" / "clickstream").glob("*.json"))
+        rows.append(json.loads(reports[-1].read_text())["state_rows"])
+    print(f"  state rows after each run: {rows}")
+    print(f"  largest in the first half {max(rows[: runs // 2])}, in the second half {max(rows[runs // 2 :])}")
+
+
+def rocksdb(events: int, files: int, memory: str) -> None:
+    """The key-heavy backlog run with each state store (the declaration's spark: state_store)."""
+    import yaml
+
+    from jobs.declare.load import pipelines_dir
+
+    data = generate(WORK / f"landing-{events}-{files}", events, files)
+    print(f"\nstate store on the backlog ({events:,} events, about one key per event)")
+    declaration = yaml.safe_load((pipelines_dir() / "clickstream.yaml").read_text())
+    for store in ("hdfs", "rocksdb"):
+        root = WORK / f"store-{store}"
+        shutil.rmtree(root, ignore_errors=True)
+        (root / "pipelines").mkdir(parents=True)
+        sized = {**declaration, "spark": {"state_store": store}}
+        (root / "pipelines" / "clickstream.yaml").write_text(yaml.safe_dump(sized))
+        env = {"SPARK_DRIVER_MEMORY": memory, "JOBS_PIPELINES_DIR": str(root / "pipelines")}
+        result = _checked(f"the {store} run", _product(root, data, env=env))
+        print(f"  {store:8} {result.seconds:7.1f} s  {gib(result.peak_rss)}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=4_000_000)
+    parser.add_argument("--files", type=int, default=400)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--memory", default="1g", help="driver memory of every Spark process (default: %(default)s)")
+    parser.add_argument("--only", choices=("backlog", "incremental", "state", "rocksdb"))
+    args = parser.parse_args()
+    WORK.mkdir(parents=True, exist_ok=True)
+    if args.only in (None, "backlog"):
+        print_backlog(backlog(args.events, args.files, args.rounds, args.memory), args.events)
+    if args.only in (None, "incremental"):
+        incremental()
+    if args.only in (None, "state"):
+        state()
+    if args.only in (None, "rocksdb"):
+        rocksdb(args.events, args.files, args.memory)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""How much of a backlog one batch takes: admission control a user need not think about.
+
+A first run over a year of history, or a producer catching up after an outage, must not
+become one batch the driver cannot hold (state for every key of the backlog, at once).
+Each batch takes about `max_bytes` of new files (whole files, at least one), or, when
+asked for instead, at most `max_files` new files (Spark takes one or the other, not both).
+
+The default: about a sixteenth of the JVM's heap per batch, 64 MiB with Spark's default
+1 GiB driver. A batch's lines are parsed as they stream through; what stays is state,
+about one entry per key of the batch, which the default state store keeps on the heap
+for this batch and the two before it (RocksDB keeps it off the heap). A sixteenth leaves
+room for that at about one key per event, the worst case of the benchmark (make bench).
+
+From the weakest to the strongest: the default, the declaration's `spark:` block, the
+run's own options (`--max-bytes-per-trigger` or `--max-files-per-trigger`, or the DAG
+run's params).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from jobs.units import UsageError
+
+HEAP_SHARE = 16
+MIN_BYTES = 8 * 2**20
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_files: int | None
+    max_bytes: int | None
+    chosen_by: str  # what set them: "default", "declaration" or "run"
+
+    def describe(self) -> str:
+        size = f"at most {self.max_files:,} new files" if self.max_files else f"about {self.max_bytes / 2**20:,.0f} MiB"
+        return f"{size} per batch ({self.chosen_by})"
+
+
+def default_limits(heap_bytes: int) -> Limits:
+    """The limits for a JVM whose heap is `heap_bytes`."""
+    return Limits(None, max(heap_bytes // HEAP_SHARE, MIN_BYTES), "default")
+
+
+def batch_limits(
+    heap_bytes: int,
+    declared_files: int | None = None,
+    declared_bytes: int | None = None,
+    run_files: int | None = None,
+    run_bytes: int | None = None,
+) -> Limits:
+    """The limits of a run: the strongest place that sets one wins."""
+    if run_files and run_bytes:
+        raise UsageError("give --max-files-per-trigger or --max-bytes-per-trigger, not both (Spark takes one)")
+    if run_files or run_bytes:
+        return Limits(run_files, run_bytes, "run")
+    if declared_files or declared_bytes:
+        return Limits(declared_files, declared_bytes, "declaration")
+    return default_limits(heap_bytes)
