@@ -14,7 +14,9 @@ pipeline dropped, and the input rows a stream-stream join dropped as late. If a 
 stopped before the progress was seen, the duplicates are unknown (None) and those rows
 stay counted as used; a join's late rows likewise.
 
-The quarantined rows of a batch are written to <quarantine>/batch_id=N/, replacing
+Batches are read in groups (GROUP_BATCHES, GROUP_FILES), so that the memory one Spark job
+needs is bounded however many batches a run committed. The quarantined rows of a batch
+are written to <quarantine>/batch_id=N/, replacing
 whatever an interrupted earlier attempt wrote there, and only then is the batch's
 account recorded: accounting a batch twice gives the same files and the same numbers.
 """
@@ -75,45 +77,56 @@ def _output_rows(log: CheckpointLog, batch_id: int) -> int | None:
     return None if files is None else sum(fs.parquet_row_count(path) for path in files)
 
 
-def _account_batch(
+# Batches accounted by one Spark job: few jobs for a run of many small batches, and a
+# bound on what one job caches (the fate and file of each row, the line only when quarantined).
+GROUP_BATCHES, GROUP_FILES = 20, 1000
+
+
+def _groups(batch_ids: list[int], files: dict[int, list[list[str]]]) -> list[list[int]]:
+    groups: list[list[int]] = []
+    count = 0
+    for b in batch_ids:
+        size = sum(len(paths) for paths in files[b])
+        if not groups or len(groups[-1]) >= GROUP_BATCHES or count + size > GROUP_FILES:
+            groups.append([])
+            count = 0
+        groups[-1].append(b)
+        count += size
+    return groups
+
+
+def _count_fates(
     spark: SparkSession,
     pipeline: PipelineBase,
-    log: CheckpointLog,
     quarantine: str,
-    batch_id: int,
+    batches: dict[int, tuple[list[list[str]], int]],
     dimension: DataFrame | None,
-) -> tuple[dict[str, int], int, int]:
-    """Counts by fate of one batch's rows, with its quarantine written; and its files and late watermark.
-
-    One batch at a time, so that accounting a backlog's many batches needs no more memory
-    than one; only the quarantined rows keep their raw line in the cached result."""
-    pattern = pattern_of(pipeline)
-    late_ms = log.late_watermark_ms(batch_id)
-    # Per source (a stream-stream join reads two: sources/0 and sources/1).
-    files = [log.source_files(batch_id, s) for s in range(len(pattern.sources))]
+) -> dict[tuple[int, str], int]:
+    """Rows per (batch, fate) of some committed batches, their quarantine written."""
     parts = [
-        _batch_rows(spark, pipeline, dimension, source, paths, batch_id, late_ms)
+        _batch_rows(spark, pipeline, dimension, source, paths, b, late_ms)
+        for b, (files, late_ms) in batches.items()
         for source, paths in enumerate(files)
         if paths
     ]
-    counts: dict[str, int] = {}
-    if parts:
-        rows = reduce(DataFrame.unionByName, parts)
-        rows = rows.withColumn(LINE, F.when(F.col("fate") == "quarantined", F.col(LINE))).persist()
-        try:
-            counts = {row["fate"]: row["count"] for row in rows.groupBy("fate").count().collect()}
-            if counts.get("quarantined"):
-                (
-                    quarantined(rows, "batch_id")
-                    .coalesce(1)
-                    .write.mode("overwrite")
-                    .option("partitionOverwriteMode", "dynamic")
-                    .partitionBy("batch_id")
-                    .json(quarantine)
-                )
-        finally:
-            rows.unpersist()
-    return counts, sum(len(paths) for paths in files), late_ms
+    if not parts:
+        return {}
+    rows = reduce(DataFrame.unionByName, parts)
+    rows = rows.withColumn(LINE, F.when(F.col("fate") == "quarantined", F.col(LINE))).persist()
+    try:
+        counts = {(r["batch_id"], r["fate"]): r["count"] for r in rows.groupBy("batch_id", "fate").count().collect()}
+        if any(fate == "quarantined" for _, fate in counts):
+            (
+                quarantined(rows, "batch_id")
+                .coalesce(1)
+                .write.mode("overwrite")
+                .option("partitionOverwriteMode", "dynamic")
+                .partitionBy("batch_id")
+                .json(quarantine)
+            )
+    finally:
+        rows.unpersist()
+    return counts
 
 
 def account_batches(
@@ -127,10 +140,18 @@ def account_batches(
 ) -> list[BatchAccount]:
     """Account each committed batch not yet accounted; returns the accounts of `batch_ids`."""
     pattern = pattern_of(pipeline)
+    todo = sorted(set(batch_ids) - ledger.accounted_batches())
+    # Per batch and source (a stream-stream join reads two: sources/0 and sources/1).
+    files = {b: [log.source_files(b, s) for s in range(len(pattern.sources))] for b in todo}
+    late_watermarks = {b: log.late_watermark_ms(b) for b in todo}
+    counts: dict[tuple[int, str], int] = {}
+    for group in _groups(todo, files):
+        batches = {b: (files[b], late_watermarks[b]) for b in group}
+        counts |= _count_fates(spark, pipeline, quarantine, batches, dimension)
+
     accounts = {}
-    for b in sorted(set(batch_ids) - ledger.accounted_batches()):
-        counts, input_files, late_ms = _account_batch(spark, pipeline, log, quarantine, b, dimension)
-        used, late = counts.get("used", 0), counts.get("late", 0)
+    for b in todo:
+        used, late = counts.get((b, "used"), 0), counts.get((b, "late"), 0)
         duplicates: int | None = 0
         spark_counted = ledger.read_metrics(b) or {}
         if "duplicates_dropped" in pattern.spark_counts:
@@ -139,11 +160,11 @@ def account_batches(
         if "late_rows_dropped" in pattern.spark_counts:
             late = spark_counted.get("late_rows_dropped") or 0
             used -= late
-        quarantined_rows = counts.get("quarantined", 0)
+        quarantined_rows = counts.get((b, "quarantined"), 0)
         account = BatchAccount(
             batch_id=b,
-            late_watermark_ms=late_ms,
-            input_files=input_files,
+            late_watermark_ms=late_watermarks[b],
+            input_files=sum(len(paths) for paths in files[b]),
             input_rows=used + quarantined_rows + late + (duplicates or 0),
             used_rows=used,
             quarantined_rows=quarantined_rows,

@@ -104,11 +104,15 @@ def _jvm_death(error: BaseException, log: CheckpointLog, report: RunReport) -> s
     """What to tell a user whose run lost its JVM (py4j then only says "Connection refused")."""
     from py4j.protocol import Py4JNetworkError
 
-    text = _whole_text(error)
-    if not isinstance(error, Py4JNetworkError | ConnectionError) and "Connection refused" not in text:
-        return None
     from jobs.session import OUT_OF_MEMORY_EXITS, dead_jvm_exit_code
 
+    causes, seen = [], error
+    while seen is not None and len(causes) < 20:
+        causes.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    if not any(isinstance(e, Py4JNetworkError | ConnectionRefusedError | ConnectionResetError) for e in causes):
+        return None  # an error the JVM reported (an S3 endpoint refusing is one): the JVM is alive
+    text = _whole_text(error)
     code = dead_jvm_exit_code()
     try:
         batch = log.batch_in_flight()

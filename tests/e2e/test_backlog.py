@@ -9,7 +9,6 @@ import subprocess
 import pytest
 import yaml
 
-from benchmarks.clickstream_data import generate
 from jobs.declare.load import pipelines_dir
 from jobs.exit_codes import ExitCode
 from jobs.lake.layout import Locations
@@ -61,11 +60,16 @@ def test_the_default_limit_is_a_sixteenth_of_the_driver_heap(spark, clickstream,
 
 @pytest.mark.slow
 def test_a_driver_out_of_memory_is_one_clear_line_and_a_rerun_with_more_memory_counts_once(spark, tmp_path):
-    landing = generate(tmp_path / "landing", events=600_000, files=6)
-    pipelines = tmp_path / "pipelines"
-    # A small heap and a cap far above what it holds: Spark starts with at least 450 MiB
+    # What runs a small driver out of memory at once, every time: a 40 MiB line (a producer's
+    # file without line ends) read on a 192 MiB heap. Spark starts with at least 450 MiB
     # unless told (spark.testing.memory) how much to assume.
-    _declared(pipelines, driver_memory="256m", max_bytes_per_trigger="1g", conf={"spark.testing.memory": "536870912"})
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    events = [event(f"u{i % 3}", f"2023-07-30T10:{i:02d}:00Z", f"e{i}") for i in range(10)]
+    lines = [*events[:5], "x" * (40 * 2**20), *events[5:]]
+    (landing / "events.json").write_text("\n".join(lines) + "\n")
+    pipelines = tmp_path / "pipelines"
+    _declared(pipelines, driver_memory="192m", conf={"spark.testing.memory": "536870912"})
     env = {**os.environ, "JOBS_PIPELINES_DIR": str(pipelines)}
     root = tmp_path / "root"
     command = python_cmd("run", "clickstream", "--root", str(root), "--landing", str(landing), "--no-validate")
@@ -74,22 +78,22 @@ def test_a_driver_out_of_memory_is_one_clear_line_and_a_rerun_with_more_memory_c
     assert failed.returncode == ExitCode.FAILED, failed.stdout + failed.stderr
     errors = [line for line in failed.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, failed.stderr
-    assert re.search(r"ran out of memory( in batch \d+)?: .*driver_memory", errors[0]), errors[0]
-    assert "--max-bytes-per-trigger (this run: about 1,024 MiB per batch)" in errors[0]
+    assert "the Spark driver ran out of memory in batch 0: give the driver more memory" in errors[0]
+    assert "the next run redoes batch 0 with the same files" in errors[0]
+    assert re.search(r"--max-bytes-per-trigger \(this run: about 1\d MiB per batch\)", errors[0])  # heap / 16
     assert not [line for line in failed.stderr.splitlines() if line.lstrip().startswith("at ")], "no stack trace"
-    (report,) = load_reports(Locations.resolve("clickstream", root=str(root)).runs)
-    assert report.status == "failed" and "ran out of memory" in report.error
+    locations = Locations.resolve("clickstream", root=str(root))
+    (report,) = load_reports(locations.runs)
+    assert report.status == "failed" and "ran out of memory in batch 0" in report.error
 
-    _declared(pipelines, driver_memory="1g", max_bytes_per_trigger="1g")
+    _declared(pipelines, driver_memory="1g")
     rerun = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
 
-    lines = [line for path in sorted(landing.glob("*.json")) for line in path.read_text().splitlines()]
     model = ClickstreamModel()
-    expected = model.run([lines])  # the failed run planned every file into batch 0; the rerun redid it as planned
-    locations = Locations.resolve("clickstream", root=str(root))
+    expected = model.run([lines])
     assert table_rows(spark, locations.output) == model.rows()
     reports = load_reports(locations.runs)
-    assert sum(r.input_rows for r in reports) == expected.input_rows == 600_000
-    assert sum(r.quarantined_rows for r in reports) == expected.quarantined_rows
+    assert sum(r.input_rows for r in reports) == expected.input_rows == 11
+    assert sum(r.quarantined_rows for r in reports) == expected.quarantined_rows == 1
     assert sum(r.used_rows for r in reports) == expected.used_rows
