@@ -32,9 +32,9 @@ WORK = REPO / "data" / "bench"
 PY = sys.executable
 
 
-def _product(root: Path, landing: Path, *extra: str, env: dict[str, str] | None = None) -> Measured:
+def _product(root: Path, landing: Path, env: dict[str, str] | None = None) -> Measured:
     command = [PY, "-m", "jobs", "run", "clickstream", "--root", str(root), "--landing", str(landing), "--no-validate"]
-    return measure([*command, *extra], env=env)
+    return measure(command, env=env)
 
 
 def _reference(system: str, data: Path, output: Path, memory: str, max_bytes: int | None) -> Measured:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated
 
@@ -62,29 +63,26 @@ def new_run_id(now: datetime) -> str:
     return f"{now.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
 
 
-def _seconds(value: object) -> int:
+def _positive(value: object, parse: Callable[[str], int], zero: str) -> int:
+    """A declared amount: a whole number as it is, or text in the unit's own words; above zero."""
     if isinstance(value, int) and not isinstance(value, bool):
-        if value <= 0:
-            raise ValueError(f"{value!r} must be longer than zero")
-        return value
-    try:
-        return parse_duration_s(value, "")
-    except UsageError as error:
-        raise ValueError(str(error).removeprefix(": ")) from None
+        amount = value
+    else:
+        try:
+            amount = parse(str(value))
+        except UsageError as error:
+            raise ValueError(str(error).removeprefix(": ")) from None
+    if amount <= 0:
+        raise ValueError(f"{value!r} {zero}")
+    return amount
+
+
+def _seconds(value: object) -> int:
+    return _positive(value, lambda text: parse_duration_s(text, ""), "must be longer than zero")
 
 
 def _bytes(value: object) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        if value <= 0:
-            raise ValueError(f"{value!r} must be more than zero")
-        return value
-    try:
-        size = parse_size(str(value))
-    except UsageError as error:
-        raise ValueError(str(error)) from None
-    if size <= 0:
-        raise ValueError(f"{value!r} must be more than zero")
-    return size
+    return _positive(value, parse_size, "must be more than zero")
 
 
 def _name(value: str) -> str:

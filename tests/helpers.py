@@ -97,3 +97,15 @@ def assert_run_matches(report: RunReport, expected) -> None:
     )
     assert report.output_rows == len(expected.emitted)
     assert report.duplicates_dropped == expected.duplicates_dropped
+
+
+def declaration_copy(folder: Path, name: str, **changes: object) -> Path:
+    """A pipelines folder (for JOBS_PIPELINES_DIR) with a shipped declaration, changed."""
+    import yaml
+
+    from jobs.declare.load import pipelines_dir
+
+    raw = yaml.safe_load((pipelines_dir() / f"{name}.yaml").read_text())
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.yaml").write_text(yaml.safe_dump({**raw, **changes}))
+    return folder

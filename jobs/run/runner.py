@@ -292,8 +292,8 @@ def run(
                 spark = spark_for(locations, f"jobs-{pipeline.name}", pipeline.spark.session_conf())
             from jobs.session import set_runtime_conf
 
-            set_runtime_conf(spark, {"spark.sql.shuffle.partitions": str(pipeline.state_partitions)})
-            set_runtime_conf(spark, pipeline.spark.sql_conf())
+            shuffle = {"spark.sql.shuffle.partitions": str(pipeline.state_partitions)}
+            set_runtime_conf(spark, shuffle | pipeline.spark.sql_conf())
             _Run(spark, pipeline, locations, options, report, echo).execute()
         report.finish("succeeded")
     except (AlreadyRunning, IncompatibleCheckpoint, StorageError) as error:

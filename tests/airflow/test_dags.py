@@ -9,13 +9,11 @@ import sys
 from datetime import timedelta
 
 import pytest
-import yaml
 
 from jobs import declare
-from jobs.declare.load import pipelines_dir
 from jobs.flow.patterns import pattern_of
 from tests.airflow.conftest import airflow_env
-from tests.helpers import REPO
+from tests.helpers import REPO, declaration_copy
 
 # Loads the dags folder the way Airflow's DAG processor does, then describes what it found.
 DESCRIBE = r"""
@@ -129,11 +127,9 @@ def test_the_backfill_and_data_quality_dags(dagbag):
 
 
 def test_a_declarations_spark_sizes_reach_its_spark_submit(tmp_path):
-    raw = yaml.safe_load((pipelines_dir() / "clickstream.yaml").read_text())
-    (tmp_path / "pipelines").mkdir()
-    sized = {**raw, "spark": {"driver_memory": "3g", "state_store": "rocksdb", "max_bytes_per_trigger": "256m"}}
-    (tmp_path / "pipelines" / "clickstream.yaml").write_text(yaml.safe_dump(sized))
-    dags = describe_dags(tmp_path, JOBS_PIPELINES_DIR=str(tmp_path / "pipelines"))["dags"]
+    sizes = {"driver_memory": "3g", "state_store": "rocksdb", "max_bytes_per_trigger": "256m"}
+    pipelines = declaration_copy(tmp_path / "pipelines", "clickstream", spark=sizes)
+    dags = describe_dags(tmp_path, JOBS_PIPELINES_DIR=str(pipelines))["dags"]
     tasks = dags["jobs_clickstream"]["tasks"]
     for task in ("run", "validate"):
         conf = tasks[task]["conf"]

@@ -7,21 +7,12 @@ import re
 import subprocess
 
 import pytest
-import yaml
 
-from jobs.declare.load import pipelines_dir
 from jobs.exit_codes import ExitCode
 from jobs.lake.layout import Locations
 from jobs.run.report import load_reports
-from tests.helpers import REPO, all_lines, event, land_in_order, python_cmd, run_pipeline, table_rows
+from tests.helpers import REPO, all_lines, declaration_copy, event, land_in_order, python_cmd, run_pipeline, table_rows
 from tests.model import ClickstreamModel
-
-
-def _declared(folder, **spark) -> None:
-    """A copy of the clickstream declaration with a `spark:` block, as a pipelines folder."""
-    raw = yaml.safe_load((pipelines_dir() / "clickstream.yaml").read_text())
-    folder.mkdir(exist_ok=True)
-    (folder / "clickstream.yaml").write_text(yaml.safe_dump({**raw, "spark": spark}))
 
 
 def test_a_declared_limit_splits_a_backlog_and_a_run_option_overrides_it(spark, clickstream, tmp_path, quiet):
@@ -69,7 +60,9 @@ def test_a_driver_out_of_memory_is_one_clear_line_and_a_rerun_with_more_memory_c
     lines = [*events[:5], "x" * (40 * 2**20), *events[5:]]
     (landing / "events.json").write_text("\n".join(lines) + "\n")
     pipelines = tmp_path / "pipelines"
-    _declared(pipelines, driver_memory="192m", conf={"spark.testing.memory": "536870912"})
+    declaration_copy(
+        pipelines, "clickstream", spark={"driver_memory": "192m", "conf": {"spark.testing.memory": "536870912"}}
+    )
     env = {**os.environ, "JOBS_PIPELINES_DIR": str(pipelines)}
     root = tmp_path / "root"
     command = python_cmd("run", "clickstream", "--root", str(root), "--landing", str(landing), "--no-validate")
@@ -86,7 +79,7 @@ def test_a_driver_out_of_memory_is_one_clear_line_and_a_rerun_with_more_memory_c
     (report,) = load_reports(locations.runs)
     assert report.status == "failed" and "ran out of memory in batch 0" in report.error
 
-    _declared(pipelines, driver_memory="1g")
+    declaration_copy(pipelines, "clickstream", spark={"driver_memory": "1g"})
     rerun = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
 
