@@ -4,4 +4,5 @@ LINE = "line"  # a landed line, as it was read
 SOURCE_FILE = "source_file"  # the landed file it came from
 EVENT_TIME = "event_time"  # the parsed event time every pipeline adds
 QUARANTINE_REASON = "quarantine_reason"  # null for a usable record
+QUARANTINE_DETAIL = "quarantine_detail"  # what exactly is wrong with it
 RESCUED_DATA = "_rescued_data"  # new fields of an inferred-schema source, as a JSON object

@@ -50,6 +50,9 @@ class Source(Part):
     required: tuple[str, ...] = ()  # records without these are quarantined; the event time always is
     event_time: EventTime
     new_fields: Literal["fail", "ignore", "rescue"] = "ignore"  # fields an inferred schema has not seen
+    # strict: a field takes only its own JSON type (else wrong_field_type); coerce: a string
+    # field also takes numbers, booleans, objects and arrays, as their JSON text.
+    types: Literal["strict", "coerce"] = "strict"
     _recorded: dict[str, str] | None = PrivateAttr(default=None)
 
     @field_validator("declared_schema", mode="before")

@@ -9,10 +9,9 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from jobs.columns import EVENT_TIME, LINE, QUARANTINE_REASON, RESCUED_DATA, SOURCE_FILE
+from jobs.columns import EVENT_TIME, LINE, QUARANTINE_DETAIL, QUARANTINE_REASON, RESCUED_DATA, SOURCE_FILE
 from jobs.declare.parts import Source
-
-_CORRUPT = "__corrupt_record"
+from jobs.flow.decode import DETAIL, NEW_FIELDS, NEW_VALUES, REASON, LineDecoder, is_scalar, spark_type
 
 
 def _event_time(raw: Column, kind: str, fmt: str) -> Column:
@@ -29,12 +28,39 @@ def _event_time(raw: Column, kind: str, fmt: str) -> Column:
     return F.try_to_timestamp(raw, F.lit(fmt))
 
 
-def parse_events(lines: DataFrame, source: Source) -> DataFrame:
+def _converted(text: Column, kind: str) -> Column:
+    """A field handed back as JSON text (a date, a timestamp, an inferred struct or array)
+    -> its declared type, null when it is not one."""
+    if kind.startswith(("struct<", "array<", "map<")):
+        return F.from_json(text, kind)
+    return text.try_cast(kind)
+
+
+def decoded(lines: DataFrame, source: Source, keep_lines: bool = True) -> DataFrame:
+    """Lines -> the declared fields, read strictly by jobs/flow/decode.py in Python workers,
+    with `_reason` and `_detail` for a line that cannot be read (blank lines dropped)."""
+    decoder = LineDecoder(
+        tuple(source.fields.items()),
+        coerce=source.types == "coerce",
+        new_fields=source.new_fields != "ignore",
+        keep_lines=keep_lines,
+    )
+    out = [(f.name, f.dataType.simpleString()) for f in lines.schema.fields if f.name != LINE]
+    out += [(name, spark_type(kind)) for name, kind in source.fields.items()]
+    out += [(LINE, "binary"), (REASON, "string"), (DETAIL, "string")]
+    if decoder.new_fields:
+        out += [(NEW_FIELDS, "array<string>"), (NEW_VALUES, "string")]
+    schema = ", ".join(f"`{name}` {kind}" for name, kind in out)
+    return lines.withColumn(LINE, F.col(LINE).cast("binary")).mapInArrow(decoder, schema)
+
+
+def parse_events(lines: DataFrame, source: Source, keep_lines: bool = True) -> DataFrame:
     """Lines of newline-delimited JSON -> one row per record, with the reason it is unusable.
 
     Input columns: `line` (the raw text), `source_file`, and any others, which are kept.
     Blank lines are not records and are dropped. Added: every declared field,
-    `event_time` and `quarantine_reason` (null for a usable record).
+    `event_time`, `quarantine_reason` (null for a usable record) and `quarantine_detail`.
+    `keep_lines=False` leaves `line` empty (null): the streaming query never needs it.
 
     Fields the schema does not have are ignored, except for an inferred schema whose
     declaration says otherwise: `new_fields: fail` fails the batch (nothing of it is
@@ -42,51 +68,51 @@ def parse_events(lines: DataFrame, source: Source) -> DataFrame:
     in `_rescued_data`.
     """
     fields = source.fields
-    schema = f"{source.ddl()}, `{_CORRUPT}` string"
-    parsed = (
-        lines.where(F.trim(LINE) != "")
-        .withColumn(
-            "_record",
-            F.from_json(LINE, schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT}),
-        )
-        .select(*lines.columns, "_record.*")
-    )
-    time_field = source.event_time.column
-    event_time = _event_time(F.col(time_field), fields[time_field], source.event_time.format)
-    new_fields = F.filter(
-        F.coalesce(F.json_object_keys(LINE), F.array().cast("array<string>")),
-        lambda key: ~key.isin(*fields),
-    )
-    if source.new_fields == "rescue":
-        everything = F.from_json(LINE, "map<string,string>")
-        rescued = F.map_filter(everything, lambda key, _: ~key.isin(*fields))
-        parsed = parsed.withColumn(RESCUED_DATA, F.when(F.size(new_fields) > 0, F.to_json(rescued)))
-    reason = F.when(F.try_parse_json(LINE).isNull(), F.lit("malformed_json"))
+    parsed = decoded(lines, source, keep_lines)
+    reason = F.when(F.col(REASON).isNotNull(), F.col(REASON))
+    detail = F.when(F.col(REASON).isNotNull(), F.col(DETAIL))
+    converted = {name: _converted(F.col(name), kind) for name, kind in fields.items() if not is_scalar(kind)}
+    for name, value in converted.items():
+        unreadable = F.col(name).isNotNull() & value.isNull()
+        reason = reason.when(unreadable, F.lit("wrong_field_type"))
+        detail = detail.when(unreadable, F.concat(F.lit(f"{name}: "), F.col(name), F.lit(f" is not a {fields[name]}")))
     if source.new_fields == "fail":
         message = F.concat(
             F.lit("new field(s) "),
-            F.array_join(new_fields, ", "),
+            F.array_join(NEW_FIELDS, ", "),
             F.lit(" in "),
             F.col(SOURCE_FILE),
             F.lit(" are not in the recorded schema, and the declaration says new_fields: fail"),
         )
-        reason = reason.when(F.size(new_fields) > 0, F.raise_error(message).cast("string"))
-    reason = reason.when(~F.ltrim(LINE).startswith("{"), F.lit("not_a_json_object")).when(
-        F.col(_CORRUPT).isNotNull(), F.lit("wrong_field_type")
-    )
+        reason = reason.when(F.size(NEW_FIELDS) > 0, F.raise_error(message).cast("string"))
     for field in source.required:
         reason = reason.when(F.col(field).isNull(), F.lit(f"missing_{field}"))
-    reason = reason.when(event_time.isNull(), F.lit(f"unparseable_{time_field}"))
-    return parsed.withColumn(EVENT_TIME, event_time).withColumn(QUARANTINE_REASON, reason).drop(_CORRUPT)
+    time_field, time_format = source.event_time.column, source.event_time.format
+    event_time = _event_time(converted.get(time_field, F.col(time_field)), fields[time_field], time_format)
+    unparseable = event_time.isNull()
+    reason = reason.when(unparseable, F.lit(f"unparseable_{time_field}"))
+    detail = detail.when(
+        unparseable & F.col(time_field).isNotNull(),
+        F.concat(F.lit(f"{time_field}: "), F.col(time_field).cast("string"), F.lit(f" is not {time_format}")),
+    )
+    internal = (REASON, DETAIL, NEW_FIELDS, NEW_VALUES)
+    # The line as landed: bytes that are not UTF-8 in base64, rather than replaced.
+    in_base64 = F.regexp_replace(F.base64(LINE), r"\r\n", "")  # Spark's base64 breaks lines at 76
+    line = F.when(F.col(REASON) == "invalid_encoding", in_base64).otherwise(F.col(LINE).cast("string"))
+    kept = [converted.get(c, line if c == LINE else F.col(c)).alias(c) for c in parsed.columns if c not in internal]
+    rescued = [F.col(NEW_VALUES).alias(RESCUED_DATA)] if source.new_fields == "rescue" else []
+    return parsed.select(
+        *kept, *rescued, event_time.alias(EVENT_TIME), reason.alias(QUARANTINE_REASON), detail.alias(QUARANTINE_DETAIL)
+    )
 
 
 def usable(parsed: DataFrame) -> DataFrame:
     """The records a pattern can use."""
-    return parsed.where(F.col(QUARANTINE_REASON).isNull()).drop(QUARANTINE_REASON)
+    return parsed.where(F.col(QUARANTINE_REASON).isNull()).drop(QUARANTINE_REASON, QUARANTINE_DETAIL)
 
 
 def quarantined(parsed: DataFrame, *keep: str) -> DataFrame:
     """The records it cannot: where they came from, the raw line and why (plus `keep`)."""
     return parsed.where(F.col(QUARANTINE_REASON).isNotNull()).select(
-        SOURCE_FILE, LINE, F.col(QUARANTINE_REASON).alias("reason"), *keep
+        SOURCE_FILE, LINE, F.col(QUARANTINE_REASON).alias("reason"), F.col(QUARANTINE_DETAIL).alias("detail"), *keep
     )

@@ -27,10 +27,12 @@ from jobs.flow.source import stream_lines
 from jobs.lake.layout import join
 
 
-def parsed(pipeline: PipelineBase, index: int, lines: DataFrame, dimension: DataFrame | None) -> DataFrame:
+def parsed(
+    pipeline: PipelineBase, index: int, lines: DataFrame, dimension: DataFrame | None, keep_lines: bool = True
+) -> DataFrame:
     """The lines of source `index` (0: the pipeline's own, 1: a join's second), parsed, and
     enriched when the pipeline says so (a join has no enrichment)."""
-    events = parse_events(lines, pattern_of(pipeline).sources[index])
+    events = parse_events(lines, pattern_of(pipeline).sources[index], keep_lines)
     if pipeline.enrich is not None:
         events = enrich(events, dimension, pipeline.enrich)
     return events
@@ -38,7 +40,10 @@ def parsed(pipeline: PipelineBase, index: int, lines: DataFrame, dimension: Data
 
 def pipeline_table(pipeline: PipelineBase, lines: list[DataFrame], dimension: DataFrame | None = None) -> DataFrame:
     """Landed lines (one DataFrame per source, in checkpoint order) -> output rows."""
-    events = [usable(parsed(pipeline, index, source_lines, dimension)) for index, source_lines in enumerate(lines)]
+    events = [
+        usable(parsed(pipeline, index, source_lines, dimension, keep_lines=False))
+        for index, source_lines in enumerate(lines)
+    ]
     return pattern_of(pipeline).table(*events)
 
 

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from functools import reduce
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from jobs.columns import EVENT_TIME, LINE, QUARANTINE_REASON, SOURCE_FILE
+from jobs.columns import EVENT_TIME, LINE, QUARANTINE_DETAIL, QUARANTINE_REASON, SOURCE_FILE
 from jobs.declare import PipelineBase
 from jobs.flow.parse import quarantined
 from jobs.flow.patterns import pattern_of
@@ -69,7 +69,7 @@ def _batch_rows(
         .withColumn("late_watermark", F.timestamp_millis(F.lit(late_ms)))
     )
     rows = classified(parsed(pipeline, source, lines, dimension), pipeline, "late_watermark")
-    return rows.select("batch_id", "fate", SOURCE_FILE, LINE, QUARANTINE_REASON)
+    return rows.select("batch_id", "fate", SOURCE_FILE, LINE, QUARANTINE_REASON, QUARANTINE_DETAIL)
 
 
 def _output_rows(log: CheckpointLog, batch_id: int) -> int | None:
@@ -78,8 +78,9 @@ def _output_rows(log: CheckpointLog, batch_id: int) -> int | None:
 
 
 # Batches accounted by one Spark job: few jobs for a run of many small batches, and a
-# bound on what one job caches (the fate and file of each row, the line only when quarantined).
+# bound on what one job counts and plans.
 GROUP_BATCHES, GROUP_FILES = 20, 1000
+FATES = ("used", "late", "quarantined")
 
 
 def _groups(batch_ids: list[int], files: dict[int, list[list[str]]]) -> list[list[int]]:
@@ -111,22 +112,26 @@ def _count_fates(
     ]
     if not parts:
         return {}
-    rows = reduce(DataFrame.unionByName, parts)
-    rows = rows.withColumn(LINE, F.when(F.col("fate") == "quarantined", F.col(LINE))).persist()
-    try:
-        counts = {(r["batch_id"], r["fate"]): r["count"] for r in rows.groupBy("batch_id", "fate").count().collect()}
-        if any(fate == "quarantined" for _, fate in counts):
-            (
-                quarantined(rows, "batch_id")
-                .coalesce(1)
-                .write.mode("overwrite")
-                .option("partitionOverwriteMode", "dynamic")
-                .partitionBy("batch_id")
-                .json(quarantine)
-            )
-    finally:
-        rows.unpersist()
-    return counts
+    # One pass: the rows are counted as they flow to the quarantine's writer.
+    observation = Observation("accounts")
+    counted = reduce(DataFrame.unionByName, parts).observe(
+        observation,
+        *(
+            F.count_if((F.col("batch_id") == b) & (F.col("fate") == fate)).alias(f"{b}:{fate}")
+            for b in batches
+            for fate in FATES
+        ),
+    )
+    (
+        quarantined(counted, "batch_id")
+        .repartition(1)  # one file per batch; coalesce(1) would also parse in one task
+        .write.mode("overwrite")
+        .option("partitionOverwriteMode", "dynamic")
+        .partitionBy("batch_id")
+        .json(quarantine)
+    )
+    metrics = observation.get
+    return {(b, fate): metrics[f"{b}:{fate}"] for b in batches for fate in FATES}
 
 
 def account_batches(

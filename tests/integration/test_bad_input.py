@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 from pathlib import Path
@@ -63,3 +64,27 @@ def test_a_landing_with_only_empty_files_succeeds(spark, clickstream, locations,
     land(locations.landing, {"empty-1.json": [], "empty-2.json": [""]})
     report = run_pipeline(spark, clickstream, locations, quiet)
     assert (report.status, report.input_files, report.input_rows, report.output_rows) == ("succeeded", 2, 0, 0)
+
+
+def test_strict_input_from_the_bytes_landed(spark, clickstream, locations, quiet):
+    """What a file on disk can hold: a byte order mark, CRLF line ends, bytes that are not
+    UTF-8, a value of the wrong JSON type, text after the object. Expected by hand."""
+    good = [event("u1", "2023-07-30T10:00:20Z"), event("u2", "2023-07-30T10:00:40Z")]
+    wrong_type = json.dumps({"user_id": 42, "eventtimestamp": "2023-07-30T10:00:30Z"})
+    latin1 = '{"user_id": "jos\xe9", "eventtimestamp": "2023-07-30T10:00:50Z"}'.encode("latin-1")
+    trailing = event("u3", "2023-07-30T10:00:10Z") + " junk"
+    body = b"\xef\xbb\xbf" + b"\r\n".join(
+        [good[0].encode(), wrong_type.encode(), latin1, trailing.encode(), good[1].encode()]
+    )
+    Path(locations.landing).mkdir(parents=True, exist_ok=True)
+    (Path(locations.landing) / "strict.json").write_bytes(body + b"\r\n")
+
+    report = run_pipeline(spark, clickstream, locations, quiet)
+
+    assert (report.input_rows, report.used_rows, report.quarantined_rows) == (5, 2, 3)
+    rows = sorted((r["reason"], r["line"], r["detail"]) for r in quarantine_rows(locations.quarantine))
+    assert rows == [
+        ("invalid_encoding", base64.b64encode(latin1).decode(), "not UTF-8 at byte 16; the line is kept in base64"),
+        ("malformed_json", trailing, f"JSON is malformed: trailing characters (byte {len(trailing) - 3})"),
+        ("wrong_field_type", wrong_type, "user_id: JSON integer where string is declared"),
+    ]

@@ -20,12 +20,15 @@ from jobs.run.accounting import classified
 from tests.helpers import event
 
 
-def source(schema: dict[str, str], required: list[str], time_field: str = "ts", fmt: str = "iso8601") -> Source:
+def source(
+    schema: dict[str, str], required: list[str], time_field: str = "ts", fmt: str = "iso8601", types: str = "strict"
+) -> Source:
     raw = {
         "format": "json",
         "schema": schema,
         "required": required,
         "event_time": {"column": time_field, "format": fmt},
+        "types": types,
     }
     return Source.model_validate(raw)
 
@@ -43,7 +46,16 @@ def lines_df(spark, lines, source_file="landing/f.json"):
         ("{broken", "malformed_json"),
         ("[1, 2]", "not_a_json_object"),
         ('"just a string"', "not_a_json_object"),
-        (json.dumps({"user_id": "u1", "eventtimestamp": "2023-07-30T10:00:20Z", "event": {"nested": 1}}), None),
+        (
+            json.dumps({"user_id": "u1", "eventtimestamp": "2023-07-30T10:00:20Z", "event": {"nested": 1}}),
+            "wrong_field_type",
+        ),
+        (json.dumps({"user_id": 42, "eventtimestamp": "2023-07-30T10:00:20Z"}), "wrong_field_type"),
+        (event("u1", "2023-07-30T10:00:20Z") + " junk", "malformed_json"),
+        ("\ufeff" + event("u1", "2023-07-30T10:00:20Z"), None),  # a byte order mark
+        (event("u1", "2023-07-30T10:00:20Z") + "\r", None),  # a CRLF line end
+        ("{'user_id': 'u1'}", "malformed_json"),
+        ('{"user_id": NaN}', "malformed_json"),
         (event(None, "2023-07-30T10:00:20Z"), "missing_user_id"),
         (event("u1", None), "missing_eventtimestamp"),
         (event("u1", "yesterday"), "unparseable_eventtimestamp"),
@@ -65,10 +77,36 @@ def test_parse_events_reads_offsets_as_utc_and_drops_blank_lines(spark, clickstr
     ]
 
 
-def test_quarantined_keeps_file_line_and_reason(spark, clickstream):
+def test_quarantined_keeps_file_line_reason_and_detail(spark, clickstream):
     parsed = parse_events(lines_df(spark, ["{broken", event("u1", "2023-07-30T10:00:20Z")]), clickstream.source)
-    assert [tuple(r) for r in quarantined(parsed).collect()] == [("landing/f.json", "{broken", "malformed_json")]
+    assert [tuple(r) for r in quarantined(parsed).collect()] == [
+        ("landing/f.json", "{broken", "malformed_json", "JSON is malformed: object keys must be strings (byte 1)")
+    ]
     assert usable(parsed).count() == 1
+
+
+@pytest.mark.parametrize(
+    ("value", "found"),
+    [(42, "integer"), (4.2, "number"), (True, "boolean"), ({"a": 1}, "object"), ([1], "array")],
+)
+def test_a_string_field_takes_only_a_json_string_unless_coerced(spark, value, found):
+    strict = source({"user_id": "string", "ts": "string"}, ["user_id"])
+    line = json.dumps({"user_id": value, "ts": "2023-07-30T10:00:00Z"})
+    row = parse_events(lines_df(spark, [line]), strict).first()
+    assert (row.quarantine_reason, row.quarantine_detail) == (
+        "wrong_field_type",
+        f"user_id: JSON {found} where string is declared",
+    )
+    coerced = source({"user_id": "string", "ts": "string"}, ["user_id"], types="coerce")
+    row = parse_events(lines_df(spark, [line]), coerced).first()
+    assert (row.user_id, row.quarantine_reason) == (json.dumps(value, separators=(",", ":")), None)
+
+
+def test_numbers_out_of_range_are_the_wrong_type(spark):
+    declared = source({"user_id": "string", "n": "int", "ts": "string"}, ["user_id"])
+    lines = [json.dumps({"user_id": "u", "n": n, "ts": "2023-07-30T10:00:00Z"}) for n in (2**31 - 1, 2**31)]
+    rows = parse_events(lines_df(spark, lines), declared).orderBy("line").collect()
+    assert [(r.n, r.quarantine_reason) for r in rows] == [(2**31 - 1, None), (None, "wrong_field_type")]
 
 
 def test_window_aggregate_counts_per_window_and_user(spark, clickstream):
