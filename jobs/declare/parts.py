@@ -103,9 +103,6 @@ class Source(Part):
         source._recorded = dict(fields)
         return source
 
-    def ddl(self) -> str:
-        return ", ".join(f"`{name}` {kind}" for name, kind in self.fields.items())
-
 
 class Enrichment(Part):
     """A stream-static join: each event gets columns of a dimension table, read every batch."""

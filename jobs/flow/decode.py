@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from jobs.columns import LINE
 
-RECORD_LIMIT = 64 * 2**20  # bytes; README: "Bad input"
+RECORD_LIMIT = 64 * 2**20  # bytes; README, "Late data and row accounting"
 REASON, DETAIL = "_reason", "_detail"
 NEW_FIELDS = "_new_fields"  # keys no declared field names, for new_fields: fail | rescue
 NEW_VALUES = "_new_values"  # ... and those keys with their values, as a JSON object
@@ -72,18 +72,19 @@ class LineDecoder:
     keep_lines: bool = True  # only a quarantine needs the raw line
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        declared = [(name, self._accepts(kind)) for name, kind in self.fields]
         # Raw takes null as well, and cannot be in a union.
-        nullable = [(name, accepts if accepts is msgspec.Raw else accepts | None, None) for name, accepts in declared]
+        nullable = [(name, a if a is msgspec.Raw else a | None, None) for name, a in self._accepted()]
         record = msgspec.defstruct("Record", nullable)
         reader = _Reader(msgspec.json.Decoder(record), dict(self.fields), self.new_fields)
         for batch in batches:
             yield self._decoded(batch, reader)
 
-    def _accepts(self, kind: str) -> Any:
-        if kind == "string" and self.coerce:
-            return msgspec.Raw
-        return _SCALARS[kind][0] if is_scalar(kind) else msgspec.Raw
+    def _accepted(self) -> list[tuple[str, Any]]:
+        """(field, what msgspec reads it as): its type, or Raw (JSON text handed back as text)."""
+        return [
+            (name, msgspec.Raw if not is_scalar(kind) or (kind == "string" and self.coerce) else _SCALARS[kind][0])
+            for name, kind in self.fields
+        ]
 
     def _decoded(self, batch: pa.RecordBatch, reader: _Reader) -> pa.RecordBatch:
         names = [name for name, _ in self.fields]
@@ -103,8 +104,11 @@ class LineDecoder:
         others = [n for n in batch.schema.names if n != LINE]
         taken = pa.array(kept, pa.int64())
         columns = [batch.column(n).take(taken) for n in others]
-        for (_, kind), column in zip(self.fields, values, strict=True):
-            columns.append(pa.array(self._out(kind, column), _SCALARS[kind][1] if is_scalar(kind) else pa.string()))
+        for (_, kind), (_, accepted), column in zip(self.fields, self._accepted(), values, strict=True):
+            if accepted is msgspec.Raw:  # handed back as text
+                columns.append(pa.array([None if v is None else _as_text(v) for v in column], pa.string()))
+            else:
+                columns.append(pa.array(column, _SCALARS[kind][1]))
         columns += [batch.column(LINE).take(taken) if self.keep_lines else pa.nulls(len(kept), pa.binary())]
         columns += [pa.array(reasons, pa.string()), pa.array(details, pa.string())]
         out = [*others, *names, LINE, REASON, DETAIL]
@@ -112,11 +116,6 @@ class LineDecoder:
             columns += [pa.array(new_keys, pa.list_(pa.string())), pa.array(new_values, pa.string())]
             out += [NEW_FIELDS, NEW_VALUES]
         return pa.RecordBatch.from_arrays(columns, names=out)
-
-    def _out(self, kind: str, column: list[Any]) -> list[Any]:
-        if is_scalar(kind) and not (kind == "string" and self.coerce):
-            return column
-        return [None if v is None else _as_text(v) for v in column]
 
 
 def _as_text(raw: msgspec.Raw) -> str | None:

@@ -56,7 +56,7 @@ def test_a_valid_declaration_parses():
     spec = declare.parse(VALID)
     assert spec.window.duration_s == 600 and spec.window.slide_s == 300 and not spec.window.is_tumbling
     assert spec.source.required == ("user_id", "ts")  # the event time is always required
-    assert spec.source.ddl() == "`user_id` string, `ts` string, `amount` double"
+    assert spec.source.fields == {"user_id": "string", "ts": "string", "amount": "double"}
 
 
 @pytest.mark.parametrize(
