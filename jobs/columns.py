@@ -2,6 +2,8 @@
 
 LINE = "line"  # a landed line, as it was read
 SOURCE_FILE = "source_file"  # the landed file it came from
+LINE_NUMBER = "line_number"  # its 1-based line number in that file (numbered for the quarantine)
+BLOCK_START = "_block_start"  # the byte where the part of the file Spark read it from starts
 EVENT_TIME = "event_time"  # the parsed event time every pipeline adds
 QUARANTINE_REASON = "quarantine_reason"  # null for a usable record
 QUARANTINE_DETAIL = "quarantine_detail"  # what exactly is wrong with it

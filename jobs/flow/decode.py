@@ -26,7 +26,7 @@ from typing import Annotated, Any
 import msgspec
 import pyarrow as pa
 
-from jobs.columns import LINE
+from jobs.columns import BLOCK_START, LINE, LINE_NUMBER, SOURCE_FILE
 
 RECORD_LIMIT = 64 * 2**20  # bytes; README, "Late data and row accounting"
 REASON, DETAIL = "_reason", "_detail"
@@ -63,21 +63,34 @@ def spark_type(kind: str) -> str:
 @dataclass(frozen=True)
 class LineDecoder:
     """Arrow batches of (LINE as bytes, other columns...) -> the other columns, the declared
-    fields, LINE (the same bytes, or null without keep_lines), REASON, DETAIL and, when asked,
-    NEW_FIELDS and NEW_VALUES. Blank lines are left out."""
+    fields, LINE (the same bytes, or null without keep_lines), LINE_NUMBER, REASON, DETAIL
+    and, when asked, NEW_FIELDS and NEW_VALUES. Blank lines are left out.
+
+    With `numbered`, the input also has SOURCE_FILE and BLOCK_START (jobs/flow/source.py,
+    `read_lines`), and LINE_NUMBER counts the lines of each block (blank ones too) from 1;
+    jobs/flow/lines.py makes that a line number in the file. Otherwise it is null."""
 
     fields: tuple[tuple[str, str], ...]  # (name, Spark type), as declared
     coerce: bool = False  # a string field takes any JSON value, as its text
     new_fields: bool = False  # also hand back the keys no field names (NEW_FIELDS, NEW_VALUES)
     keep_lines: bool = True  # only a quarantine needs the raw line
+    numbered: bool = False  # ... and its number
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         # Raw takes null as well, and cannot be in a union.
         nullable = [(name, a if a is msgspec.Raw else a | None, None) for name, a in self._accepted()]
         record = msgspec.defstruct("Record", nullable)
         reader = _Reader(msgspec.json.Decoder(record), dict(self.fields), self.new_fields)
+        counted: dict[tuple[str, int], int] = {}  # lines read of each block, for `numbered`
         for batch in batches:
-            yield self._decoded(batch, reader)
+            yield self._decoded(batch, reader, counted)
+
+    def _blocks(self, batch: pa.RecordBatch) -> list[tuple[str, int]] | None:
+        """Each row's (file, block start), when the lines are numbered."""
+        if not self.numbered:
+            return None
+        files, starts = batch.column(SOURCE_FILE).to_pylist(), batch.column(BLOCK_START).to_pylist()
+        return list(zip(files, starts, strict=True))
 
     def _accepted(self) -> list[tuple[str, Any]]:
         """(field, what msgspec reads it as): its type, or Raw (JSON text handed back as text)."""
@@ -86,15 +99,21 @@ class LineDecoder:
             for name, kind in self.fields
         ]
 
-    def _decoded(self, batch: pa.RecordBatch, reader: _Reader) -> pa.RecordBatch:
+    def _decoded(self, batch: pa.RecordBatch, reader: _Reader, counted: dict[tuple[str, int], int]) -> pa.RecordBatch:
         names = [name for name, _ in self.fields]
         values: list[list[Any]] = [[] for _ in names]
-        reasons, details, new_keys, new_values, kept = [], [], [], [], []
+        reasons, details, new_keys, new_values, kept, numbers = [], [], [], [], [], []
+        blocks = self._blocks(batch)
         for row, raw in enumerate(batch.column(LINE).to_pylist()):
+            if blocks:
+                block = blocks[row]
+                number = counted[block] = counted.get(block, 0) + 1
             line = reader.read(raw)
             if line is None:
                 continue  # a blank line is not a record
             kept.append(row)
+            if blocks:
+                numbers.append(number)
             reasons.append(line.reason)
             details.append(line.detail)
             new_keys.append(line.new_keys)
@@ -110,8 +129,9 @@ class LineDecoder:
             else:
                 columns.append(pa.array(column, _SCALARS[kind][1]))
         columns += [batch.column(LINE).take(taken) if self.keep_lines else pa.nulls(len(kept), pa.binary())]
+        columns += [pa.array(numbers, pa.int64()) if blocks else pa.nulls(len(kept), pa.int64())]
         columns += [pa.array(reasons, pa.string()), pa.array(details, pa.string())]
-        out = [*others, *names, LINE, REASON, DETAIL]
+        out = [*others, *names, LINE, LINE_NUMBER, REASON, DETAIL]
         if self.new_fields:
             columns += [pa.array(new_keys, pa.list_(pa.string())), pa.array(new_values, pa.string())]
             out += [NEW_FIELDS, NEW_VALUES]

@@ -9,9 +9,19 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from jobs.columns import EVENT_TIME, LINE, QUARANTINE_DETAIL, QUARANTINE_REASON, RESCUED_DATA, SOURCE_FILE
+from jobs.columns import (
+    BLOCK_START,
+    EVENT_TIME,
+    LINE,
+    LINE_NUMBER,
+    QUARANTINE_DETAIL,
+    QUARANTINE_REASON,
+    RESCUED_DATA,
+    SOURCE_FILE,
+)
 from jobs.declare.parts import Source
 from jobs.flow.decode import DETAIL, NEW_FIELDS, NEW_VALUES, REASON, LineDecoder, is_scalar, spark_type
+from jobs.flow.lines import InFile
 
 
 def _event_time(raw: Column, kind: str, fmt: str) -> Column:
@@ -44,10 +54,11 @@ def decoded(lines: DataFrame, source: Source, keep_lines: bool = True) -> DataFr
         coerce=source.types == "coerce",
         new_fields=source.new_fields != "ignore",
         keep_lines=keep_lines,
+        numbered=keep_lines and BLOCK_START in lines.columns,
     )
     out = [(f.name, f.dataType.simpleString()) for f in lines.schema.fields if f.name != LINE]
     out += [(name, spark_type(kind)) for name, kind in source.fields.items()]
-    out += [(LINE, "binary"), (REASON, "string"), (DETAIL, "string")]
+    out += [(LINE, "binary"), (LINE_NUMBER, "bigint"), (REASON, "string"), (DETAIL, "string")]
     if decoder.new_fields:
         out += [(NEW_FIELDS, "array<string>"), (NEW_VALUES, "string")]
     schema = ", ".join(f"`{name}` {kind}" for name, kind in out)
@@ -59,8 +70,10 @@ def parse_events(lines: DataFrame, source: Source, keep_lines: bool = True) -> D
 
     Input columns: `line` (the raw text), `source_file`, and any others, which are kept.
     Blank lines are not records and are dropped. Added: every declared field,
-    `event_time`, `quarantine_reason` (null for a usable record) and `quarantine_detail`.
-    `keep_lines=False` leaves `line` empty (null): the streaming query never needs it.
+    `event_time`, `quarantine_reason` (null for a usable record), `quarantine_detail` and
+    `line_number` (for lines read by `read_lines`, which says where each was read from).
+    `keep_lines=False` leaves `line` and `line_number` empty (null): the streaming query
+    never needs them.
 
     Fields the schema does not have are ignored, except for an inferred schema whose
     declaration says otherwise: `new_fields: fail` fails the batch (nothing of it is
@@ -112,7 +125,13 @@ def usable(parsed: DataFrame) -> DataFrame:
 
 
 def quarantined(parsed: DataFrame, *keep: str) -> DataFrame:
-    """The records it cannot: where they came from, the raw line and why (plus `keep`)."""
-    return parsed.where(F.col(QUARANTINE_REASON).isNotNull()).select(
-        SOURCE_FILE, LINE, F.col(QUARANTINE_REASON).alias("reason"), F.col(QUARANTINE_DETAIL).alias("detail"), *keep
-    )
+    """The records it cannot: where they came from (file and line number), the raw line and
+    why (plus `keep`)."""
+    where = [SOURCE_FILE, LINE_NUMBER] + ([BLOCK_START] if BLOCK_START in parsed.columns else [])
+    why = [F.col(QUARANTINE_REASON).alias("reason"), F.col(QUARANTINE_DETAIL).alias("detail")]
+    records = parsed.where(F.col(QUARANTINE_REASON).isNotNull()).select(*where, LINE, *why, *keep)
+    if BLOCK_START not in records.columns:
+        return records
+    # Numbered in their block: numbered in the file, counting what the blocks before hold.
+    schema = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in records.schema if f.name != BLOCK_START)
+    return records.mapInArrow(InFile(), schema)

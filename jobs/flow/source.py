@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import date
 
 from pyspark.errors import AnalysisException
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from jobs.columns import LINE, SOURCE_FILE
+from jobs.columns import BLOCK_START, LINE, SOURCE_FILE
 from jobs.declare import PipelineBase
 from jobs.lake.landing import dated_folders
 from jobs.lake.layout import StorageError, join
@@ -59,12 +59,14 @@ def stream_lines(
 
 
 def read_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
-    """The same rows from given files, as a batch DataFrame."""
-    return _with_file(spark.read.format("text").load(paths))
+    """The same rows from given files, as a batch DataFrame, with the byte each row's part
+    of its file starts at (BLOCK_START), so that its lines can be numbered."""
+    text = spark.read.format("text").load(paths)
+    return _with_file(text, F.col("_metadata.file_block_start").alias(BLOCK_START))
 
 
-def _with_file(text: DataFrame) -> DataFrame:
-    return text.select(F.col("value").alias(LINE), F.col("_metadata.file_path").alias(SOURCE_FILE))
+def _with_file(text: DataFrame, *more: Column) -> DataFrame:
+    return text.select(F.col("value").alias(LINE), F.col("_metadata.file_path").alias(SOURCE_FILE), *more)
 
 
 def infer_schema(spark: SparkSession, path: str) -> dict[str, str]:

@@ -17,7 +17,7 @@ from typing import Any
 from pyarrow import fs as pafs
 
 from jobs.lake import s3
-from jobs.lake.layout import StorageError, is_s3, local_path
+from jobs.lake.layout import StorageError, is_s3, join, local_path
 
 _LOCAL = pafs.LocalFileSystem()
 
@@ -53,6 +53,18 @@ def read_bytes(uri: str) -> bytes:
     filesystem, path = _resolve(uri)
     with _errors(uri), filesystem.open_input_stream(path) as stream:
         return stream.read()
+
+
+def read_chunks(uri: str, end: int, size: int = 8 * 2**20) -> Iterator[bytes]:
+    """The first `end` bytes of a file (fewer if it is shorter), in chunks of `size`."""
+    filesystem, path = _resolve(uri)
+    with _errors(uri), filesystem.open_input_stream(path) as stream:
+        while end > 0:
+            chunk = stream.read(min(size, end))
+            if not chunk:
+                return
+            end -= len(chunk)
+            yield chunk
 
 
 def read_text(uri: str) -> str:
@@ -97,6 +109,28 @@ def list_names(uri: str) -> list[str]:
     with _errors(uri):
         found = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
     return sorted(info.base_name for info in found if not info.base_name.startswith("."))
+
+
+def list_files(uri: str) -> list[str]:
+    """Every file under a folder, at any depth, as locations like `uri`; files and folders
+    whose names start with '.' or '_' are left out (what Spark, pyarrow and DuckDB skip too)."""
+    filesystem, path = _resolve(uri)
+    with _errors(uri):
+        found = filesystem.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
+    files = []
+    for info in found:
+        relative = info.path[len(path) :].strip("/")
+        if info.type == pafs.FileType.File and not any(part.startswith((".", "_")) for part in relative.split("/")):
+            files.append(join(uri, relative))
+    return sorted(files)
+
+
+def remove_file(uri: str) -> None:
+    """Delete one file; nothing if it is not there."""
+    filesystem, path = _resolve(uri)
+    with _errors(uri):
+        if filesystem.get_file_info(path).type != pafs.FileType.NotFound:
+            filesystem.delete_file(path)
 
 
 def remove_tree(uri: str) -> None:

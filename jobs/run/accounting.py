@@ -16,8 +16,8 @@ stay counted as used; a join's late rows likewise.
 
 Batches are read in groups (GROUP_BATCHES, GROUP_FILES), so that the memory one Spark job
 needs is bounded however many batches a run committed. The quarantined rows of a batch
-are written to <quarantine>/batch_id=N/, replacing
-whatever an interrupted earlier attempt wrote there, and only then is the batch's
+are written to <quarantine>/batch_id=N/ (file, line number, the line, reason, detail and
+the run that accounted it), replacing whatever an interrupted earlier attempt wrote there, and only then is the batch's
 account recorded: accounting a batch twice gives the same files and the same numbers.
 """
 
@@ -28,7 +28,7 @@ from functools import reduce
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from jobs.columns import EVENT_TIME, LINE, QUARANTINE_DETAIL, QUARANTINE_REASON, SOURCE_FILE
+from jobs.columns import BLOCK_START, EVENT_TIME, LINE, LINE_NUMBER, QUARANTINE_DETAIL, QUARANTINE_REASON, SOURCE_FILE
 from jobs.declare import PipelineBase
 from jobs.flow.parse import quarantined
 from jobs.flow.patterns import pattern_of
@@ -69,7 +69,8 @@ def _batch_rows(
         .withColumn("late_watermark", F.timestamp_millis(F.lit(late_ms)))
     )
     rows = classified(parsed(pipeline, source, lines, dimension), pipeline, "late_watermark")
-    return rows.select("batch_id", "fate", SOURCE_FILE, LINE, QUARANTINE_REASON, QUARANTINE_DETAIL)
+    where = (SOURCE_FILE, BLOCK_START, LINE_NUMBER, LINE)
+    return rows.select("batch_id", "fate", *where, QUARANTINE_REASON, QUARANTINE_DETAIL)
 
 
 def _output_rows(log: CheckpointLog, batch_id: int) -> int | None:
@@ -102,6 +103,7 @@ def _count_fates(
     quarantine: str,
     batches: dict[int, tuple[list[list[str]], int]],
     dimension: DataFrame | None,
+    run_id: str,
 ) -> dict[tuple[int, str], int]:
     """Rows per (batch, fate) of some committed batches, their quarantine written."""
     parts = [
@@ -124,6 +126,7 @@ def _count_fates(
     )
     (
         quarantined(counted, "batch_id")
+        .withColumn("run_id", F.lit(run_id))
         .repartition(1)  # one file per batch; coalesce(1) would also parse in one task
         .write.mode("overwrite")
         .option("partitionOverwriteMode", "dynamic")
@@ -141,9 +144,11 @@ def account_batches(
     ledger: Ledger,
     quarantine: str,
     batch_ids: list[int],
+    run_id: str,
     dimension: DataFrame | None = None,
 ) -> list[BatchAccount]:
-    """Account each committed batch not yet accounted; returns the accounts of `batch_ids`."""
+    """Account each committed batch not yet accounted; returns the accounts of `batch_ids`.
+    Their quarantined records name `run_id`, the run that accounted them."""
     pattern = pattern_of(pipeline)
     todo = sorted(set(batch_ids) - ledger.accounted_batches())
     # Per batch and source (a stream-stream join reads two: sources/0 and sources/1).
@@ -152,7 +157,7 @@ def account_batches(
     counts: dict[tuple[int, str], int] = {}
     for group in _groups(todo, files):
         batches = {b: (files[b], late_watermarks[b]) for b in group}
-        counts |= _count_fates(spark, pipeline, quarantine, batches, dimension)
+        counts |= _count_fates(spark, pipeline, quarantine, batches, dimension, run_id)
 
     accounts = {}
     for b in todo:

@@ -120,6 +120,22 @@ class CheckpointLog:
             added -= before
         return sorted(added)
 
+    def uncommitted_output_files(self) -> list[str]:
+        """Files in the output folder that the sink log does not list: what a batch wrote
+        before its run died, and never committed. Spark redoes the batch into new files and
+        never reads these, but plain readers of the folder (pyarrow, DuckDB) would.
+        Only meaningful while no query writes to the output. (The product never sets the
+        file sink's `retention` option, which drops old files from the log and leaves them
+        in the folder: with it, they would be called uncommitted here.)"""
+        folder = join(self.output, "_spark_metadata")
+        logs = _log_files(folder)
+        committed = _sink_files_through(folder, logs, max(logs)) if logs else set()
+        if committed is None:
+            return []  # a log file is missing: nothing is certain, so nothing is called stray
+        names = {path.rsplit("/", 1)[-1] for path in committed}  # unique names (a UUID in each)
+        written = [uri for uri in fs.list_files(self.output) if uri.rsplit("/", 1)[-1].startswith("part-")]
+        return [uri for uri in written if uri.rsplit("/", 1)[-1] not in names]
+
     def output_has_other_log(self) -> bool:
         """The output already holds a table that this checkpoint did not write."""
         return not self.has_started() and bool(_log_files(join(self.output, "_spark_metadata")))

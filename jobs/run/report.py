@@ -73,6 +73,8 @@ class RunReport(BaseModel):
     state_rows: int | None = None
     # Admission control: at most this much new input per batch, and what set it (jobs/flow/admission.py).
     batch_limits: dict[str, Any] | None = None
+    # Output files an interrupted batch wrote but never committed, removed once the query stopped.
+    uncommitted_files_removed: int = 0
     locations: dict[str, str] = Field(default_factory=dict)
 
     _upgrade = model_validator(mode="before")(_from_version_1)

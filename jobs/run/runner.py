@@ -155,7 +155,14 @@ class _Run:
 
     def account(self, batch_ids: list[int]) -> None:
         accounts = account_batches(
-            self.spark, self.pipeline, self.log, self.ledger, self.locations.quarantine, batch_ids, self.dimension
+            self.spark,
+            self.pipeline,
+            self.log,
+            self.ledger,
+            self.locations.quarantine,
+            batch_ids,
+            self.report.run_id,
+            self.dimension,
         )
         self.report.add_batches(accounts)
 
@@ -196,6 +203,17 @@ class _Run:
         self.report.batch_limits = asdict(limits)
         self.echo(f"  {limits.describe()}")
         return limits
+
+    def remove_uncommitted_output(self) -> None:
+        """Leave the output folder holding only committed files, for readers that list it."""
+        stray = self.log.uncommitted_output_files()
+        for uri in stray:
+            folder, name = uri.rsplit("/", 1)
+            fs.remove_file(uri)
+            fs.remove_file(f"{folder}/.{name}.crc")  # Hadoop's checksum beside a local file
+        if stray:
+            self.echo(f"  removed {len(stray)} output file(s) a batch wrote but never committed")
+        self.report.uncommitted_files_removed = len(stray)
 
     def execute(self) -> None:
         self.prepare()
@@ -245,6 +263,7 @@ class _Run:
             self.report.state_rows = watch.last_state_rows
             if self.report.state_rows is None:
                 self.report.state_rows = pattern.state_rows(self.spark, self.locations.checkpoint) if committed else 0
+            self.remove_uncommitted_output()
         except Exception as error:
             if interrupted is None:
                 raise

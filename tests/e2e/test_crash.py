@@ -113,3 +113,52 @@ def test_a_killed_run_resumes_without_loss_or_duplicates(spark, tmp_path, baseli
     crashed_reports = reports(crashed)
     assert sum(r.input_rows for r in crashed_reports) == total_rows
     assert sum(r.late_rows_dropped for r in crashed_reports) == sum(r.late_rows_dropped for r in reports(baseline))
+
+
+def written_not_committed(table: Path) -> bool:
+    """An output file is in the table folder that the sink log does not list yet: the
+    batch wrote it, and has not committed."""
+    written = {path.name for path in table.rglob("part-*")}
+    if not written:
+        return False
+    logged = {
+        Path(json.loads(line)["path"]).name
+        for log in (table / "_spark_metadata").glob("[0-9]*")
+        for line in log.read_text().splitlines()[1:]
+    }
+    return bool(written - logged)
+
+
+@pytest.mark.slow
+def test_a_run_killed_between_writing_and_committing_leaves_only_committed_files(spark, tmp_path, baseline):
+    """What a plain reader of the folder (pyarrow here; DuckDB, pandas, Athena alike) reads
+    after the rerun equals what Spark reads through the sink log."""
+    import pyarrow.parquet as pq
+
+    files = arrival_files()
+    crashed = tmp_path / "crashed"
+    land_in_order(str(crashed / "landing" / "clickstream"), files)
+    table_folder = crashed / "tables" / "clickstream"
+
+    victim = start_run(crashed)
+    deadline = time.monotonic() + 180
+    while victim.poll() is None and time.monotonic() < deadline:
+        if written_not_committed(table_folder):
+            victim.send_signal(signal.SIGKILL)
+            break
+    victim.wait(timeout=30)
+    assert victim.returncode == -signal.SIGKILL, "never caught a batch between write and commit"
+    assert written_not_committed(table_folder)
+
+    rerun = start_run(crashed)
+    out, _ = rerun.communicate(timeout=300)
+    assert rerun.returncode == 0, out
+    assert "never committed" in out
+    [report] = [r for r in reports(crashed) if r.status == "succeeded"]
+    assert report.uncommitted_files_removed >= 1
+
+    plain = pq.read_table(table_folder).to_pylist()
+    # Spark writes timestamps as INT96, which pyarrow reads without a zone: they are UTC.
+    utc = lambda t: t.to_pydatetime().replace(tzinfo=UTC)  # noqa: E731
+    read_plainly = sorted((utc(r["window_start"]), utc(r["window_end"]), r["user_id"], r["event_count"]) for r in plain)
+    assert read_plainly == table(spark, crashed) == table(spark, baseline)

@@ -136,7 +136,7 @@ def test_late_rows_match_sparks_own_count_when_no_two_share_a_window(spark, clic
 
     log, ledger = CheckpointLog(locations.checkpoint, locations.output), Ledger(locations.ledger)
     new = [b for b in log.committed_batches() if b not in ledger.accounted_batches()]
-    accounts = account_batches(spark, clickstream, log, ledger, locations.quarantine, new)
+    accounts = account_batches(spark, clickstream, log, ledger, locations.quarantine, new, "r")
     assert dropped_by_spark == 5
     assert sum(a.late_rows_dropped for a in accounts) == 5
 

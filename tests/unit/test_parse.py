@@ -80,7 +80,7 @@ def test_parse_events_reads_offsets_as_utc_and_drops_blank_lines(spark, clickstr
 def test_quarantined_keeps_file_line_reason_and_detail(spark, clickstream):
     parsed = parse_events(lines_df(spark, ["{broken", event("u1", "2023-07-30T10:00:20Z")]), clickstream.source)
     assert [tuple(r) for r in quarantined(parsed).collect()] == [
-        ("landing/f.json", "{broken", "malformed_json", "JSON is malformed: object keys must be strings (byte 1)")
+        ("landing/f.json", None, "{broken", "malformed_json", "JSON is malformed: object keys must be strings (byte 1)")
     ]
     assert usable(parsed).count() == 1
 
