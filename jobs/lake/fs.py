@@ -111,9 +111,9 @@ def list_names(uri: str) -> list[str]:
     return sorted(info.base_name for info in found if not info.base_name.startswith("."))
 
 
-def list_files(uri: str) -> list[str]:
-    """Every file under a folder, at any depth, as locations like `uri`; files and folders
-    whose names start with '.' or '_' are left out (what Spark, pyarrow and DuckDB skip too)."""
+def _files_under(uri: str) -> list[tuple[str, pafs.FileInfo]]:
+    """(location, info) of every file under a folder, at any depth; files and folders whose
+    names start with '.' or '_' are left out (what Spark, pyarrow and DuckDB skip too)."""
     filesystem, path = _resolve(uri)
     with _errors(uri):
         found = filesystem.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
@@ -121,8 +121,18 @@ def list_files(uri: str) -> list[str]:
     for info in found:
         relative = info.path[len(path) :].strip("/")
         if info.type == pafs.FileType.File and not any(part.startswith((".", "_")) for part in relative.split("/")):
-            files.append(join(uri, relative))
-    return sorted(files)
+            files.append((join(uri, relative), info))
+    return sorted(files, key=lambda file: file[0])
+
+
+def list_files(uri: str) -> list[str]:
+    """Every file under a folder, at any depth, as locations like `uri` (hidden ones left out)."""
+    return [location for location, _ in _files_under(uri)]
+
+
+def modification_times(uri: str) -> dict[str, int]:
+    """Every file under a folder (as `list_files`) -> its modification time, in ms."""
+    return {location: info.mtime_ns // 10**6 for location, info in _files_under(uri)}
 
 
 def remove_file(uri: str) -> None:

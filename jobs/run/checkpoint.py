@@ -105,6 +105,19 @@ class CheckpointLog:
         logs = _log_files(folder)
         return [entry["path"] for log_id in range(first, last + 1) for entry in _entries_of(folder, logs, log_id)]
 
+    def recorded_files(self, source: int = 0) -> dict[str, int]:
+        """Every file source `source` has taken, in any batch -> the modification time (ms)
+        it had when the source listed it."""
+        folder = join(self.checkpoint, "sources", str(source))
+        logs = _log_files(folder)
+        first = max((b for b in logs if logs[b].endswith(".compact")), default=0)  # all entries so far
+        return {
+            entry["path"]: entry["timestamp"]
+            for b in sorted(logs)
+            if b >= first
+            for entry in _log_entries(join(folder, logs[b]))
+        }
+
     def sink_files(self, batch_id: int) -> list[str] | None:
         """The output files the sink committed in batch `batch_id`; None if no longer known."""
         folder = join(self.output, "_spark_metadata")

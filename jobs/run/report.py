@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from jobs.lake import fs
 from jobs.lake.layout import join, normalize
+from jobs.run.audit import SkippedFiles
 
 REPORT_VERSION = 2
 # Validation results (jobs/validate/) live beside the run reports: <run_id>.quality.json.
@@ -75,6 +76,8 @@ class RunReport(BaseModel):
     batch_limits: dict[str, Any] | None = None
     # Output files an interrupted batch wrote but never committed, removed once the query stopped.
     uncommitted_files_removed: int = 0
+    # Landed files the file source passed over and will never read (jobs/run/audit.py).
+    skipped_files: SkippedFiles = Field(default_factory=SkippedFiles)
     locations: dict[str, str] = Field(default_factory=dict)
 
     _upgrade = model_validator(mode="before")(_from_version_1)
@@ -111,8 +114,9 @@ class RunReport(BaseModel):
         head = f"{self.pipeline} run {self.run_id}: {self.status} in {self.duration_s}s ({self.trigger})"
         if self.error:
             return f"{head}\n  error: {self.error}"
+        skipped = [f"  {self.skipped_files.describe()}"] if self.skipped_files else []
         if not self.batch_ids:
-            return f"{head}\n  no new files: nothing written; watermark {self.watermark}"
+            return "\n".join([head, f"  no new files: nothing written; watermark {self.watermark}", *skipped])
         recovered = f" (incl. {len(self.recovered_batch_ids)} recovered)" if self.recovered_batch_ids else ""
         output = "unknown" if self.output_rows is None else self.output_rows
         duplicates = "unknown" if self.duplicates_dropped is None else self.duplicates_dropped
@@ -124,6 +128,7 @@ class RunReport(BaseModel):
                 + (f" + duplicates {duplicates}" if duplicates else "")
                 + f" (of {self.input_rows} input rows)",
                 f"  output rows {output}, state rows {self.state_rows}, watermark {self.watermark}",
+                *skipped,
             ]
         )
 

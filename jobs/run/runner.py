@@ -30,6 +30,7 @@ from jobs.lake import fs, s3
 from jobs.lake.layout import Locations, StorageError
 from jobs.lake.locks import AlreadyRunning, checkpoint_lock
 from jobs.run.accounting import account_batches
+from jobs.run.audit import remove_uncommitted_files, skipped_files
 from jobs.run.checkpoint import CheckpointLog, ms_to_iso
 from jobs.run.ledger import IncompatibleCheckpoint, Ledger, check_contract, with_recorded_schema
 from jobs.run.progress import ProgressWatch
@@ -204,17 +205,6 @@ class _Run:
         self.echo(f"  {limits.describe()}")
         return limits
 
-    def remove_uncommitted_output(self) -> None:
-        """Leave the output folder holding only committed files, for readers that list it."""
-        stray = self.log.uncommitted_output_files()
-        for uri in stray:
-            folder, name = uri.rsplit("/", 1)
-            fs.remove_file(uri)
-            fs.remove_file(f"{folder}/.{name}.crc")  # Hadoop's checksum beside a local file
-        if stray:
-            self.echo(f"  removed {len(stray)} output file(s) a batch wrote but never committed")
-        self.report.uncommitted_files_removed = len(stray)
-
     def execute(self) -> None:
         self.prepare()
         options, pattern = self.options, pattern_of(self.pipeline)
@@ -263,7 +253,12 @@ class _Run:
             self.report.state_rows = watch.last_state_rows
             if self.report.state_rows is None:
                 self.report.state_rows = pattern.state_rows(self.spark, self.locations.checkpoint) if committed else 0
-            self.remove_uncommitted_output()
+            self.report.uncommitted_files_removed = remove_uncommitted_files(self.log, self.echo)
+            # Not when the run lists part of the landing: what it does not list is not skipped.
+            if not (options.landing_glob or options.landing_since):
+                self.report.skipped_files = skipped_files(
+                    source_landings(self.pipeline, self.locations.landing), self.log
+                )
         except Exception as error:
             if interrupted is None:
                 raise

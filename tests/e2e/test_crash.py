@@ -61,14 +61,37 @@ def reports(root: Path) -> list[RunReport]:
     return load_reports(Locations.resolve("clickstream", root=str(root)).runs)
 
 
-def mid_batch(checkpoint: Path) -> bool:
-    """Batch 3 planned (offsets written) but not committed: its output is being written."""
-    return (checkpoint / "offsets" / "3").exists() and not (checkpoint / "commits" / "3").exists()
+def written_not_committed(root: Path) -> bool:
+    """Mid-batch, at its most awkward: an output file is in the table folder that the sink
+    log does not list yet (the batch wrote it and has not committed)."""
+    table = root / "tables" / "clickstream"
+    written = {path.name for path in table.rglob("part-*")}
+    if not written:
+        return False
+    logged = {
+        Path(json.loads(line)["path"]).name
+        for log in (table / "_spark_metadata").glob("[0-9]*")
+        for line in log.read_text().splitlines()[1:]
+    }
+    return bool(written - logged)
 
 
-def just_committed(checkpoint: Path) -> bool:
+def just_committed(root: Path) -> bool:
     """Batch 4 committed: the next batch starts, and batch 4's accounting may not be done."""
-    return (checkpoint / "commits" / "4").exists()
+    return (root / "checkpoints" / "clickstream" / "commits" / "4").exists()
+
+
+def read_plainly(folder: Path) -> list[tuple]:
+    """The clickstream table as a plain Parquet reader of the folder sees it (pyarrow here;
+    DuckDB, pandas and Athena list the folder alike), as `table` gives it."""
+    import pyarrow.parquet as pq
+
+    # Spark writes timestamps as INT96, which pyarrow reads without a zone: they are UTC.
+    def utc(t):
+        return t.to_pydatetime().replace(tzinfo=UTC)
+
+    rows = pq.read_table(folder).to_pylist()
+    return sorted((utc(r["window_start"]), utc(r["window_end"]), r["user_id"], r["event_count"]) for r in rows)
 
 
 @pytest.fixture(scope="module")
@@ -83,21 +106,22 @@ def baseline(tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kill_when", [mid_batch, just_committed], ids=["mid-batch", "after-commit"])
+@pytest.mark.parametrize("kill_when", [written_not_committed, just_committed], ids=["mid-batch", "after-commit"])
 def test_a_killed_run_resumes_without_loss_or_duplicates(spark, tmp_path, baseline, kill_when):
     files = arrival_files()
     crashed = tmp_path / "crashed"
     land_in_order(str(crashed / "landing" / "clickstream"), files)
 
     victim = start_run(crashed)
-    checkpoint = crashed / "checkpoints" / "clickstream"
     deadline = time.monotonic() + 180
-    while not kill_when(checkpoint) and victim.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
+    while not kill_when(crashed) and victim.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.002)  # a batch's write and its commit can be milliseconds apart
     assert victim.poll() is None, "the run finished before it could be killed:\n" + victim.stdout.read()
     victim.send_signal(signal.SIGKILL)
     victim.wait(timeout=30)
     assert victim.returncode == -signal.SIGKILL
+    left_behind = written_not_committed(crashed)
+    assert left_behind or kill_when is just_committed
 
     rerun = start_run(crashed)
     out, _ = rerun.communicate(timeout=300)
@@ -106,6 +130,11 @@ def test_a_killed_run_resumes_without_loss_or_duplicates(spark, tmp_path, baseli
     model = ClickstreamModel()
     model.run(list(files.values()))
     assert table(spark, crashed) == table(spark, baseline) == model.rows()
+    # The folder holds only committed files: what the uncommitted batch wrote is gone.
+    assert read_plainly(crashed / "tables" / "clickstream") == table(spark, crashed)
+    [rerun_report] = [r for r in reports(crashed) if r.status == "succeeded"]
+    assert (rerun_report.uncommitted_files_removed > 0) == left_behind
+    assert ("never committed" in out) == left_behind
     assert quarantine(crashed) == quarantine(baseline)
     assert len(quarantine(crashed)) == len(files)
     # Every input row is accounted for exactly once across the runs that completed.
@@ -113,52 +142,3 @@ def test_a_killed_run_resumes_without_loss_or_duplicates(spark, tmp_path, baseli
     crashed_reports = reports(crashed)
     assert sum(r.input_rows for r in crashed_reports) == total_rows
     assert sum(r.late_rows_dropped for r in crashed_reports) == sum(r.late_rows_dropped for r in reports(baseline))
-
-
-def written_not_committed(table: Path) -> bool:
-    """An output file is in the table folder that the sink log does not list yet: the
-    batch wrote it, and has not committed."""
-    written = {path.name for path in table.rglob("part-*")}
-    if not written:
-        return False
-    logged = {
-        Path(json.loads(line)["path"]).name
-        for log in (table / "_spark_metadata").glob("[0-9]*")
-        for line in log.read_text().splitlines()[1:]
-    }
-    return bool(written - logged)
-
-
-@pytest.mark.slow
-def test_a_run_killed_between_writing_and_committing_leaves_only_committed_files(spark, tmp_path, baseline):
-    """What a plain reader of the folder (pyarrow here; DuckDB, pandas, Athena alike) reads
-    after the rerun equals what Spark reads through the sink log."""
-    import pyarrow.parquet as pq
-
-    files = arrival_files()
-    crashed = tmp_path / "crashed"
-    land_in_order(str(crashed / "landing" / "clickstream"), files)
-    table_folder = crashed / "tables" / "clickstream"
-
-    victim = start_run(crashed)
-    deadline = time.monotonic() + 180
-    while victim.poll() is None and time.monotonic() < deadline:
-        if written_not_committed(table_folder):
-            victim.send_signal(signal.SIGKILL)
-            break
-    victim.wait(timeout=30)
-    assert victim.returncode == -signal.SIGKILL, "never caught a batch between write and commit"
-    assert written_not_committed(table_folder)
-
-    rerun = start_run(crashed)
-    out, _ = rerun.communicate(timeout=300)
-    assert rerun.returncode == 0, out
-    assert "never committed" in out
-    [report] = [r for r in reports(crashed) if r.status == "succeeded"]
-    assert report.uncommitted_files_removed >= 1
-
-    plain = pq.read_table(table_folder).to_pylist()
-    # Spark writes timestamps as INT96, which pyarrow reads without a zone: they are UTC.
-    utc = lambda t: t.to_pydatetime().replace(tzinfo=UTC)  # noqa: E731
-    read_plainly = sorted((utc(r["window_start"]), utc(r["window_end"]), r["user_id"], r["event_count"]) for r in plain)
-    assert read_plainly == table(spark, crashed) == table(spark, baseline)

@@ -48,6 +48,7 @@ def test_arrivals_in_a_bucket_match_the_model_run_by_run(spark, s3_root):
         expected = model.run([all_lines(files)])
         # Only the new objects are read, and every row is accounted for.
         assert report.input_files == len(files)
+        assert not report.skipped_files  # the listing and Spark's log agree on every object
         assert_run_matches(report, expected)
         assert table_rows(spark, locations.output) == model.rows()
     # Checkpoint, sink log, quarantine and reports are objects in the bucket.

@@ -1,0 +1,99 @@
+"""After a run: what the folders hold that Spark's logs do not say, made plain.
+
+Output files that no batch committed (a run died between writing a batch and committing
+it) are removed, so that readers which list the table folder read the committed rows only.
+
+Landed files the file source passes over without a word are found and named in the run
+report. Spark's file source (the product keeps its defaults, as Auto Loader does):
+- skips a file whose modification time is more than `maxFileAge` (7 days) before the
+  newest file it has taken, so that what it remembers stays bounded; such a file was
+  most likely copied in with its old time kept (`cp -p`, `rsync -t`);
+- takes each name once: a file rewritten in place after it was read is not read again
+  (Auto Loader's `allowOverwrites=false`), since its earlier rows are already counted and
+  reading it again would count them twice.
+Neither is changed here; both are reported after each run, with the files' names, so
+that nothing is skipped silently. To have such a file read, land its content under a new
+name with a fresh modification time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from urllib.parse import unquote
+
+from pydantic import BaseModel, Field
+
+from jobs.lake import fs
+from jobs.lake.layout import is_s3, local_path
+from jobs.run.checkpoint import CheckpointLog
+
+MAX_FILE_AGE_DAYS = 7  # Spark's default maxFileAge
+_MAX_FILE_AGE_MS = MAX_FILE_AGE_DAYS * 24 * 3600 * 1000
+
+
+class SkippedFiles(BaseModel):
+    too_old: list[str] = Field(default_factory=list)  # landed more than maxFileAge before the newest
+    overwritten: list[str] = Field(default_factory=list)  # changed after they were read
+
+    def __bool__(self) -> bool:
+        return bool(self.too_old or self.overwritten)
+
+    def describe(self) -> str:
+        parts = []
+        if self.too_old:
+            parts.append(
+                f"{len(self.too_old)} landed more than {MAX_FILE_AGE_DAYS} days older than the newest "
+                f"(Spark's maxFileAge): {_names(self.too_old)}"
+            )
+        if self.overwritten:
+            parts.append(f"{len(self.overwritten)} changed after they were read: {_names(self.overwritten)}")
+        return "files never read: " + "; ".join(parts) + " (land them again under new names)"
+
+
+def _names(uris: list[str], shown: int = 5) -> str:
+    names = ", ".join(uri.rsplit("/", 1)[-1] for uri in uris[:shown])
+    return names + (f" and {len(uris) - shown} more" if len(uris) > shown else "")
+
+
+def _key(path: str) -> str:
+    """The same file, however Spark or the listing writes its location."""
+    return str(local_path(path)) if path.startswith("file:") else unquote(path)
+
+
+def remove_uncommitted_files(log: CheckpointLog, echo: Callable[[str], None]) -> int:
+    """Remove the output files no batch committed (once no query writes); returns how many."""
+    stray = log.uncommitted_output_files()
+    for uri in stray:
+        folder, name = uri.rsplit("/", 1)
+        fs.remove_file(uri)
+        fs.remove_file(f"{folder}/.{name}.crc")  # Hadoop's checksum beside a local file
+    if stray:
+        echo(f"  removed {len(stray)} output file(s) a batch wrote but never committed")
+    return len(stray)
+
+
+def skipped_files(landings: list[str], log: CheckpointLog) -> SkippedFiles:
+    """Files under each source's landing that the source has not taken and never will."""
+    skipped = SkippedFiles()
+    for source, landing in enumerate(landings):
+        found = _skipped_under(landing, log.recorded_files(source))
+        skipped.too_old += found.too_old
+        skipped.overwritten += found.overwritten
+    return skipped
+
+
+def _skipped_under(landing: str, recorded: dict[str, int]) -> SkippedFiles:
+    """`recorded`: what the checkpoint says the source took, with its modification times then."""
+    if not recorded:
+        return SkippedFiles()  # a first batch takes every file, however old
+    taken = {_key(path): mtime for path, mtime in recorded.items()}
+    oldest_taken = max(recorded.values()) - _MAX_FILE_AGE_MS
+    skipped = SkippedFiles()
+    for uri, mtime in fs.modification_times(landing).items():
+        was = taken.get(_key(uri))
+        # S3 keeps modification times to the second; a local disk, to the millisecond here.
+        if was is not None and abs(mtime - was) >= (1000 if is_s3(uri) else 1):
+            skipped.overwritten.append(uri)
+        elif was is None and mtime < oldest_taken:
+            skipped.too_old.append(uri)
+    return skipped

@@ -1,0 +1,50 @@
+"""Landed files Spark's file source passes over are reported by name, never skipped silently."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from tests.helpers import event, land, run_pipeline
+
+
+def test_a_file_landed_too_old_and_one_overwritten_are_reported_not_read(spark, clickstream, locations, quiet):
+    land(locations.landing, {"first.json": [event("u1", "2023-07-30T10:00:20Z")]})
+    first = run_pipeline(spark, clickstream, locations, quiet)
+    assert not first.skipped_files
+
+    landing = Path(locations.landing)
+    # Copied in with its old modification time kept (cp -p): 10 days before the newest file.
+    old = landing / "old.json"
+    old.write_text(event("u2", "2023-07-30T10:00:30Z") + "\n")
+    ten_days_ago = time.time() - 10 * 24 * 3600
+    os.utime(old, (ten_days_ago, ten_days_ago))
+    # Rewritten in place after it was read: new content, new modification time.
+    rewritten = landing / "first.json"
+    rewritten.write_text("".join(event("u3", "2023-07-30T10:00:40Z") + "\n" for _ in range(3)))
+    os.utime(rewritten, (time.time() + 5, time.time() + 5))
+    land(locations.landing, {"fresh.json": [event("u4", "2023-07-30T10:00:50Z")]})
+
+    quiet.clear()
+    second = run_pipeline(spark, clickstream, locations, quiet)
+
+    assert (second.input_files, second.input_rows) == (1, 1)  # fresh.json only
+    assert [Path(p).name for p in second.skipped_files.too_old] == ["old.json"]
+    assert [Path(p).name for p in second.skipped_files.overwritten] == ["first.json"]
+    [line] = [line for line in "\n".join(quiet).splitlines() if "files never read" in line]
+    assert "1 landed more than 7 days older than the newest" in line and "old.json" in line
+    assert "1 changed after they were read: first.json" in line
+
+
+def test_a_run_that_lists_part_of_the_landing_does_not_call_the_rest_skipped(spark, clickstream, locations, quiet):
+    land(locations.landing, {"dt=2023-07-30/a.json": [event("u1", "2023-07-30T10:00:20Z")]})
+    run_pipeline(spark, clickstream, locations, quiet)
+    old = Path(locations.landing) / "dt=2023-07-20" / "b.json"
+    old.parent.mkdir()
+    old.write_text(event("u2", "2023-07-20T10:00:30Z") + "\n")
+    os.utime(old, (time.time() - 10 * 24 * 3600,) * 2)
+
+    report = run_pipeline(spark, clickstream, locations, quiet, landing_glob="dt=2023-07-30/*")
+
+    assert not report.skipped_files
