@@ -8,7 +8,7 @@ export JOBS_CACHE_DIR := $(CURDIR)/.cache
 # pytest workers: most test time is JVM start-up and waiting, not CPU, so more workers than cores.
 TEST_WORKERS ?= 3
 
-.PHONY: help venv assets browser s3-jars s3-up s3-down airflow airflow-stop demo demo-s3 report test test-fast bench lint format lock clean
+.PHONY: help venv assets browser s3-jars s3-up s3-down airflow airflow-stop demo demo-s3 report test test-fast bench bench-ledger lint format lock clean
 
 help:
 	@echo "make demo     land sample events in arrivals and run the pipeline after each (PIPELINE=name, default clickstream)"
@@ -18,6 +18,7 @@ help:
 	@echo "make report   build the data quality report (summary page and Data Docs) and print its path"
 	@echo "make airflow  Airflow (standalone) with the project's DAGs on http://127.0.0.1:8080; make airflow-stop stops it"
 	@echo "make bench    the product against a minimal Spark stream, a Spark batch job and DuckDB (BENCH_ARGS='--events N ...')"
+	@echo "make bench-ledger  how long python -m jobs files takes with 100,000 files taken"
 	@echo "make lint     ruff check and format check"
 	@echo "make lock     regenerate requirements.txt from pyproject.toml"
 	@echo "make clean    remove ./data (the demo's root) and caches"
@@ -72,6 +73,10 @@ test-fast: venv assets browser s3-jars
 # Figures, not a test: about 40 minutes on 2 cores at the default 4 M events (benchmarks/scale.py).
 bench: venv
 	$(PY) -m benchmarks.scale $(BENCH_ARGS)
+
+# The file ledger (python -m jobs files) with 100,000 files taken: a few seconds per shape.
+bench-ledger: venv
+	$(PY) -m benchmarks.file_ledger
 
 lint: venv
 	$(VENV)/bin/ruff check .

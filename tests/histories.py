@@ -13,7 +13,8 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from pyspark.errors import AnalysisException
 
@@ -23,6 +24,8 @@ from jobs.columns import RESCUED_DATA
 from jobs.flow.patterns import pattern_of
 from jobs.lake import fs
 from jobs.lake.layout import Locations, join
+from jobs.run.checkpoint import CheckpointLog
+from jobs.run.files import taken_files
 from jobs.run.ledger import Ledger, with_recorded_schema
 from jobs.run.report import RunReport, load_reports
 from jobs.validate.result import load_results
@@ -155,8 +158,36 @@ def assert_history_matches(history: History, model, arrivals, before_run=lambda 
         if model.state_rows is not None:
             assert run.report.state_rows == model.state_rows, f"run {number}"
         assert run.table == ordered(model.rows()), f"after arrival {number}"
+        assert_ledger_matches(history, run.report, arrival)
     again = history.again
     assert (again.report.status, again.report.batches, again.report.output_rows) == ("succeeded", 0, 0)
     assert again.report.state_rows == history.runs[-1].report.state_rows
     assert again.table == ordered(model.rows())
     return expected_runs
+
+
+SECOND = timedelta(seconds=1)  # a report's times are to the second
+
+
+def assert_ledger_matches(history: History, report: RunReport, arrival: dict[str, list[str]]) -> None:
+    """The file ledger names exactly the arrival's files for the run that took them, each
+    with its size on disk and its records (non-blank lines), and its counts add up to the
+    run report's."""
+    where = history.locations
+    taken = taken_files(Ledger(where.ledger), CheckpointLog(where.checkpoint, where.output), run_id=report.run_id)
+    landing = history.locations.landing
+    assert sorted(f["path"] for f in taken) == sorted(join(landing, name) for name in arrival)
+    for f in taken:
+        lines = arrival[f["path"].removeprefix(landing + "/")]
+        assert f["size_bytes"] == Path(f["path"]).stat().st_size
+        assert f["input_rows"] == sum(1 for line in lines if line.strip()), f["path"]
+        committed = datetime.fromisoformat(f["committed_at"])
+        assert (
+            datetime.fromisoformat(report.started_at) <= committed <= datetime.fromisoformat(report.ended_at) + SECOND
+        )
+    assert sum(f["input_rows"] for f in taken) == report.input_rows
+    assert sum(f["quarantined_rows"] for f in taken) == report.quarantined_rows
+    if all(f["used_rows"] is not None for f in taken):
+        assert sum(f["used_rows"] for f in taken) == report.used_rows
+    else:  # Spark dropped rows it counts per batch only
+        assert report.duplicates_dropped or history.pipeline.pattern == "join"

@@ -90,6 +90,15 @@ class AvailableNowRuns:
             self._batch([], result)
         return result
 
+    def run_batches(self, batches: list[list[str]]) -> list[BatchResult]:
+        """One availableNow run, with each data batch's own result."""
+        results = [BatchResult() for _ in batches]
+        for lines, result in zip(batches, results, strict=True):
+            self._batch(lines, result)
+        if batches and self.next_watermark > self.previous_ran_with:
+            self._batch([], BatchResult())
+        return results
+
 
 @dataclass
 class BatchResult:

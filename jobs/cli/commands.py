@@ -5,6 +5,7 @@ commands that start it."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from datetime import UTC, date, datetime
 
@@ -64,6 +65,12 @@ def cmd_list(args: argparse.Namespace) -> int:
         )
         print(f"  output     {pipeline.output.format}, partitioned by {pipeline.output.partition_by or 'nothing'}")
         print(f"  schedule   {pipeline.schedule or 'none'}")
+        kept = pipeline.retention
+        landed = (
+            "kept" if kept.landed == "keep" else f"{kept.landed}d {kept.landed_after_s // 86400} days after accounting"
+        )
+        output = f"{kept.output_after_s // 86400} days" if kept.output_after_s else "kept"
+        print(f"  retention  landed files {landed}; output files {output}")
         print(
             f"  checks     {len(severities)} expectations ({severities.count('fail')} fail, "
             f"{severities.count('warn')} warn), {len(run_checks)} run report checks"
@@ -192,6 +199,51 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     print(report.build(args.root, args.reports, with_data_docs=not args.summary_only))
     return ExitCode.OK
+
+
+def cmd_files(args: argparse.Namespace) -> int:
+    from jobs.run import files
+    from jobs.run.checkpoint import CheckpointLog
+    from jobs.run.ledger import Ledger
+
+    pipeline = declare.load(args.pipeline)
+    where = Locations.resolve(pipeline.name, root=args.root, output=args.table, checkpoint=args.checkpoint)
+    log = CheckpointLog(where.checkpoint, where.output)
+    if args.output:
+        listed = files.table_files(log)
+        if listed is None:
+            return fail(ExitCode.FAILED, f"part of the sink log in {where.output}/_spark_metadata is missing")
+        columns = {"bytes": "size_bytes", "modified": "modified_at", "file": "path"}
+    else:
+        since = _date(args.since, "--since")
+        after = datetime.combine(since, datetime.min.time(), UTC) if since else None
+        listed = files.taken_files(Ledger(where.ledger), log, args.run, after)
+        columns = {
+            "batch": "batch_id",
+            "run": "run_id",
+            "committed": "committed_at",
+            "rows": "input_rows",
+            "used": "used_rows",
+            "quarantined": "quarantined_rows",
+            "late": "late_rows_dropped",
+            "bytes": "size_bytes",
+            "modified": "modified_at",
+            "file": "path",
+        }
+    if args.json:
+        sys.stdout.writelines(json.dumps(entry) + "\n" for entry in listed)
+        return ExitCode.OK
+    _print_table(columns, listed)
+    return ExitCode.OK
+
+
+def _print_table(columns: dict[str, str], rows: list[dict]) -> None:
+    """Aligned columns, '?' for what is not known; the last column (a path) unpadded."""
+    cells = [[("?" if row[key] is None else str(row[key])) for key in columns.values()] for row in rows]
+    widths = [max([len(title), *(len(line[i]) for line in cells)]) for i, title in enumerate(columns)]
+    for line in [list(columns), *cells]:
+        print("  ".join(cell.ljust(width) for cell, width in zip(line[:-1], widths, strict=False)) + "  " + line[-1])
+    print(f"{len(rows)} file(s)")
 
 
 def cmd_land(args: argparse.Namespace) -> int:

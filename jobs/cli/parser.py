@@ -140,6 +140,30 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--summary-only", action="store_true", help="skip rebuilding the Data Docs site")
     report.set_defaults(handler=handlers.cmd_report)
 
+    files = commands.add_parser(
+        "files",
+        help="the file ledger: every landed file a run took, with its rows; or the table's files",
+        description=(
+            "List every landed file PIPELINE has taken: its size and modification time, the batch that "
+            "read it, the run that accounted it, when the batch committed, and its rows in / used / "
+            "quarantined / late. Answered from the checkpoint and the pipeline's accounts; no data is "
+            "read again. With --output, list the files the output table holds instead: exactly the "
+            "committed ones, which is what a plain reader of the folder (DuckDB, pyarrow) should read."
+        ),
+    )
+    files.add_argument("pipeline", metavar="PIPELINE", help="a declared pipeline (see `list`)")
+    files.add_argument(
+        "--root", default=DEFAULT_ROOT, metavar="URI", help="base of every location (default: %(default)s)"
+    )
+    files.add_argument("--checkpoint", metavar="URI", help="the checkpoint (default: <root>/checkpoints/<pipeline>)")
+    files.add_argument("--table", metavar="URI", help="the output table (default: <root>/tables/<pipeline>)")
+    chosen = files.add_mutually_exclusive_group()
+    chosen.add_argument("--run", metavar="RUN_ID", help="only the files of the batches this run accounted")
+    chosen.add_argument("--since", metavar="DATE", help="only files of batches committed on or after DATE (UTC)")
+    chosen.add_argument("--output", action="store_true", help="list the output table's committed files instead")
+    files.add_argument("--json", action="store_true", help="one JSON object per file, one per line")
+    files.set_defaults(handler=handlers.cmd_files)
+
     land = commands.add_parser(
         "land",
         help="land files atomically into a landing location",

@@ -202,6 +202,19 @@ class Output(Part):
     partition_by: str | None = None  # the pattern says which column may partition it
 
 
+class Retention(Part):
+    """How long landed files and output files are kept (the declaration's optional
+    `retention:` block; jobs/run/retention.py). By default, everything is kept."""
+
+    # keep; delete, or archive (moved to <root>/archive/<pipeline>/, same relative path), the
+    # landed files of batches accounted `landed_after` ago (0: as soon as accounted).
+    landed: Literal["keep", "delete", "archive"] = "keep"
+    landed_after_s: Literal[0] | Duration = Field(30 * 24 * 3600, alias="landed_after")
+    # Output files written this long ago leave the table: Spark's sink log drops them when it
+    # next compacts (the file sink's `retention`), and the run after removes them from the folder.
+    output_after_s: Duration | None = Field(None, alias="output_after")
+
+
 STATE_STORES = {
     "hdfs": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
     "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",

@@ -27,6 +27,7 @@ from jobs.declare.parts import (
     Output,
     Part,
     Process,
+    Retention,
     Source,
     SparkSettings,
     Window,
@@ -49,6 +50,7 @@ class PipelineBase(Part):
     output: Output
     orchestration: Orchestration = Field(Orchestration(), alias="airflow")
     spark: SparkSettings = SparkSettings()
+    retention: Retention = Retention()
     # Fixed by the first run: Spark stores the number of state partitions in the checkpoint.
     state_partitions: PositiveInt = 4
 

@@ -6,7 +6,7 @@ type as it goes; that is several times faster than Spark's `from_json` plus the 
 it needed, and stricter:
 
     not UTF-8                         invalid_encoding   (parse.py keeps the line in base64)
-    over RECORD_LIMIT bytes           record_too_large
+    over RECORD_LIMIT bytes           record_too_large   (parse.py keeps its first TOO_LARGE_KEPT bytes)
     not JSON, or text after it        malformed_json
     JSON, but not an object           not_a_json_object
     a field of another JSON type      wrong_field_type   ("user_id: JSON int where string is declared")
@@ -29,6 +29,7 @@ import pyarrow as pa
 from jobs.columns import BLOCK_START, LINE, LINE_NUMBER, SOURCE_FILE
 
 RECORD_LIMIT = 64 * 2**20  # bytes; README, "Late data and row accounting"
+TOO_LARGE_KEPT = 2**20  # bytes of a line over the limit its quarantine record keeps (parse.py)
 REASON, DETAIL = "_reason", "_detail"
 NEW_FIELDS = "_new_fields"  # keys no declared field names, for new_fields: fail | rescue
 NEW_VALUES = "_new_values"  # ... and those keys with their values, as a JSON object
@@ -162,7 +163,7 @@ class _Reader:
     def read(self, raw: bytes) -> _Line | None:
         """One landed line; None for a blank one."""
         if len(raw) > RECORD_LIMIT:
-            detail = f"{len(raw):,} bytes; the limit is {RECORD_LIMIT:,}"
+            detail = f"{len(raw):,} bytes; the limit is {RECORD_LIMIT:,}; its first {TOO_LARGE_KEPT:,} are kept"
             return _Line("record_too_large", detail)
         try:
             text = raw.decode("utf-8")

@@ -20,7 +20,16 @@ from jobs.columns import (
     SOURCE_FILE,
 )
 from jobs.declare.parts import Source
-from jobs.flow.decode import DETAIL, NEW_FIELDS, NEW_VALUES, REASON, LineDecoder, is_scalar, spark_type
+from jobs.flow.decode import (
+    DETAIL,
+    NEW_FIELDS,
+    NEW_VALUES,
+    REASON,
+    TOO_LARGE_KEPT,
+    LineDecoder,
+    is_scalar,
+    spark_type,
+)
 from jobs.flow.lines import InFile
 
 
@@ -109,9 +118,14 @@ def parse_events(lines: DataFrame, source: Source, keep_lines: bool = True) -> D
         F.concat(F.lit(f"{time_field}: "), F.col(time_field).cast("string"), F.lit(f" is not {time_format}")),
     )
     internal = (REASON, DETAIL, NEW_FIELDS, NEW_VALUES)
-    # The line as landed: bytes that are not UTF-8 in base64, rather than replaced.
+    # The line as landed: bytes that are not UTF-8 in base64, rather than replaced; of a line
+    # over the size limit, its start (the whole line stays in its file, at its line number).
     in_base64 = F.regexp_replace(F.base64(LINE), r"\r\n", "")  # Spark's base64 breaks lines at 76
-    line = F.when(F.col(REASON) == "invalid_encoding", in_base64).otherwise(F.col(LINE).cast("string"))
+    line = (
+        F.when(F.col(REASON) == "invalid_encoding", in_base64)
+        .when(F.col(REASON) == "record_too_large", F.substring(LINE, 1, TOO_LARGE_KEPT).cast("string"))
+        .otherwise(F.col(LINE).cast("string"))
+    )
     kept = [converted.get(c, line if c == LINE else F.col(c)).alias(c) for c in parsed.columns if c not in internal]
     rescued = [F.col(NEW_VALUES).alias(RESCUED_DATA)] if source.new_fields == "rescue" else []
     return parsed.select(

@@ -79,4 +79,5 @@ def start_query(
     """Start the streaming query of `pipeline`: each source's landing, the flow, the sink."""
     lines = [stream_lines(spark, landing, max_files_per_trigger, max_bytes_per_trigger) for landing in landings]
     table = pipeline_table(pipeline, lines, dimension)
-    return sink.start(table, pipeline.name, output, checkpoint, trigger, pipeline.output.partition_by)
+    retention_s = pipeline.retention.output_after_s
+    return sink.start(table, pipeline.name, output, checkpoint, trigger, pipeline.output.partition_by, retention_s)

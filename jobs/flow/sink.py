@@ -49,8 +49,10 @@ def start(
     checkpoint: str,
     trigger: Trigger,
     partition_by: str | None = None,
+    retention_s: int | None = None,
 ) -> StreamingQuery:
-    """Append `table` to the Parquet table at `output`, exactly once through `checkpoint`."""
+    """Append `table` to the Parquet table at `output`, exactly once through `checkpoint`;
+    with `retention_s`, the sink log drops files written longer ago when it compacts."""
     writer = (
         table.writeStream.queryName(name)
         .format("parquet")
@@ -58,6 +60,8 @@ def start(
         .option("path", output)
         .option("checkpointLocation", checkpoint)
     )
+    if retention_s:
+        writer = writer.option("retention", f"{retention_s}s")
     if partition_by:
         writer = writer.partitionBy(partition_by)
     if trigger.kind == "available-now":

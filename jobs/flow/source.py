@@ -3,13 +3,15 @@ rows, streaming or batch alike; and the schema of a source declared `schema: inf
 
 from __future__ import annotations
 
+import re
 from datetime import date
+from urllib.parse import unquote
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from jobs.columns import BLOCK_START, LINE, SOURCE_FILE
+from jobs.columns import BLOCK_START, FILE_SIZE, LINE, SOURCE_FILE
 from jobs.declare import PipelineBase
 from jobs.lake.landing import dated_folders
 from jobs.lake.layout import StorageError, join
@@ -59,10 +61,16 @@ def stream_lines(
 
 
 def read_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
-    """The same rows from given files, as a batch DataFrame, with the byte each row's part
-    of its file starts at (BLOCK_START), so that its lines can be numbered."""
-    text = spark.read.format("text").load(paths)
-    return _with_file(text, F.col("_metadata.file_block_start").alias(BLOCK_START))
+    """The same rows from given files (as the source's log names them: URIs, their names
+    %-encoded), as a batch DataFrame, with the byte each row's part of its file starts at
+    (BLOCK_START), so that its lines can be numbered, and the file's size (FILE_SIZE)."""
+    text = spark.read.format("text").load([_GLOB.sub(r"\\\1", unquote(path)) for path in paths])
+    block_start, size = F.col("_metadata.file_block_start"), F.col("_metadata.file_size")
+    return _with_file(text, block_start.alias(BLOCK_START), size.alias(FILE_SIZE))
+
+
+# Characters Hadoop reads as a pattern in a path: escaped, a '[' or '*' in a name is itself.
+_GLOB = re.compile(r"([\\*?\[\]{}])")
 
 
 def _with_file(text: DataFrame, *more: Column) -> DataFrame:

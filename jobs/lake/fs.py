@@ -49,6 +49,14 @@ def exists(uri: str) -> bool:
         return filesystem.get_file_info(path).type != pafs.FileType.NotFound
 
 
+def size(uri: str) -> int | None:
+    """A file's size in bytes; None if it is not there."""
+    filesystem, path = _resolve(uri)
+    with _errors(uri):
+        info = filesystem.get_file_info(path)
+    return None if info.type == pafs.FileType.NotFound else info.size
+
+
 def read_bytes(uri: str) -> bytes:
     filesystem, path = _resolve(uri)
     with _errors(uri), filesystem.open_input_stream(path) as stream:
@@ -141,6 +149,18 @@ def remove_file(uri: str) -> None:
     with _errors(uri):
         if filesystem.get_file_info(path).type != pafs.FileType.NotFound:
             filesystem.delete_file(path)
+
+
+def move_file(uri: str, to: str) -> None:
+    """Move one file (on S3, or between a disk and a bucket: copy, then delete)."""
+    source, source_path = _resolve(uri)
+    target, target_path = _resolve(to)
+    with _errors(to):
+        if target is _LOCAL:
+            Path(target_path).parent.mkdir(parents=True, exist_ok=True)
+        pafs.copy_files(source_path, target_path, source_filesystem=source, destination_filesystem=target)
+    with _errors(uri):
+        source.delete_file(source_path)
 
 
 def remove_tree(uri: str) -> None:

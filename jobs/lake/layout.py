@@ -9,6 +9,7 @@ The layout (the product's contract, see README "Data layout"):
     <root>/quality/                 the Great Expectations project (suites, results) of all pipelines
     <root>/reports/                 the data quality report: index.html and the Data Docs site
     <root>/dimensions/              dimension tables that pipelines enrich events from (e.g. users.csv)
+    <root>/archive/<pipeline>/      landed files a `retention: {landed: archive}` moved out of the landing
 """
 
 from __future__ import annotations
@@ -53,6 +54,15 @@ def join(base: str, *parts: str) -> str:
     return "/".join([base.rstrip("/"), *(p.strip("/") for p in parts)])
 
 
+def from_spark(uri: str) -> str:
+    """A location as Spark writes it in its logs and `_metadata`, a %-encoded URI
+    ('file:///x/a%20b.json', 'file:/x/a%20b.json', 's3a://b/a%20b.json'), as the product
+    writes locations ('/x/a b.json', 's3a://b/a b.json')."""
+    if uri.startswith("file:"):  # 'file:/x' or 'file:///x': a local path (cheap: ledgers name 100,000s)
+        return "/" + unquote(uri.removeprefix("file:")).lstrip("/")
+    return unquote(uri)
+
+
 def local_path(uri: str) -> Path:
     if is_s3(uri):
         raise StorageError(f"{uri}: this needs a local folder, not a bucket")
@@ -75,6 +85,7 @@ class Locations:
     quality: str
     reports: str
     dimensions: str = ""
+    archive: str = ""  # where retention archives landed files (jobs/run/retention.py)
 
     @classmethod
     def resolve(
@@ -102,6 +113,7 @@ class Locations:
             else join(normalize(DEFAULT_ROOT), "quality", *split_bucket(base)),
             reports=normalize(reports) if reports else join(base, "reports"),
             dimensions=join(base, "dimensions"),
+            archive=join(base, "archive", pipeline),
         )
 
     @property

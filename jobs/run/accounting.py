@@ -15,29 +15,43 @@ stopped before the progress was seen, the duplicates are unknown (None) and thos
 stay counted as used; a join's late rows likewise.
 
 Batches are read in groups (GROUP_BATCHES, GROUP_FILES), so that the memory one Spark job
-needs is bounded however many batches a run committed. The quarantined rows of a batch
-are written to <quarantine>/batch_id=N/ (file, line number, the line, reason, detail and
-the run that accounted it), replacing whatever an interrupted earlier attempt wrote there, and only then is the batch's
-account recorded: accounting a batch twice gives the same files and the same numbers.
+needs is bounded however many batches a run committed. Rows are counted per file, and
+the account keeps each file's counts with its size, modification time, the run and the
+commit time (the file ledger, jobs/run/files.py). The quarantined rows of a batch are
+written to <quarantine>/batch_id=N/ (file, line number, the line, reason, detail and the
+run that accounted it), replacing whatever an interrupted earlier attempt wrote there,
+and only then is the batch's account recorded: accounting a batch twice gives the same
+files and the same numbers.
 """
 
 from __future__ import annotations
 
 from functools import reduce
+from typing import NamedTuple
 
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from jobs.columns import BLOCK_START, EVENT_TIME, LINE, LINE_NUMBER, QUARANTINE_DETAIL, QUARANTINE_REASON, SOURCE_FILE
+from jobs.columns import (
+    BLOCK_START,
+    EVENT_TIME,
+    FILE_SIZE,
+    LINE,
+    LINE_NUMBER,
+    QUARANTINE_DETAIL,
+    QUARANTINE_REASON,
+    SOURCE_FILE,
+)
 from jobs.declare import PipelineBase
 from jobs.flow.parse import quarantined
 from jobs.flow.patterns import pattern_of
 from jobs.flow.query import parsed
 from jobs.flow.source import read_lines
 from jobs.lake import fs
-from jobs.run.checkpoint import CheckpointLog
+from jobs.lake.layout import from_spark
+from jobs.run.checkpoint import CheckpointLog, ms_to_iso
 from jobs.run.ledger import Ledger
-from jobs.run.report import BatchAccount
+from jobs.run.report import BatchAccount, FileAccount
 
 
 def classified(parsed_rows: DataFrame, pipeline: PipelineBase, late_watermark: str) -> DataFrame:
@@ -62,15 +76,17 @@ def _batch_rows(
     batch_id: int,
     late_ms: int,
 ) -> DataFrame:
-    """One batch's rows of one source, parsed as the query parses them, with their fate."""
+    """One batch's rows of one source, parsed as the query parses them, with their fate;
+    where in the file and the line itself only for the quarantined ones."""
     lines = (
         read_lines(spark, paths)
         .withColumn("batch_id", F.lit(batch_id))
         .withColumn("late_watermark", F.timestamp_millis(F.lit(late_ms)))
     )
     rows = classified(parsed(pipeline, source, lines, dimension), pipeline, "late_watermark")
-    where = (SOURCE_FILE, BLOCK_START, LINE_NUMBER, LINE)
-    return rows.select("batch_id", "fate", *where, QUARANTINE_REASON, QUARANTINE_DETAIL)
+    kept = F.col(QUARANTINE_REASON).isNotNull()
+    where = [F.when(kept, F.col(c)).alias(c) for c in (BLOCK_START, LINE_NUMBER, LINE)]
+    return rows.select("batch_id", SOURCE_FILE, FILE_SIZE, "fate", *where, QUARANTINE_REASON, QUARANTINE_DETAIL)
 
 
 def _output_rows(log: CheckpointLog, batch_id: int) -> int | None:
@@ -97,15 +113,23 @@ def _groups(batch_ids: list[int], files: dict[int, list[list[str]]]) -> list[lis
     return groups
 
 
-def _count_fates(
+class _Tally(NamedTuple):
+    """Rows of one file in one batch, by fate."""
+
+    size_bytes: int
+    fates: dict[str, int]
+
+
+def _tally_files(
     spark: SparkSession,
     pipeline: PipelineBase,
     quarantine: str,
     batches: dict[int, tuple[list[list[str]], int]],
     dimension: DataFrame | None,
     run_id: str,
-) -> dict[tuple[int, str], int]:
-    """Rows per (batch, fate) of some committed batches, their quarantine written."""
+) -> dict[tuple[int, str], _Tally]:
+    """Rows per (batch, file) and fate of some committed batches, their quarantine written.
+    Files are named by `file_key`."""
     parts = [
         _batch_rows(spark, pipeline, dimension, source, paths, b, late_ms)
         for b, (files, late_ms) in batches.items()
@@ -114,27 +138,27 @@ def _count_fates(
     ]
     if not parts:
         return {}
-    # One pass: the rows are counted as they flow to the quarantine's writer.
-    observation = Observation("accounts")
-    counted = reduce(DataFrame.unionByName, parts).observe(
-        observation,
-        *(
-            F.count_if((F.col("batch_id") == b) & (F.col("fate") == fate)).alias(f"{b}:{fate}")
-            for b in batches
-            for fate in FATES
-        ),
-    )
-    (
-        quarantined(counted, "batch_id")
-        .withColumn("run_id", F.lit(run_id))
-        .repartition(1)  # one file per batch; coalesce(1) would also parse in one task
-        .write.mode("overwrite")
-        .option("partitionOverwriteMode", "dynamic")
-        .partitionBy("batch_id")
-        .json(quarantine)
-    )
-    metrics = observation.get
-    return {(b, fate): metrics[f"{b}:{fate}"] for b in batches for fate in FATES}
+    # One pass over the input: the rows are kept (only the quarantined ones with their
+    # lines: a small cache), counted per file and fate, then the quarantined ones written.
+    rows = reduce(DataFrame.unionByName, parts).persist()
+    try:
+        counts = rows.groupBy("batch_id", SOURCE_FILE, FILE_SIZE, "fate").count().collect()
+        (
+            quarantined(rows, "batch_id")
+            .withColumn("run_id", F.lit(run_id))
+            .coalesce(1)  # one file per batch, from the cache (counting read the input in parallel)
+            .write.mode("overwrite")
+            .option("partitionOverwriteMode", "dynamic")
+            .partitionBy("batch_id")
+            .json(quarantine)
+        )
+    finally:
+        rows.unpersist()
+    tallies: dict[tuple[int, str], _Tally] = {}
+    for row in counts:
+        tally = tallies.setdefault((row.batch_id, from_spark(row[SOURCE_FILE])), _Tally(row[FILE_SIZE], {}))
+        tally.fates[row.fate] = row["count"]
+    return tallies
 
 
 def account_batches(
@@ -148,40 +172,70 @@ def account_batches(
     dimension: DataFrame | None = None,
 ) -> list[BatchAccount]:
     """Account each committed batch not yet accounted; returns the accounts of `batch_ids`.
-    Their quarantined records name `run_id`, the run that accounted them."""
+    Their quarantined records, and their accounts, name `run_id`, the run that accounted them."""
     pattern = pattern_of(pipeline)
     todo = sorted(set(batch_ids) - ledger.accounted_batches())
     # Per batch and source (a stream-stream join reads two: sources/0 and sources/1).
-    files = {b: [log.source_files(b, s) for s in range(len(pattern.sources))] for b in todo}
+    listed = {b: [log.source_entries(b, s) for s in range(len(pattern.sources))] for b in todo}
+    files = {b: [list(entries) for entries in listed[b]] for b in todo}
     late_watermarks = {b: log.late_watermark_ms(b) for b in todo}
-    counts: dict[tuple[int, str], int] = {}
+    tallies: dict[int, dict[str, _Tally]] = {b: {} for b in todo}  # batch -> file -> its rows
     for group in _groups(todo, files):
         batches = {b: (files[b], late_watermarks[b]) for b in group}
-        counts |= _count_fates(spark, pipeline, quarantine, batches, dimension, run_id)
+        for (b, path), tally in _tally_files(spark, pipeline, quarantine, batches, dimension, run_id).items():
+            tallies[b][path] = tally
+    committed_ms = log.commit_times_ms() if todo else {}
 
     accounts = {}
     for b in todo:
-        used, late = counts.get((b, "used"), 0), counts.get((b, "late"), 0)
-        duplicates: int | None = 0
+        used, late, quarantined_rows = (sum(t.fates.get(fate, 0) for t in tallies[b].values()) for fate in FATES)
         spark_counted = ledger.read_metrics(b) or {}
+        duplicates: int | None = 0
         if "duplicates_dropped" in pattern.spark_counts:
             duplicates = spark_counted.get("duplicates_dropped")
             used -= duplicates or 0
         if "late_rows_dropped" in pattern.spark_counts:
             late = spark_counted.get("late_rows_dropped") or 0
             used -= late
-        quarantined_rows = counts.get((b, "quarantined"), 0)
+        # What Spark drops itself is counted per batch: per file, the rows it may have come
+        # from are unknown, unless it dropped none.
+        late_known = not ("late_rows_dropped" in pattern.spark_counts and late)
+        per_file = [
+            _file_account(
+                path, modified_ms, tallies[b].get(from_spark(path)), duplicates == 0 and late_known, late_known
+            )
+            for entries in listed[b]
+            for path, modified_ms in entries.items()
+        ]
         account = BatchAccount(
             batch_id=b,
             late_watermark_ms=late_watermarks[b],
-            input_files=sum(len(paths) for paths in files[b]),
+            input_files=len(per_file),
             input_rows=used + quarantined_rows + late + (duplicates or 0),
             used_rows=used,
             quarantined_rows=quarantined_rows,
             late_rows_dropped=late,
             duplicates_dropped=duplicates,
             output_rows=_output_rows(log, b),
+            run_id=run_id,
+            committed_at=ms_to_iso(committed_ms.get(b)),
+            files=per_file,
         )
         ledger.write_account(b, account.model_dump())
         accounts[b] = account
     return [accounts.get(b) or BatchAccount.model_validate(ledger.read_account(b)) for b in batch_ids]
+
+
+def _file_account(path: str, modified_ms: int, tally: _Tally | None, used_known: bool, late_known: bool) -> FileAccount:
+    """One file's line in the ledger; a file without lines has no tally."""
+    fates = tally.fates if tally else {}
+    used, late, quarantined_rows = (fates.get(fate, 0) for fate in FATES)
+    return FileAccount(
+        path=path,
+        size_bytes=tally.size_bytes if tally else fs.size(path),
+        modified_ms=modified_ms,
+        input_rows=used + late + quarantined_rows,
+        used_rows=used if used_known else None,
+        quarantined_rows=quarantined_rows,
+        late_rows_dropped=late if late_known else None,
+    )

@@ -1,7 +1,9 @@
 """After a run: what the folders hold that Spark's logs do not say, made plain.
 
-Output files that no batch committed (a run died between writing a batch and committing
-it) are removed, so that readers which list the table folder read the committed rows only.
+Output files the sink log does not list are removed, so that readers which list the table
+folder read the committed rows only: files no batch committed (a run died between writing
+a batch and committing it), and files past the table's declared retention, which Spark's
+sink log dropped when it compacted.
 
 Landed files the file source passes over without a word are found and named in the run
 report. Spark's file source (the product keeps its defaults, as Auto Loader does):
@@ -18,13 +20,14 @@ name with a fresh modification time.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from urllib.parse import unquote
+from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 
 from jobs.lake import fs
-from jobs.lake.layout import is_s3, local_path
+from jobs.lake.layout import from_spark, is_s3
 from jobs.run.checkpoint import CheckpointLog
 
 MAX_FILE_AGE_DAYS = 7  # Spark's default maxFileAge
@@ -55,21 +58,28 @@ def _names(uris: list[str], shown: int = 5) -> str:
     return names + (f" and {len(uris) - shown} more" if len(uris) > shown else "")
 
 
-def _key(path: str) -> str:
-    """The same file, however Spark or the listing writes its location."""
-    return str(local_path(path)) if path.startswith("file:") else unquote(path)
+class StrayOutput(NamedTuple):
+    uncommitted: int
+    expired: int
 
 
-def remove_uncommitted_files(log: CheckpointLog, echo: Callable[[str], None]) -> int:
-    """Remove the output files no batch committed (once no query writes); returns how many."""
+def remove_stray_output(log: CheckpointLog, retention_s: int | None, echo: Callable[[str], None]) -> StrayOutput:
+    """Remove the output files the sink log does not list (once no query writes): those
+    older than the table's retention expired, the others were never committed."""
     stray = log.uncommitted_output_files()
+    expired_before_ms = (time.time() - retention_s) * 1000 if retention_s else None
+    written_ms = fs.modification_times(log.output) if stray and expired_before_ms else {}
+    expired = [uri for uri in stray if expired_before_ms and written_ms.get(uri, expired_before_ms) < expired_before_ms]
     for uri in stray:
         folder, name = uri.rsplit("/", 1)
         fs.remove_file(uri)
         fs.remove_file(f"{folder}/.{name}.crc")  # Hadoop's checksum beside a local file
-    if stray:
-        echo(f"  removed {len(stray)} output file(s) a batch wrote but never committed")
-    return len(stray)
+    found = StrayOutput(len(stray) - len(expired), len(expired))
+    if found.uncommitted:
+        echo(f"  removed {found.uncommitted} output file(s) a batch wrote but never committed")
+    if found.expired:
+        echo(f"  removed {found.expired} output file(s) past the table's retention (no longer in the sink log)")
+    return found
 
 
 def skipped_files(landings: list[str], log: CheckpointLog) -> SkippedFiles:
@@ -86,11 +96,11 @@ def _skipped_under(landing: str, recorded: dict[str, int]) -> SkippedFiles:
     """`recorded`: what the checkpoint says the source took, with its modification times then."""
     if not recorded:
         return SkippedFiles()  # a first batch takes every file, however old
-    taken = {_key(path): mtime for path, mtime in recorded.items()}
+    taken = {from_spark(path): mtime for path, mtime in recorded.items()}
     oldest_taken = max(recorded.values()) - _MAX_FILE_AGE_MS
     skipped = SkippedFiles()
     for uri, mtime in fs.modification_times(landing).items():
-        was = taken.get(_key(uri))
+        was = taken.get(uri)
         # S3 keeps modification times to the second; a local disk, to the millisecond here.
         if was is not None and abs(mtime - was) >= (1000 if is_s3(uri) else 1):
             skipped.overwritten.append(uri)

@@ -93,7 +93,12 @@ class CheckpointLog:
             return -1
 
     def source_files(self, batch_id: int, source: int = 0) -> list[str]:
-        """The landed files batch `batch_id` read from source `source`.
+        """The landed files batch `batch_id` read from source `source`."""
+        return list(self.source_entries(batch_id, source))
+
+    def source_entries(self, batch_id: int, source: int = 0) -> dict[str, int]:
+        """The landed files batch `batch_id` read from source `source` -> the modification
+        time (ms) each had when the source listed it.
 
         The file source keeps its own log, numbered by its own offsets, which advance only
         when new files arrive: a batch read the entries after the previous batch's offset
@@ -103,7 +108,17 @@ class CheckpointLog:
         last = self._source_log_offset(batch_id, source)
         folder = join(self.checkpoint, "sources", str(source))
         logs = _log_files(folder)
-        return [entry["path"] for log_id in range(first, last + 1) for entry in _entries_of(folder, logs, log_id)]
+        return {
+            entry["path"]: entry["timestamp"]
+            for log_id in range(first, last + 1)
+            for entry in _entries_of(folder, logs, log_id)
+        }
+
+    def commit_times_ms(self) -> dict[int, int]:
+        """Batch id -> when it committed (its commit file's modification time), for the
+        batches whose commit files Spark still keeps (the last 100 by default)."""
+        times = fs.modification_times(join(self.checkpoint, "commits"))
+        return {int(uri.rsplit("/", 1)[-1]): ms for uri, ms in times.items() if uri.rsplit("/", 1)[-1].isdigit()}
 
     def recorded_files(self, source: int = 0) -> dict[str, int]:
         """Every file source `source` has taken, in any batch -> the modification time (ms)
@@ -127,22 +142,26 @@ class CheckpointLog:
         added = {e["path"] for e in _log_entries(join(folder, logs[batch_id])) if e.get("action") == "add"}
         if logs[batch_id].endswith(".compact"):
             # A compact file lists every file so far: take away what earlier batches had.
-            before = _sink_files_through(folder, logs, batch_id - 1)
+            before = _sink_entries_through(folder, logs, batch_id - 1)
             if before is None:
                 return None
-            added -= before
+            added -= set(before)
         return sorted(added)
+
+    def committed_output_files(self) -> dict[str, dict[str, Any]] | None:
+        """Path -> sink log entry (`size`, `modificationTime`) of every file the table holds:
+        exactly what Spark reads. None if a log file is missing."""
+        folder = join(self.output, "_spark_metadata")
+        logs = _log_files(folder)
+        return _sink_entries_through(folder, logs, max(logs)) if logs else {}
 
     def uncommitted_output_files(self) -> list[str]:
         """Files in the output folder that the sink log does not list: what a batch wrote
         before its run died, and never committed. Spark redoes the batch into new files and
         never reads these, but plain readers of the folder (pyarrow, DuckDB) would.
-        Only meaningful while no query writes to the output. (The product never sets the
-        file sink's `retention` option, which drops old files from the log and leaves them
-        in the folder: with it, they would be called uncommitted here.)"""
-        folder = join(self.output, "_spark_metadata")
-        logs = _log_files(folder)
-        committed = _sink_files_through(folder, logs, max(logs)) if logs else set()
+        Only meaningful while no query writes to the output. Files past the table's declared
+        retention are listed too: the sink log dropped them (jobs/run/audit.py tells which)."""
+        committed = self.committed_output_files()
         if committed is None:
             return []  # a log file is missing: nothing is certain, so nothing is called stray
         names = {path.rsplit("/", 1)[-1] for path in committed}  # unique names (a UUID in each)
@@ -165,16 +184,19 @@ def _entries_of(folder: str, logs: dict[int, str], log_id: int) -> list[dict[str
     raise FileNotFoundError(f"source log entry {log_id} is missing from {folder}")
 
 
-def _sink_files_through(folder: str, logs: dict[int, str], batch_id: int) -> set[str] | None:
-    """Every file the sink had committed by batch `batch_id`: the last compact file then, plus later batches."""
+def _sink_entries_through(folder: str, logs: dict[int, str], batch_id: int) -> dict[str, dict[str, Any]] | None:
+    """Path -> sink log entry (size, modificationTime) of every file the sink had committed by
+    batch `batch_id`: the last compact file then, plus later batches. None if a log is missing."""
     if batch_id < 0:
-        return set()
+        return {}
     compacts = [b for b in logs if b <= batch_id and logs[b].endswith(".compact")]
-    files: set[str] = set()
+    files: dict[str, dict[str, Any]] = {}
     for b in range(max(compacts) if compacts else 0, batch_id + 1):
         if b not in logs:
             return None
-        entries = _log_entries(join(folder, logs[b]))
-        files |= {e["path"] for e in entries if e.get("action") == "add"}
-        files -= {e["path"] for e in entries if e.get("action") == "delete"}
+        for entry in _log_entries(join(folder, logs[b])):
+            if entry.get("action") == "add":
+                files[entry["path"]] = entry
+            elif entry.get("action") == "delete":
+                files.pop(entry["path"], None)
     return files

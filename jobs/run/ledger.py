@@ -4,6 +4,7 @@ declaration.json   the checkpoint contract the checkpoint was started with
 schema.json        the schema inferred by the first run, for `schema: infer` sources
 accounting/N       batch N's exact row account, written once the batch is accounted
 metrics/N          what only Spark counted in batch N, kept from its progress
+retention.json     how far retention has looked at accounted batches (jobs/run/retention.py)
 lock               one run at a time (jobs/lake/locks.py)
 """
 
@@ -47,6 +48,14 @@ class Ledger:
         """None when the run that committed the batch stopped before its progress was seen."""
         uri = join(self.uri, "metrics", str(batch_id))
         return fs.read_json(uri) if fs.exists(uri) else None
+
+    # Retention: every batch up to the mark has had its landed files seen to.
+    def retention_mark(self) -> int:
+        uri = join(self.uri, "retention.json")
+        return fs.read_json(uri)["through_batch"] if fs.exists(uri) else -1
+
+    def record_retention_mark(self, batch_id: int) -> None:
+        fs.write_json(join(self.uri, "retention.json"), {"through_batch": batch_id})
 
     # An inferred schema, recorded by the first run and used by every later one.
     def recorded_schema(self) -> dict[str, str] | None:

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, model_validator
 from jobs.lake import fs
 from jobs.lake.layout import join, normalize
 from jobs.run.audit import SkippedFiles
+from jobs.run.retention import RetentionDone
 
 REPORT_VERSION = 2
 # Validation results (jobs/validate/) live beside the run reports: <run_id>.quality.json.
@@ -33,6 +34,21 @@ def _from_version_1(raw: Any) -> Any:
     return raw
 
 
+class FileAccount(BaseModel):
+    """One landed file's rows in the batch that read it (jobs/run/accounting.py).
+
+    `used_rows` and `late_rows_dropped` are None where Spark counted part of them for the
+    whole batch only: the repeats a deduplicating pipeline dropped, a join's late rows."""
+
+    path: str
+    size_bytes: int | None  # None: the file had no lines and was gone when the batch was accounted
+    modified_ms: int | None  # as the source listed it
+    input_rows: int
+    used_rows: int | None
+    quarantined_rows: int
+    late_rows_dropped: int | None
+
+
 class BatchAccount(BaseModel):
     """One committed batch's rows, exactly (jobs/run/accounting.py)."""
 
@@ -45,6 +61,10 @@ class BatchAccount(BaseModel):
     late_rows_dropped: int
     output_rows: int | None  # None: the sink log no longer lists the batch's files
     duplicates_dropped: int | None = 0  # None: the run stopped before Spark's count was seen
+    # The file ledger (`python -m jobs files`); None in accounts written before it existed.
+    run_id: str | None = None  # the run that accounted the batch (and reports it)
+    committed_at: str | None = None
+    files: list[FileAccount] | None = None
 
     _upgrade = model_validator(mode="before")(_from_version_1)
 
@@ -74,8 +94,12 @@ class RunReport(BaseModel):
     state_rows: int | None = None
     # Admission control: at most this much new input per batch, and what set it (jobs/flow/admission.py).
     batch_limits: dict[str, Any] | None = None
-    # Output files an interrupted batch wrote but never committed, removed once the query stopped.
+    # Output files an interrupted batch wrote but never committed, removed once the query stopped,
+    # and files past the table's retention that Spark's sink log dropped (jobs/run/audit.py).
     uncommitted_files_removed: int = 0
+    expired_output_files_removed: int = 0
+    # What retention did to landed files (jobs/run/retention.py).
+    retention: RetentionDone = Field(default_factory=RetentionDone)
     # Landed files the file source passed over and will never read (jobs/run/audit.py).
     skipped_files: SkippedFiles = Field(default_factory=SkippedFiles)
     locations: dict[str, str] = Field(default_factory=dict)
@@ -115,6 +139,8 @@ class RunReport(BaseModel):
         if self.error:
             return f"{head}\n  error: {self.error}"
         skipped = [f"  {self.skipped_files.describe()}"] if self.skipped_files else []
+        if self.retention.deleted or self.retention.archived:
+            skipped.append(f"  {self.retention.describe()}")
         if not self.batch_ids:
             return "\n".join([head, f"  no new files: nothing written; watermark {self.watermark}", *skipped])
         recovered = f" (incl. {len(self.recovered_batch_ids)} recovered)" if self.recovered_batch_ids else ""

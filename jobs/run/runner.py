@@ -30,11 +30,12 @@ from jobs.lake import fs, s3
 from jobs.lake.layout import Locations, StorageError
 from jobs.lake.locks import AlreadyRunning, checkpoint_lock
 from jobs.run.accounting import account_batches
-from jobs.run.audit import remove_uncommitted_files, skipped_files
+from jobs.run.audit import remove_stray_output, skipped_files
 from jobs.run.checkpoint import CheckpointLog, ms_to_iso
 from jobs.run.ledger import IncompatibleCheckpoint, Ledger, check_contract, with_recorded_schema
 from jobs.run.progress import ProgressWatch
 from jobs.run.report import RunReport, save
+from jobs.run.retention import apply_retention
 from jobs.units import new_run_id
 
 # Set by a signal handler: the run in progress stops at its next poll. Raising
@@ -253,12 +254,15 @@ class _Run:
             self.report.state_rows = watch.last_state_rows
             if self.report.state_rows is None:
                 self.report.state_rows = pattern.state_rows(self.spark, self.locations.checkpoint) if committed else 0
-            self.report.uncommitted_files_removed = remove_uncommitted_files(self.log, self.echo)
+            stray = remove_stray_output(self.log, self.pipeline.retention.output_after_s, self.echo)
+            self.report.uncommitted_files_removed, self.report.expired_output_files_removed = stray
             # Not when the run lists part of the landing: what it does not list is not skipped.
             if not (options.landing_glob or options.landing_since):
-                self.report.skipped_files = skipped_files(
-                    source_landings(self.pipeline, self.locations.landing), self.log
-                )
+                landed = source_landings(self.pipeline, self.locations.landing)
+                self.report.skipped_files = skipped_files(landed, self.log)
+            if interrupted is None:
+                retention = self.pipeline.retention
+                self.report.retention = apply_retention(retention, self.ledger, self.log, self.locations, self.echo)
         except Exception as error:
             if interrupted is None:
                 raise

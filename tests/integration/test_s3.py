@@ -15,9 +15,13 @@ from pathlib import Path
 import pytest
 
 from jobs import declare
+from jobs.declare.parts import Retention
 from jobs.lake import s3
 from jobs.lake.fs import list_names, read_text
 from jobs.lake.layout import Locations, StorageError, split_bucket
+from jobs.run.checkpoint import CheckpointLog
+from jobs.run.files import taken_files
+from jobs.run.ledger import Ledger
 from jobs.run.report import load_reports
 from tests.helpers import (
     REPO,
@@ -41,8 +45,12 @@ def test_arrivals_in_a_bucket_match_the_model_run_by_run(spark, s3_root):
     locations = Locations.resolve(spec.name, root=s3_root)
     assert locations.checkpoint.startswith("s3a://") and locations.runs.startswith("s3a://")
     model = ClickstreamModel()
+    landed_bytes = {}
     for files in ARRIVALS:
         landed = land(locations.landing, files)
+        landed_bytes |= {
+            path: len("".join(f"{line}\n" for line in files[path.rsplit("/", 1)[-1]]).encode()) for path in landed
+        }
         assert all(path.startswith(f"s3a://{S3_BUCKET}/") for path in landed)
         report = run_pipeline(spark, spec, locations, [])
         expected = model.run([all_lines(files)])
@@ -56,6 +64,10 @@ def test_arrivals_in_a_bucket_match_the_model_run_by_run(spark, s3_root):
     assert list_names(f"{locations.output}/_spark_metadata")
     assert len(load_reports(locations.runs)) == len(ARRIVALS)
     assert list_names(locations.quarantine)
+    # The file ledger names every object once, with its size, from what the runs recorded.
+    taken = taken_files(Ledger(locations.ledger), CheckpointLog(locations.checkpoint, locations.output))
+    assert {f["path"]: f["size_bytes"] for f in taken} == landed_bytes
+    assert sum(f["input_rows"] for f in taken) == sum(r.input_rows for r in load_reports(locations.runs))
 
 
 def test_a_run_with_nothing_new_reads_nothing(spark, s3_root):
@@ -214,3 +226,23 @@ def test_s3_errors_are_one_line_without_secrets(s3_endpoint):
     with pytest.raises(StorageError, match="bucket no-such-bucket does not exist") as error:
         read_text("s3a://no-such-bucket/x.json")
     assert S3_SECRET not in str(error.value)
+
+
+def test_retention_archives_landed_objects_within_the_bucket(spark, s3_root):
+    declared = declare.load("clickstream")
+    spec = declared.model_copy(update={"retention": Retention(landed="archive", landed_after=0)})
+    locations = Locations.resolve(spec.name, root=s3_root)
+    files = {"a.json": [event("u1", "2023-07-30T10:00:10Z")], "b.json": [event("u2", "2023-07-30T10:00:20Z"), "{"]}
+    land(locations.landing, files)
+
+    report = run_pipeline(spark, spec, locations, [])
+
+    assert (report.retention.archived, list_names(locations.landing)) == (2, [])
+    assert {name: read_text(f"{locations.archive}/{name}") for name in files} == {
+        name: "".join(f"{line}\n" for line in lines) for name, lines in files.items()
+    }
+    taken = taken_files(Ledger(locations.ledger), CheckpointLog(locations.checkpoint, locations.output))
+    assert sorted((f["path"].rsplit("/", 1)[-1], f["quarantined_rows"]) for f in taken) == [
+        ("a.json", 0),
+        ("b.json", 1),
+    ]

@@ -107,6 +107,10 @@ def test_durations(text, seconds):
         ("spark", {"conf": {"executor.cores": "2"}}, "is not a Spark setting"),
         ("spark", {"conf": {"spark.driver.memory": "2g"}}, "as driver_memory"),
         ("spark", {"conf": {"spark.sql.shuffle.partitions": "8"}}, "state_partitions"),
+        ("retention", {"landed": "purge"}, "'keep', 'delete' or 'archive'"),
+        ("retention", {"landed": "delete", "landed_after": "soon"}, "not a duration"),
+        ("retention", {"output_after": 0}, "longer than zero"),
+        ("retention", {"archive_to": "/x"}, "unknown setting(s) ['archive_to']"),
     ],
 )
 def test_invalid_declarations_say_what_is_wrong(path, value, message):
@@ -145,6 +149,17 @@ def test_an_enrichment_adds_its_columns_and_may_be_aggregated_by():
     spec = declare.parse({**with_change("keys", ["plan"]), "enrich": enrich})
     assert spec.enrich.unmatched == "keep" and spec.keys == ("plan",)
     assert pattern_of(spec).contract()["enrich_columns"] == ["plan"]
+
+
+def test_retention_keeps_everything_unless_declared():
+    default = declare.parse(VALID).retention
+    assert (default.landed, default.output_after_s) == ("keep", None)
+    declared = declare.parse(with_change("retention", {"landed": "archive", "landed_after": 0, "output_after": "400d"}))
+    assert (declared.retention.landed, declared.retention.landed_after_s, declared.retention.output_after_s) == (
+        "archive",
+        0,
+        400 * 86400,
+    )
 
 
 def test_the_airflow_block_is_optional_with_safe_defaults():

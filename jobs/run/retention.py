@@ -1,0 +1,77 @@
+"""Retention of landed files, as the declaration says (its `retention:` block).
+
+After a run, the landed files of batches accounted more than `landed_after` ago are
+deleted, or archived (moved to the archive location under the same relative path).
+Only files the ledger names are touched, so never one whose batch is not committed and
+accounted: recovering an interrupted run, which reads the files of batches committed
+but not yet accounted, never needs a file retention removed. `_pipeline/retention.json`
+remembers how far it got, so each run looks only at batches it has not yet looked at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+from pydantic import BaseModel
+
+from jobs.declare.parts import Retention
+from jobs.lake import fs
+from jobs.lake.layout import Locations, is_inside, join
+from jobs.run.checkpoint import CheckpointLog
+from jobs.run.files import accounts_after, files_of
+from jobs.run.ledger import Ledger
+
+
+class RetentionDone(BaseModel):
+    """What a run's retention did to landed files (the run report's `retention`)."""
+
+    deleted: int = 0
+    archived: int = 0
+    already_gone: int = 0  # named by the ledger, but no longer landed
+    through_batch: int | None = None  # every batch up to this one has been seen to
+    archive: str | None = None
+
+    def describe(self) -> str:
+        done = [f"{n} {what}" for what, n in (("deleted", self.deleted), ("archived", self.archived)) if n]
+        where = f" to {self.archive}" if self.archived else ""
+        return f"retention: {', '.join(done)} landed file(s){where}, of batches up to {self.through_batch}"
+
+
+def apply_retention(
+    retention: Retention,
+    ledger: Ledger,
+    log: CheckpointLog,
+    locations: Locations,
+    echo: Callable[[str], None],
+    now: datetime | None = None,
+) -> RetentionDone:
+    """Delete or archive the landed files of the accounted batches old enough; returns what it did."""
+    done = RetentionDone(archive=locations.archive if retention.landed == "archive" else None)
+    if retention.landed == "keep":
+        return done
+    cutoff = (now or datetime.now(UTC)) - timedelta(seconds=retention.landed_after_s)
+    seen_through = ledger.retention_mark()
+    for expected, account in enumerate(accounts_after(ledger, seen_through), start=seen_through + 1):
+        if account["batch_id"] != expected:
+            break  # a batch not accounted yet (every committed batch gets an account, in order)
+        committed = account.get("committed_at")
+        if committed is None or datetime.fromisoformat(committed) > cutoff:
+            break  # batches commit in order: the later ones are younger still
+        for taken in files_of(account, log):
+            path = taken["path"]
+            if not is_inside(path, locations.landing):
+                continue  # landed elsewhere (the landing moved): not this declaration's to remove
+            if not fs.exists(path):
+                done.already_gone += 1
+            elif retention.landed == "archive":
+                fs.move_file(path, join(locations.archive, path.removeprefix(locations.landing).lstrip("/")))
+                done.archived += 1
+            else:
+                fs.remove_file(path)
+                done.deleted += 1
+        ledger.record_retention_mark(account["batch_id"])
+        done.through_batch = account["batch_id"]
+    if done.deleted or done.archived:
+        echo(f"  {done.describe()}")
+    return done
