@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from datetime import date
 from pathlib import Path
 
@@ -57,15 +58,23 @@ def land_files(files: list[str], to: str) -> list[str]:
         if fs.exists(join(uri, source.name)):
             raise LandingError(f"{join(uri, source.name)} already exists: {_ONE_NAME_ONCE}; nothing was landed")
     landed: list[str] = []
+    previous_ms = 0
     for source in sources:
         target = join(uri, source.name)
-        if not (s3.put_new_object(source, target) if is_s3(uri) else _link_new(source, target)):
+        if is_s3(uri):
+            new = s3.put_new_object(source, target)
+        else:
+            # Spark batches files by modification time alone (to the ms): each gets its own,
+            # so that the files of one landing go into batches in the order given.
+            previous_ms = max(time.time_ns() // 10**6, previous_ms + 1)
+            new = _link_new(source, target, previous_ms)
+        if not new:
             raise LandingError(f"{target} already exists: {_ONE_NAME_ONCE}; landed before it: {landed or 'nothing'}")
         landed.append(target)
     return landed
 
 
-def _link_new(source: Path, target: str) -> bool:
+def _link_new(source: Path, target: str, modified_ms: int) -> bool:
     """Copy under a hidden name, then link it to its final name: atomic, and never over a file."""
     path = local_path(target)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -75,6 +84,7 @@ def _link_new(source: Path, target: str) -> bool:
         scratch.flush()
         os.fsync(scratch.fileno())
         os.chmod(scratch.name, 0o666 & ~_umask())
+        os.utime(scratch.name, ns=(modified_ms * 10**6, modified_ms * 10**6))
         try:
             os.link(scratch.name, path)
         except FileExistsError:

@@ -161,6 +161,37 @@ def _tally_files(
     return tallies
 
 
+def _tally_batches(
+    spark: SparkSession,
+    pipeline: PipelineBase,
+    quarantine: str,
+    files: dict[int, list[list[str]]],
+    late_watermarks: dict[int, int],
+    dimension: DataFrame | None,
+    run_id: str,
+) -> tuple[dict[int, dict[str, _Tally]], set[str]]:
+    """Batch -> file (as `from_spark` names it) -> its rows, a group of batches at a time;
+    and the files gone since their batch ran, whose rows can no longer be known."""
+    tallies: dict[int, dict[str, _Tally]] = {b: {} for b in files}
+    missing: set[str] = set()
+    for group in _groups(sorted(files), files):
+        batches = {b: (files[b], late_watermarks[b]) for b in group}
+        try:
+            found = _tally_files(spark, pipeline, quarantine, batches, dimension, run_id)
+        except Exception as error:
+            gone = _gone(batches) if _names_a_missing_file(error) else set()
+            if not gone:
+                raise
+            missing |= gone
+            present = {
+                b: ([[p for p in paths if p not in gone] for paths in fl], ms) for b, (fl, ms) in batches.items()
+            }
+            found = _tally_files(spark, pipeline, quarantine, present, dimension, run_id)
+        for (b, path), tally in found.items():
+            tallies[b][path] = tally
+    return tallies, missing
+
+
 def account_batches(
     spark: SparkSession,
     pipeline: PipelineBase,
@@ -179,11 +210,7 @@ def account_batches(
     listed = {b: [log.source_entries(b, s) for s in range(len(pattern.sources))] for b in todo}
     files = {b: [list(entries) for entries in listed[b]] for b in todo}
     late_watermarks = {b: log.late_watermark_ms(b) for b in todo}
-    tallies: dict[int, dict[str, _Tally]] = {b: {} for b in todo}  # batch -> file -> its rows
-    for group in _groups(todo, files):
-        batches = {b: (files[b], late_watermarks[b]) for b in group}
-        for (b, path), tally in _tally_files(spark, pipeline, quarantine, batches, dimension, run_id).items():
-            tallies[b][path] = tally
+    tallies, missing = _tally_batches(spark, pipeline, quarantine, files, late_watermarks, dimension, run_id)
     committed_ms = log.commit_times_ms() if todo else {}
 
     accounts = {}
@@ -204,6 +231,8 @@ def account_batches(
             _file_account(
                 path, modified_ms, tallies[b].get(from_spark(path)), duplicates == 0 and late_known, late_known
             )
+            if path not in missing
+            else FileAccount(path=path, size_bytes=None, modified_ms=modified_ms, **dict.fromkeys(FileAccount.COUNTS))
             for entries in listed[b]
             for path, modified_ms in entries.items()
         ]
@@ -220,10 +249,22 @@ def account_batches(
             run_id=run_id,
             committed_at=ms_to_iso(committed_ms.get(b)),
             files=per_file,
+            missing_files=[from_spark(path) for entries in listed[b] for path in entries if path in missing],
         )
         ledger.write_account(b, account.model_dump())
         accounts[b] = account
     return [accounts.get(b) or BatchAccount.model_validate(ledger.read_account(b)) for b in batch_ids]
+
+
+def _names_a_missing_file(error: Exception) -> bool:
+    """Spark could not find a file it was asked to read (when planning, or in a task)."""
+    text = str(error)
+    return "PATH_NOT_FOUND" in text or "FileNotFoundException" in text
+
+
+def _gone(batches: dict[int, tuple[list[list[str]], int]]) -> set[str]:
+    """The files of these batches no longer landed (as the source's log names them)."""
+    return {p for files, _ in batches.values() for paths in files for p in paths if not fs.exists(from_spark(p))}
 
 
 def _file_account(path: str, modified_ms: int, tally: _Tally | None, used_known: bool, late_known: bool) -> FileAccount:

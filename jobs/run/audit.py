@@ -22,13 +22,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from pydantic import BaseModel, Field
 
 from jobs.lake import fs
 from jobs.lake.layout import from_spark, is_s3
 from jobs.run.checkpoint import CheckpointLog
+
+if TYPE_CHECKING:
+    from jobs.run.report import BatchAccount
 
 MAX_FILE_AGE_DAYS = 7  # Spark's default maxFileAge
 _MAX_FILE_AGE_MS = MAX_FILE_AGE_DAYS * 24 * 3600 * 1000
@@ -46,14 +49,15 @@ class SkippedFiles(BaseModel):
         if self.too_old:
             parts.append(
                 f"{len(self.too_old)} landed more than {MAX_FILE_AGE_DAYS} days older than the newest "
-                f"(Spark's maxFileAge): {_names(self.too_old)}"
+                f"(Spark's maxFileAge): {file_names(self.too_old)}"
             )
         if self.overwritten:
-            parts.append(f"{len(self.overwritten)} changed after they were read: {_names(self.overwritten)}")
+            parts.append(f"{len(self.overwritten)} changed after they were read: {file_names(self.overwritten)}")
         return "files never read: " + "; ".join(parts) + " (land them again under new names)"
 
 
-def _names(uris: list[str], shown: int = 5) -> str:
+def file_names(uris: list[str], shown: int = 5) -> str:
+    """'a.json, b.json and 3 more'."""
     names = ", ".join(uri.rsplit("/", 1)[-1] for uri in uris[:shown])
     return names + (f" and {len(uris) - shown} more" if len(uris) > shown else "")
 
@@ -107,3 +111,16 @@ def _skipped_under(landing: str, recorded: dict[str, int]) -> SkippedFiles:
         elif was is None and mtime < oldest_taken:
             skipped.too_old.append(uri)
     return skipped
+
+
+def tied_files(accounts: list[BatchAccount]) -> list[str]:
+    """Files of these batches whose modification time another batch's file has too. Spark's
+    file source orders files by modification time alone (to the ms; on S3, to the second),
+    so which of them went first, and so which rows were late, was its choice."""
+    batches_at: dict[int, set[int]] = {}
+    for account in accounts:
+        for f in account.files or []:
+            if f.modified_ms is not None:
+                batches_at.setdefault(f.modified_ms, set()).add(account.batch_id)
+    tied = {ms for ms, batches in batches_at.items() if len(batches) > 1}
+    return [from_spark(f.path) for a in accounts for f in a.files or [] if f.modified_ms in tied]

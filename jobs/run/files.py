@@ -44,7 +44,7 @@ class TableFile(TypedDict):
     modified_at: str | None
 
 
-_COUNTS = ("input_rows", "used_rows", "quarantined_rows", "late_rows_dropped")
+_COUNTS = ("input_rows", "used_rows", "quarantined_rows", "late_rows_dropped")  # as a batch's account has them
 
 
 def accounts_after(ledger: Ledger, batch_id: int = -1) -> list[dict[str, Any]]:

@@ -12,13 +12,13 @@ it existed) called them `aggregated_rows`, and still reads.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field, model_validator
 
 from jobs.lake import fs
 from jobs.lake.layout import join, normalize
-from jobs.run.audit import SkippedFiles
+from jobs.run.audit import SkippedFiles, file_names
 from jobs.run.retention import RetentionDone
 
 REPORT_VERSION = 2
@@ -40,12 +40,14 @@ class FileAccount(BaseModel):
     `used_rows` and `late_rows_dropped` are None where Spark counted part of them for the
     whole batch only: the repeats a deduplicating pipeline dropped, a join's late rows."""
 
+    COUNTS: ClassVar[tuple[str, ...]] = ("input_rows", "used_rows", "quarantined_rows", "late_rows_dropped")
+
     path: str
-    size_bytes: int | None  # None: the file had no lines and was gone when the batch was accounted
+    size_bytes: int | None  # None: the file was gone when the batch was accounted
     modified_ms: int | None  # as the source listed it
-    input_rows: int
+    input_rows: int | None  # None (and every count): gone before the batch was accounted
     used_rows: int | None
-    quarantined_rows: int
+    quarantined_rows: int | None
     late_rows_dropped: int | None
 
 
@@ -63,6 +65,8 @@ class BatchAccount(BaseModel):
     duplicates_dropped: int | None = 0  # None: the run stopped before Spark's count was seen
     # The file ledger (`python -m jobs files`); None in accounts written before it existed.
     run_id: str | None = None  # the run that accounted the batch (and reports it)
+    # Landed files gone before the batch was accounted: their rows are in no count.
+    missing_files: list[str] = Field(default_factory=list)
     committed_at: str | None = None
     files: list[FileAccount] | None = None
 
@@ -102,6 +106,10 @@ class RunReport(BaseModel):
     retention: RetentionDone = Field(default_factory=RetentionDone)
     # Landed files the file source passed over and will never read (jobs/run/audit.py).
     skipped_files: SkippedFiles = Field(default_factory=SkippedFiles)
+    # Landed files of the run's batches that were gone before they were accounted.
+    missing_files: list[str] = Field(default_factory=list)
+    # Files sharing a modification time with a file of another batch (jobs/run/audit.py).
+    tied_files: list[str] = Field(default_factory=list)
     locations: dict[str, str] = Field(default_factory=dict)
 
     _upgrade = model_validator(mode="before")(_from_version_1)
@@ -116,6 +124,7 @@ class RunReport(BaseModel):
             self.late_rows_dropped += account.late_rows_dropped
             self.duplicates_dropped = _sum_known(self.duplicates_dropped, account.duplicates_dropped)
             self.output_rows = _sum_known(self.output_rows, account.output_rows)
+            self.missing_files += account.missing_files
         self.batches = len(self.batch_ids)
 
     @property
@@ -141,6 +150,16 @@ class RunReport(BaseModel):
         skipped = [f"  {self.skipped_files.describe()}"] if self.skipped_files else []
         if self.retention.deleted or self.retention.archived:
             skipped.append(f"  {self.retention.describe()}")
+        if self.tied_files:
+            skipped.append(
+                f"  {len(self.tied_files)} file(s) in different batches had the same modification time: "
+                f"{file_names(self.tied_files)} (Spark chose their order; see README, Landing files)"
+            )
+        if self.missing_files:
+            skipped.append(
+                f"  {len(self.missing_files)} landed file(s) gone before they were accounted: "
+                f"{file_names(self.missing_files)} (their rows are in no count above)"
+            )
         if not self.batch_ids:
             return "\n".join([head, f"  no new files: nothing written; watermark {self.watermark}", *skipped])
         recovered = f" (incl. {len(self.recovered_batch_ids)} recovered)" if self.recovered_batch_ids else ""

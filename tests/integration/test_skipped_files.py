@@ -6,7 +6,7 @@ import os
 import time
 from pathlib import Path
 
-from tests.helpers import event, land, run_pipeline
+from tests.helpers import event, land, land_in_order, run_pipeline
 
 
 def test_a_file_landed_too_old_and_one_overwritten_are_reported_not_read(spark, clickstream, locations, quiet):
@@ -48,3 +48,15 @@ def test_a_run_that_lists_part_of_the_landing_does_not_call_the_rest_skipped(spa
     report = run_pipeline(spark, clickstream, locations, quiet, landing_glob="dt=2023-07-30/*")
 
     assert not report.skipped_files
+
+
+def test_files_of_different_batches_with_one_modification_time_are_named(spark, clickstream, locations, quiet):
+    land_in_order(locations.landing, {f"t{i}.json": [event(f"u{i}", "2023-07-30T10:00:20Z")] for i in range(3)})
+    a_minute_ago = time.time() - 60
+    for name in ("t1.json", "t2.json"):  # as a copy that keeps times, or an S3 upload in the same second
+        os.utime(Path(locations.landing) / name, (a_minute_ago, a_minute_ago))
+
+    report = run_pipeline(spark, clickstream, locations, quiet, max_files_per_trigger=1)
+
+    assert sorted(Path(p).name for p in report.tied_files) == ["t1.json", "t2.json"]
+    assert any("2 file(s) in different batches had the same modification time" in line for line in quiet)

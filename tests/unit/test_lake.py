@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import date
 
 import pytest
@@ -9,6 +10,7 @@ from pydantic import ValidationError
 
 from jobs.flow.source import landing_path
 from jobs.lake import s3
+from jobs.lake.landing import land_files
 from jobs.lake.layout import Locations, StorageError, normalize
 from jobs.units import UsageError
 
@@ -57,3 +59,14 @@ def test_spark_settings_for_s3_carry_no_secret(monkeypatch):
     monkeypatch.setenv("JOBS_S3A_JARS", "ivy")
     with pytest.raises(ValidationError, match="'offline' or 'maven'"):
         s3.spark_conf()
+
+
+def test_landing_gives_each_file_its_own_modification_time(tmp_path):
+    """Spark batches files by modification time alone: files landed together keep their order."""
+    sources = []
+    for i in range(5):
+        sources.append(tmp_path / f"e{i}.json")
+        sources[-1].write_text("{}\n")
+    landed = land_files([str(s) for s in sources], str(tmp_path / "landing"))
+    times_ms = [os.stat(path).st_mtime_ns // 10**6 for path in landed]
+    assert times_ms == sorted(set(times_ms)) and len(times_ms) == 5
