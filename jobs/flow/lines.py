@@ -19,18 +19,19 @@ from jobs.columns import BLOCK_START, LINE_NUMBER, SOURCE_FILE
 
 
 def lines_before(uri: str, offset: int, chunk_size: int = 8 * 2**20) -> int:
-    """How many lines of the file Spark's line reader gives the blocks before the one that
-    starts at byte `offset` (> 0): the lines that start at or before it.
+    """How many lines of the file (`uri` as Spark names it) Spark's line reader gives the
+    blocks before the one that starts at byte `offset` (> 0): the lines that start at or before it.
 
     Hadoop's reader ends a line at LF, CR LF or a lone CR; the block before reads on to the
     end of a line that crosses `offset`, and so also takes a line that starts exactly there.
     """
     from jobs.lake import fs  # in Spark's Python workers, only when a block needs it
+    from jobs.lake.layout import from_spark
 
     newlines = returns = pairs = position = 0
     previous = b""
     # Bytes 0..offset: whether a CR just before `offset` is a lone one depends on the next.
-    for chunk in fs.read_chunks(uri, offset + 1, chunk_size):
+    for chunk in fs.read_chunks(from_spark(uri), offset + 1, chunk_size):
         before = chunk[: offset - position]
         newlines += before.count(b"\n")
         returns += before.count(b"\r")

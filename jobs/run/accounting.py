@@ -273,7 +273,7 @@ def _file_account(path: str, modified_ms: int, tally: _Tally | None, used_known:
     used, late, quarantined_rows = (fates.get(fate, 0) for fate in FATES)
     return FileAccount(
         path=path,
-        size_bytes=tally.size_bytes if tally else fs.size(path),
+        size_bytes=tally.size_bytes if tally else fs.size(from_spark(path)),
         modified_ms=modified_ms,
         input_rows=used + late + quarantined_rows,
         used_rows=used if used_known else None,

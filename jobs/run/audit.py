@@ -22,16 +22,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 
 from jobs.lake import fs
 from jobs.lake.layout import from_spark, is_s3
 from jobs.run.checkpoint import CheckpointLog
-
-if TYPE_CHECKING:
-    from jobs.run.report import BatchAccount
 
 MAX_FILE_AGE_DAYS = 7  # Spark's default maxFileAge
 _MAX_FILE_AGE_MS = MAX_FILE_AGE_DAYS * 24 * 3600 * 1000
@@ -111,16 +108,3 @@ def _skipped_under(landing: str, recorded: dict[str, int]) -> SkippedFiles:
         elif was is None and mtime < oldest_taken:
             skipped.too_old.append(uri)
     return skipped
-
-
-def tied_files(accounts: list[BatchAccount]) -> list[str]:
-    """Files of these batches whose modification time another batch's file has too. Spark's
-    file source orders files by modification time alone (to the ms; on S3, to the second),
-    so which of them went first, and so which rows were late, was its choice."""
-    batches_at: dict[int, set[int]] = {}
-    for account in accounts:
-        for f in account.files or []:
-            if f.modified_ms is not None:
-                batches_at.setdefault(f.modified_ms, set()).add(account.batch_id)
-    tied = {ms for ms, batches in batches_at.items() if len(batches) > 1}
-    return [from_spark(f.path) for a in accounts for f in a.files or [] if f.modified_ms in tied]

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field, model_validator
 
 from jobs.lake import fs
-from jobs.lake.layout import join, normalize
+from jobs.lake.layout import from_spark, join, normalize
 from jobs.run.audit import SkippedFiles, file_names
 from jobs.run.retention import RetentionDone
 
@@ -71,6 +71,19 @@ class BatchAccount(BaseModel):
     files: list[FileAccount] | None = None
 
     _upgrade = model_validator(mode="before")(_from_version_1)
+
+
+def tied_files(accounts: list[BatchAccount]) -> list[str]:
+    """Files of these batches whose modification time another batch's file has too. Spark's
+    file source orders files by modification time alone (to the ms; on S3, to the second),
+    so which of them went first, and so which rows were late, was its choice."""
+    batches_at: dict[int, set[int]] = {}
+    for account in accounts:
+        for f in account.files or []:
+            if f.modified_ms is not None:
+                batches_at.setdefault(f.modified_ms, set()).add(account.batch_id)
+    tied = {ms for ms, batches in batches_at.items() if len(batches) > 1}
+    return [from_spark(f.path) for a in accounts for f in a.files or [] if f.modified_ms in tied]
 
 
 class RunReport(BaseModel):

@@ -30,11 +30,11 @@ from jobs.lake import fs, s3
 from jobs.lake.layout import Locations, StorageError
 from jobs.lake.locks import AlreadyRunning, checkpoint_lock
 from jobs.run.accounting import account_batches
-from jobs.run.audit import remove_stray_output, skipped_files, tied_files
+from jobs.run.audit import remove_stray_output, skipped_files
 from jobs.run.checkpoint import CheckpointLog, ms_to_iso
 from jobs.run.ledger import IncompatibleCheckpoint, Ledger, check_contract, with_recorded_schema
 from jobs.run.progress import ProgressWatch
-from jobs.run.report import BatchAccount, RunReport, save
+from jobs.run.report import BatchAccount, RunReport, save, tied_files
 from jobs.run.retention import apply_retention
 from jobs.units import new_run_id
 
