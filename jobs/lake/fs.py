@@ -143,12 +143,14 @@ def modification_times(uri: str) -> dict[str, int]:
     return {location: info.mtime_ns // 10**6 for location, info in _files_under(uri)}
 
 
-def remove_file(uri: str) -> None:
-    """Delete one file; nothing if it is not there."""
+def remove_file(uri: str) -> bool:
+    """Delete one file; nothing if it is not there. Whether it was there."""
     filesystem, path = _resolve(uri)
     with _errors(uri):
-        if filesystem.get_file_info(path).type != pafs.FileType.NotFound:
-            filesystem.delete_file(path)
+        if filesystem.get_file_info(path).type == pafs.FileType.NotFound:
+            return False
+        filesystem.delete_file(path)
+    return True
 
 
 def move_file(uri: str, to: str) -> None:

@@ -14,6 +14,7 @@ from typing import Any, TypedDict
 from jobs.lake.layout import StorageError, from_spark
 from jobs.run.checkpoint import CheckpointLog, ms_to_iso
 from jobs.run.ledger import Ledger
+from jobs.run.report import FileAccount
 
 _READERS = 16  # accounts read at once: on S3 each is a request
 
@@ -42,9 +43,6 @@ class TableFile(TypedDict):
     path: str
     size_bytes: int
     modified_at: str | None
-
-
-_COUNTS = ("input_rows", "used_rows", "quarantined_rows", "late_rows_dropped")  # as a batch's account has them
 
 
 def accounts_after(ledger: Ledger, batch_id: int = -1) -> list[dict[str, Any]]:
@@ -84,7 +82,7 @@ def files_of(account: dict[str, Any], log: CheckpointLog) -> list[TakenFile]:
                 size_bytes=f["size_bytes"],
                 modified_at=ms_to_iso(f["modified_ms"]),
                 **batch,
-                **{count: f[count] for count in _COUNTS},
+                **{count: f[count] for count in FileAccount.COUNTS},
             )
             for f in account["files"]
         ]
@@ -95,7 +93,7 @@ def files_of(account: dict[str, Any], log: CheckpointLog) -> list[TakenFile]:
             listed |= log.source_entries(account["batch_id"], source)
     except (FileNotFoundError, StorageError):
         pass  # Spark no longer keeps the batch's offsets (the last 100 batches by default)
-    unknown = dict.fromkeys(_COUNTS)
+    unknown = dict.fromkeys(FileAccount.COUNTS)
     return [
         TakenFile(path=from_spark(path), size_bytes=None, modified_at=ms_to_iso(ms), **batch, **unknown)
         for path, ms in listed.items()

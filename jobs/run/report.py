@@ -19,7 +19,6 @@ from pydantic import BaseModel, Field, model_validator
 from jobs.lake import fs
 from jobs.lake.layout import from_spark, join, normalize
 from jobs.run.audit import SkippedFiles, file_names
-from jobs.run.retention import RetentionDone
 
 REPORT_VERSION = 2
 # Validation results (jobs/validate/) live beside the run reports: <run_id>.quality.json.
@@ -84,6 +83,21 @@ def tied_files(accounts: list[BatchAccount]) -> list[str]:
                 batches_at.setdefault(f.modified_ms, set()).add(account.batch_id)
     tied = {ms for ms, batches in batches_at.items() if len(batches) > 1}
     return [from_spark(f.path) for a in accounts for f in a.files or [] if f.modified_ms in tied]
+
+
+class RetentionDone(BaseModel):
+    """What a run's retention did to landed files (the run report's `retention`)."""
+
+    deleted: int = 0
+    archived: int = 0
+    already_gone: int = 0  # named by the ledger, but no longer landed
+    through_batch: int | None = None  # every batch up to this one has been seen to
+    archive: str | None = None
+
+    def describe(self) -> str:
+        done = [f"{n} {what}" for what, n in (("deleted", self.deleted), ("archived", self.archived)) if n]
+        where = f" to {self.archive}" if self.archived else ""
+        return f"retention: {', '.join(done)} landed file(s){where}, of batches up to {self.through_batch}"
 
 
 class RunReport(BaseModel):

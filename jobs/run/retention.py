@@ -13,29 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from pydantic import BaseModel
-
 from jobs.declare.parts import Retention
 from jobs.lake import fs
 from jobs.lake.layout import Locations, is_inside, join
 from jobs.run.checkpoint import CheckpointLog
 from jobs.run.files import accounts_after, files_of
 from jobs.run.ledger import Ledger
-
-
-class RetentionDone(BaseModel):
-    """What a run's retention did to landed files (the run report's `retention`)."""
-
-    deleted: int = 0
-    archived: int = 0
-    already_gone: int = 0  # named by the ledger, but no longer landed
-    through_batch: int | None = None  # every batch up to this one has been seen to
-    archive: str | None = None
-
-    def describe(self) -> str:
-        done = [f"{n} {what}" for what, n in (("deleted", self.deleted), ("archived", self.archived)) if n]
-        where = f" to {self.archive}" if self.archived else ""
-        return f"retention: {', '.join(done)} landed file(s){where}, of batches up to {self.through_batch}"
+from jobs.run.report import RetentionDone
 
 
 def apply_retention(
@@ -62,14 +46,15 @@ def apply_retention(
             path = taken["path"]
             if not is_inside(path, locations.landing):
                 continue  # landed elsewhere (the landing moved): not this declaration's to remove
-            if not fs.exists(path):
-                done.already_gone += 1
-            elif retention.landed == "archive":
+            if retention.landed == "delete":
+                removed = fs.remove_file(path)
+                done.deleted += removed
+                done.already_gone += not removed
+            elif fs.exists(path):
                 fs.move_file(path, join(locations.archive, path.removeprefix(locations.landing).lstrip("/")))
                 done.archived += 1
             else:
-                fs.remove_file(path)
-                done.deleted += 1
+                done.already_gone += 1
         ledger.record_retention_mark(account["batch_id"])
         done.through_batch = account["batch_id"]
     if done.deleted or done.archived:
