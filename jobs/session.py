@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -26,6 +27,8 @@ BASE_CONF = {
     "spark.ui.showConsoleProgress": "false",
     "spark.ui.enabled": "false",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
+    # A stop request waits this long for the batch in flight; then the runner stops anyway.
+    "spark.sql.streaming.stopTimeout": "15s",
     # An out-of-memory error in any thread ends the JVM (exit 3), rather than leave it half alive.
     "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()} -XX:+ExitOnOutOfMemoryError",
 }
@@ -65,10 +68,14 @@ def get_spark(app_name: str = "jobs", extra_conf: dict[str, str] | None = None) 
     # Python workers (processors, some GX metrics) run this interpreter, not whatever python3 is on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
+    log_file = (settings().cache_dir / "logs" / f"{app_name}.log").resolve()
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    java_options = f"{BASE_CONF['spark.driver.extraJavaOptions']} -Djobs.log.file={log_file}"
     # spark-submit starts the JVM first and hands Python its gateway: keep its master.
     if not os.environ.get("PYSPARK_GATEWAY_PORT"):
         builder = builder.master(settings().spark_master)
-    for key, value in {**BASE_CONF, **(extra_conf or {})}.items():
+    conf = {**BASE_CONF, "spark.driver.extraJavaOptions": java_options, **(extra_conf or {})}
+    for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(settings().spark_log_level)
@@ -115,4 +122,29 @@ def dead_jvm_exit_code(wait_s: float = 10.0) -> int | None:
     try:
         return process.wait(wait_s)
     except subprocess.TimeoutExpired:
+        return None
+
+
+def halt_jvm() -> None:
+    """End the Spark JVM at once, without its shutdown hooks, so that it writes nothing more:
+    the fence for a run that lost its lease, or that must stop inside a stalled call."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    process = getattr(gateway, "proc", None)
+    if process is not None:
+        process.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(10)
+    elif gateway is not None:  # under spark-submit, the JVM is this process's parent
+        with contextlib.suppress(Exception):
+            gateway.jvm.java.lang.Runtime.getRuntime().halt(1)
+
+
+def spark_log_file(spark: SparkSession) -> str | None:
+    """The file Spark's log, with its stack traces, goes to (jobs/log4j2.properties)."""
+    try:
+        system = spark.sparkContext._jvm.java.lang.System
+        return system.getProperty("jobs.log.file") or f"{system.getProperty('java.io.tmpdir')}/jobs-spark.log"
+    except Exception:  # noqa: BLE001 - the JVM is gone: nothing to point at
         return None

@@ -36,8 +36,14 @@ class Settings(BaseSettings):
     aws_endpoint_url: str | None = Field(None, validation_alias=AliasChoices("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"))
     s3a_jars: Literal["offline", "maven"] = "offline"
     s3a_credentials_provider: str | None = None
-    s3a_attempts: int = 3
-    s3_lease_s: float = 300.0
+    # Every S3 call is bounded: a stalled endpoint fails the run instead of hanging it.
+    s3_timeout_s: int = 20  # with no byte from S3 for this long, a request is retried, then fails
+    s3a_attempts: int = 2  # tries of each S3 request in Spark (and in boto3 and pyarrow) before it fails
+    s3_lease_s: float = 120.0
+
+    # A run asked to stop (SIGTERM, Ctrl-C) that has not stopped after this long is ended at
+    # once (a stalled call); a second request ends it at once too.
+    stop_grace_s: float = 30.0
 
     # Airflow.
     spark_conn_id: str = "spark_default"

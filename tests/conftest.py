@@ -96,6 +96,7 @@ def quiet() -> list[str]:
 LONGEST_FIRST = (
     "tests/integration/test_window_and_event_pipelines.py",
     "tests/integration/test_processor_and_join_pipelines.py",
+    "tests/integration/test_s3_faults.py",
     "tests/airflow/test_pipeline_dag_runs.py",
     "tests/integration/test_s3.py",
     "tests/e2e/test_crash.py",

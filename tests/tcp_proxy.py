@@ -1,5 +1,6 @@
 """A TCP proxy on 127.0.0.1 that a test can take down and bring back, like a server
-that goes away mid-run and returns with its data."""
+that goes away mid-run and returns with its data, or stall, like a server frozen
+(SIGSTOP) that still accepts connections but never answers."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ class TcpProxy:
         self._listener: socket.socket | None = None
         self._connections: list[socket.socket] = []
         self._lock = threading.Lock()
+        self._flowing = threading.Event()
+        self._flowing.set()
 
     def start(self) -> TcpProxy:
         listener = socket.socket()
@@ -38,6 +41,13 @@ class TcpProxy:
                 connection.close()
             self._connections.clear()
 
+    def stall(self) -> None:
+        """Keep accepting connections, but pass no byte either way until `resume`."""
+        self._flowing.clear()
+
+    def resume(self) -> None:
+        self._flowing.set()
+
     def _accept(self, listener: socket.socket) -> None:
         while True:
             try:
@@ -54,10 +64,10 @@ class TcpProxy:
             for source, sink in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
 
-    @staticmethod
-    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+    def _pipe(self, source: socket.socket, sink: socket.socket) -> None:
         try:
             while data := source.recv(65536):
+                self._flowing.wait()
                 sink.sendall(data)
         except OSError:
             pass

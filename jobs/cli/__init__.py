@@ -9,18 +9,44 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 
 from pydantic import ValidationError as SettingsError
 
 from jobs.exit_codes import ExitCode
 from jobs.units import UsageError
 
+_deadline: threading.Timer | None = None
+
 
 def _stop_on_signal(signum: int, frame: object) -> None:
-    """SIGTERM or Ctrl-C: a run in progress stops at its next poll; anything else stops now."""
+    """SIGTERM or Ctrl-C: a run in progress stops at its next poll, within
+    JOBS_STOP_GRACE_S however stuck it is; anything else stops now."""
+    global _deadline
     runner = sys.modules.get("jobs.run.runner")
     if runner is None or not runner.request_stop():
         raise KeyboardInterrupt
+    if _deadline is not None:  # asked twice
+        _halt(0.0)
+    from jobs.settings import settings
+
+    grace_s = settings().stop_grace_s
+    _deadline = threading.Timer(grace_s, _halt, args=(grace_s,))
+    _deadline.daemon = True
+    _deadline.start()
+
+
+def _halt(waited_s: float) -> None:
+    """Stop now: the JVM first, so that nothing more is written. The checkpoint makes this
+    as safe as a crash: the next run redoes the batch in flight."""
+    from jobs.cli.commands import fail
+    from jobs.session import halt_jvm
+
+    waited = f"still running {waited_s:.0f}s after the request to stop" if waited_s else "asked to stop twice"
+    fail(ExitCode.STOPPED, f"{waited}: stopped at once; the next run redoes the batch in flight, if any")
+    halt_jvm()
+    sys.stdout.flush()
+    os._exit(ExitCode.STOPPED)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,7 +70,10 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return ExitCode.OK
     except Exception as error:  # noqa: BLE001 - one actionable line, not a traceback
+        from jobs.lake.faults import root_cause
         from jobs.session import JavaMissing
 
         code = ExitCode.REFUSED if isinstance(error, JavaMissing) else ExitCode.FAILED
-        return fail(code, str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__)
+        line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        cause = root_cause(str(error), uses_s3=False)
+        return fail(code, f"{cause} ({line})" if cause else line)

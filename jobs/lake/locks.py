@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import socket
 import threading
+import time
+import uuid
 from datetime import UTC, datetime
+from pathlib import Path
 
 from jobs.lake import s3
 from jobs.lake.layout import StorageError, is_s3, join, local_path, split_bucket
@@ -23,8 +27,8 @@ class AlreadyRunning(RuntimeError):
     """Another run holds the pipeline's checkpoint."""
 
 
-def _holder(verb: str) -> str:
-    return f"pid {os.getpid()} on {socket.gethostname()}, {verb} {datetime.now(UTC).isoformat(timespec='seconds')}\n"
+def _holder() -> str:
+    return f"pid {os.getpid()} on {socket.gethostname()}, since {datetime.now(UTC).isoformat(timespec='seconds')}\n"
 
 
 def _refusal(pipeline: str, checkpoint: str, holder: str) -> str:
@@ -75,10 +79,13 @@ class CheckpointLock:
             raise AlreadyRunning(_refusal(self.pipeline, str(self.path.parent.parent), holder)) from None
         handle.seek(0)
         handle.truncate()
-        handle.write(_holder("since"))
+        handle.write(_holder())
         handle.flush()
         self._file = handle
         return self
+
+    def check(self) -> None:
+        """A flock is never lost while its holder lives."""
 
     def __exit__(self, *exc_info: object) -> None:
         if self._file is not None:
@@ -88,21 +95,65 @@ class CheckpointLock:
             self._file = None
 
 
+class LeaseLost(RuntimeError):
+    """This run can no longer be sure it holds the checkpoint's lease: it must stop writing."""
+
+
+def _proc_start(pid: int) -> str | None:
+    """When process `pid` started (clock ticks since boot), or None if there is none."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _pid_space() -> str:
+    """This kernel boot and pid namespace: pids mean the same process only within it."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        return f"{boot}/{os.readlink('/proc/self/ns/pid')}"
+    except OSError:
+        return ""  # not Linux: a holder's pid cannot be checked, its lease expires instead
+
+
+def _gone(holder: dict) -> bool:
+    """Whether the holder was a process in this pid space that no longer runs."""
+    if not holder.get("pid_space") or holder["pid_space"] != _pid_space():
+        return False
+    return _proc_start(holder["pid"]) != holder.get("started")
+
+
 class S3Lease:
     """The checkpoint lock in a bucket, which has no flock.
 
     The lock is an object created with a conditional PUT (If-None-Match: *), so only one
-    run can create it. The holder rewrites it every `lease_s / 3` seconds. A run that
-    crashed stops doing so, and once its object is older than `lease_s` the next run may
-    take it over, again with a conditional PUT (If-Match on the stale copy's ETag), so two
-    runs can never both take it.
+    run can create it. The holder rewrites it every `lease_s / 4` seconds. The next run may
+    take it over, again with a conditional PUT (If-Match on the copy it read), so two runs
+    can never both take it:
+    - at once when the holder was a process on this machine that no longer runs;
+    - otherwise once the object is older than `lease_s`.
+
+    The fence: a holder that could not renew for `2/3 lease_s` counts the lease as lost
+    (`check` raises LeaseLost) and stops before anyone may take it over; so does one
+    whose renewal finds another run's copy.
     """
 
     def __init__(self, ledger: str, pipeline: str, lease_s: float | None = None):
         self.uri = join(ledger, "lock")
         self.pipeline = pipeline
         self.lease_s = lease_s or settings().s3_lease_s
+        self._me = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "pid_space": _pid_space(),
+            "started": _proc_start(os.getpid()),
+            "token": uuid.uuid4().hex,
+            "since": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
         self._etag: str | None = None
+        self._renewed_at = 0.0  # time.monotonic() of the last renewal S3 confirmed
+        self._last_error = ""
+        self._lost = ""
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
 
@@ -110,59 +161,101 @@ class S3Lease:
         from botocore.exceptions import BotoCoreError, ClientError
 
         bucket, key = split_bucket(self.uri)
+        body = json.dumps(self._me).encode()
+        asked_at = time.monotonic()
         try:
-            etag = s3.client().put_object(Bucket=bucket, Key=key, Body=_holder("renewed").encode(), **condition)["ETag"]
+            etag = s3.client().put_object(Bucket=bucket, Key=key, Body=body, **condition)["ETag"]
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code") in (
-                "PreconditionFailed",
-                "412",
-                "ConditionalRequestConflict",
-            ):
+            if error.response.get("Error", {}).get("Code") in _CONFLICT:
                 return False
             raise s3.explain(error, self.uri) from None
         except BotoCoreError as error:
             raise s3.explain(error, self.uri) from None
-        self._etag = etag
+        self._etag, self._renewed_at = etag, asked_at
         return True
 
-    def _current(self) -> dict:
+    def _current(self) -> tuple[dict, str, float]:
+        """The lock object: its holder, ETag and age in seconds."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         bucket, key = split_bucket(self.uri)
         try:
-            return s3.client().get_object(Bucket=bucket, Key=key)
+            current = s3.client().get_object(Bucket=bucket, Key=key)
         except (BotoCoreError, ClientError) as error:
             raise s3.explain(error, self.uri) from None
+        try:
+            holder = json.loads(current["Body"].read())
+        except ValueError:
+            holder = {}  # an older release's plain-text lease: no pid to check, it expires
+        age_s = (datetime.now(UTC) - current["LastModified"]).total_seconds()
+        return holder, current["ETag"], age_s
 
     def __enter__(self) -> S3Lease:
         if not self._put(IfNoneMatch="*"):
-            current = self._current()
-            holder = current["Body"].read().decode().strip() or "unknown holder"
-            age_s = (datetime.now(UTC) - current["LastModified"]).total_seconds()
-            if age_s <= self.lease_s or not self._put(IfMatch=current["ETag"]):
+            holder, etag, age_s = self._current()
+            if not (_gone(holder) or age_s > self.lease_s) or not self._put(IfMatch=etag):
                 checkpoint = self.uri.rsplit("/", 2)[0]
                 raise AlreadyRunning(
-                    f"{_refusal(self.pipeline, checkpoint, holder)}. A crashed run's lease expires "
-                    f"{self.lease_s:.0f}s after it was last renewed"
+                    f"{_refusal(self.pipeline, checkpoint, _describe(holder))}. The lease of a run that "
+                    f"ended without releasing it is free at once on its own machine, elsewhere "
+                    f"{self.lease_s:.0f}s after its last renewal ({age_s:.0f}s ago)"
                 )
         self._heartbeat = threading.Thread(target=self._renew, name="s3-lease", daemon=True)
         self._heartbeat.start()
         return self
 
     def _renew(self) -> None:
-        while not self._stop.wait(self.lease_s / 3):
-            with contextlib.suppress(StorageError):  # S3 unreachable for a moment: the next renewal tries again
-                self._put(IfMatch=self._etag)
+        while not self._stop.wait(self.lease_s / 4):
+            try:
+                if self._put(IfMatch=self._etag) or self._adopt():
+                    continue
+                holder = self._current()[0]
+                self._lost = f"another run took the checkpoint's lease over ({_describe(holder)})"
+                return
+            except StorageError as error:  # S3 unreachable for a moment: the next renewal tries again
+                self._last_error = str(error)
+
+    def _adopt(self) -> bool:
+        """After a renewal whose answer was lost: whether the object is still this run's."""
+        holder, etag, _ = self._current()
+        if holder.get("token") != self._me["token"]:
+            return False
+        self._etag = etag
+        return True
+
+    def check(self) -> None:
+        """Raise LeaseLost if this run can no longer be sure it holds the lease."""
+        silent_s = time.monotonic() - self._renewed_at
+        if not self._lost and silent_s > self.lease_s * 2 / 3:
+            why = self._last_error or f"the S3 endpoint {s3.describe_endpoint()} stopped answering"
+            self._lost = (
+                f"{why}: the lease was not renewed for {silent_s:.0f}s, so the run stopped before "
+                f"another run may take it over ({self.lease_s:.0f}s)"
+            )
+        if self._lost:
+            raise LeaseLost(self._lost)
 
     def __exit__(self, *exc_info: object) -> None:
         from botocore.exceptions import BotoCoreError, ClientError
 
         self._stop.set()
-        if self._heartbeat is not None:
-            self._heartbeat.join()
+        if self._lost:
+            return  # not this run's to release
         bucket, key = split_bucket(self.uri)
-        with contextlib.suppress(BotoCoreError, ClientError):  # if S3 is unreachable, the lease simply expires
-            s3.client().delete_object(Bucket=bucket, Key=key)
+        with contextlib.suppress(BotoCoreError, ClientError, StorageError):
+            # Released only while it is still this run's; if S3 is unreachable, the next
+            # run on this machine takes it over at once, elsewhere when it expires.
+            if self._current()[0].get("token") == self._me["token"]:
+                s3.client().delete_object(Bucket=bucket, Key=key)
+
+
+_CONFLICT = ("PreconditionFailed", "412", "ConditionalRequestConflict")
+
+
+def _describe(holder: dict) -> str:
+    if not holder.get("pid"):
+        return "unknown holder"
+    return f"pid {holder['pid']} on {holder.get('host', '?')}, since {holder.get('since', '?')}"
 
 
 def checkpoint_lock(ledger: str, pipeline: str) -> CheckpointLock | S3Lease:

@@ -22,6 +22,7 @@ from jobs.settings import settings
 OFFLINE_JARS = ("hadoop-aws-3.3.1.jar", "aws-java-sdk-bundle-1.11.901.jar")
 # Maven coordinates for machines that reach Maven: hadoop-aws must match Spark's Hadoop.
 MAVEN_PACKAGES = "org.apache.hadoop:hadoop-aws:{hadoop_version}"
+CONNECT_TIMEOUT_S = 5
 
 
 def describe_endpoint() -> str:
@@ -35,9 +36,9 @@ def _client(endpoint: str | None, region: str):
 
     config = Config(
         region_name=region,
-        retries={"max_attempts": 3, "mode": "standard"},
-        connect_timeout=5,
-        read_timeout=60,
+        retries={"max_attempts": settings().s3a_attempts, "mode": "standard"},
+        connect_timeout=CONNECT_TIMEOUT_S,
+        read_timeout=settings().s3_timeout_s,
         # MinIO and other S3-compatible servers want path-style addressing.
         s3={"addressing_style": "path" if endpoint else "auto"},
     )
@@ -53,11 +54,12 @@ def client():
 def _filesystem(endpoint: str | None, region: str):
     from pyarrow import fs
 
-    options = {"region": region, "connect_timeout": 5, "request_timeout": 60}
+    options = {"region": region, "connect_timeout": CONNECT_TIMEOUT_S, "request_timeout": settings().s3_timeout_s}
     if endpoint:
         parsed = urlparse(endpoint)
         options.update(endpoint_override=parsed.netloc, scheme=parsed.scheme or "https", force_virtual_addressing=False)
-    return fs.S3FileSystem(**options, retry_strategy=fs.AwsStandardS3RetryStrategy(max_attempts=3))
+    retries = fs.AwsStandardS3RetryStrategy(max_attempts=settings().s3a_attempts)
+    return fs.S3FileSystem(**options, retry_strategy=retries)
 
 
 def filesystem():
@@ -71,11 +73,15 @@ def reset() -> None:
     _filesystem.cache_clear()
 
 
+# What the SDKs, Hadoop and pyarrow say when an endpoint accepts a connection but never
+# answers (frozen, overloaded), when nothing answers at all, and when it refuses the keys.
+_STALLED = ("Read timed out", "Read timeout on endpoint", "SocketTimeoutException", "Timeout was reached")
 _UNREACHABLE = (
     "Unable to execute HTTP request",
     "Connection refused",
     "UnknownHostException",
     "connect timed out",
+    "Connect timeout on endpoint",
     "NETWORK_CONNECTION",
     "Could not connect",
     "Couldn't connect",
@@ -85,10 +91,14 @@ _REFUSED = ("InvalidAccessKeyId", "SignatureDoesNotMatch", "403 Forbidden", "Acc
 
 def cause(text: str) -> str | None:
     """A short, actionable cause for an S3 failure described by `text`, or None if it is not one."""
+    endpoint = describe_endpoint()
+    if any(marker in text for marker in _STALLED):
+        limit = f"{settings().s3_timeout_s}s, {settings().s3a_attempts} tries"
+        return f"the S3 endpoint {endpoint} stopped answering (no reply within {limit}); is it frozen or overloaded?"
     if any(marker in text for marker in _UNREACHABLE):
-        return f"cannot reach the S3 endpoint {describe_endpoint()}; is the server up (make s3-up for the local one)?"
+        return f"cannot reach the S3 endpoint {endpoint}; is the server up (make s3-up for the local one)?"
     if any(marker in text for marker in _REFUSED):
-        return f"S3 ({describe_endpoint()}) refused the credentials; check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+        return f"S3 ({endpoint}) refused the credentials; check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
     return None
 
 
@@ -96,7 +106,7 @@ def explain(error: Exception, uri: str) -> StorageError:
     """A boto3 or pyarrow error about `uri` as one line a user can act on."""
     bucket = split_bucket(uri)[0]
     where = f"{uri} ({describe_endpoint()})"
-    code = getattr(error, "response", {}).get("Error", {}).get("Code", "")
+    code = (getattr(error, "response", None) or {}).get("Error", {}).get("Code", "")
     if code == "NoSuchBucket" or (isinstance(error, FileNotFoundError) and not bucket_exists(bucket)):
         return StorageError(f"{where}: bucket {bucket} does not exist; create it first (make s3-up does locally)")
     if type(error).__name__ == "NoCredentialsError":
@@ -158,14 +168,19 @@ def spark_conf() -> dict[str, str]:
         conf.update(
             {
                 "spark.hadoop.fs.s3a.threads.keepalivetime": "60",
-                "spark.hadoop.fs.s3a.connection.establish.timeout": "5000",
-                "spark.hadoop.fs.s3a.connection.timeout": "60000",
                 "spark.hadoop.fs.s3a.multipart.purge.age": "86400",
             }
         )
+    # Bounded calls: s3a's own retries (retry.limit) wrap the SDK's (attempts.maximum),
+    # each try waiting at most the socket timeout for a byte: a stalled endpoint fails a
+    # run in a few minutes, not the 15 its defaults allow. Plain milliseconds, which both
+    # hadoop-aws 3.3 and 3.4 read.
     attempts = str(config.s3a_attempts)
     conf.update(
         {
+            "spark.hadoop.fs.s3a.connection.establish.timeout": str(CONNECT_TIMEOUT_S * 1000),
+            "spark.hadoop.fs.s3a.connection.timeout": str(config.s3_timeout_s * 1000),
+            "spark.hadoop.fs.s3a.retry.interval": "500",
             "spark.hadoop.fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
             # Instance profiles or assumed roles need another provider (any the jars carry).
             "spark.hadoop.fs.s3a.aws.credentials.provider": config.s3a_credentials_provider or provider,

@@ -30,7 +30,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from jobs import declare
 from jobs.declare.parts import Orchestration
 from jobs.exit_codes import ExitCode
-from jobs.lake.layout import Locations
+from jobs.lake.layout import Locations, is_s3
 from jobs.orchestration import environment
 from jobs.orchestration.operators import (
     BackfillStepOperator,
@@ -55,8 +55,23 @@ def table_asset(pipeline: str, root: str) -> Asset:
     return Asset(uri=uri, group="jobs", extra={"pipeline": pipeline})
 
 
-def _retry_args(orchestration: Orchestration) -> dict[str, Any]:
+def outlasting_delay(delay_s: float, retries: int, max_delay_s: float, lease_s: float) -> float:
+    """The first retry delay at which the last retry starts after `lease_s`: a run that died
+    on another worker leaves the checkpoint's S3 lease behind until it expires. Airflow waits
+    at least delay * 2^(n-1) before retry n (exponential backoff), at most max_delay."""
+
+    def least_wait(delay: float) -> float:
+        return sum(min(delay * 2**n, max_delay_s) for n in range(retries))
+
+    while retries and least_wait(delay_s) <= lease_s and delay_s < max_delay_s:
+        delay_s += 15
+    return delay_s
+
+
+def _retry_args(orchestration: Orchestration, root: str) -> dict[str, Any]:
     delay = settings().retry_delay_s or orchestration.retry_delay_s
+    if is_s3(root) and settings().retry_delay_s is None:
+        delay = outlasting_delay(delay, orchestration.retries, orchestration.max_retry_delay_s, settings().s3_lease_s)
     return {
         "retries": orchestration.retries,
         "retry_delay": timedelta(seconds=delay),
@@ -113,7 +128,7 @@ def pipeline_dag(spec: declare.PipelineBase, root: str) -> DAG:
         start_date=START_DATE,
         catchup=False,
         max_active_runs=1,  # two runs never share the checkpoint (the run also locks it)
-        default_args=_retry_args(spec.orchestration),
+        default_args=_retry_args(spec.orchestration, root),
         params={
             "max_files_per_trigger": Param(
                 None, type=["null", "integer"], minimum=1, description="at most this many new files per batch"
@@ -189,7 +204,7 @@ def backfill_dag(pipelines: list[str]) -> DAG:
         start_date=START_DATE,
         catchup=False,
         max_active_runs=1,
-        default_args=_retry_args(Orchestration()),
+        default_args=_retry_args(Orchestration(), environment.root()),
         params={
             "pipeline": Param(pipelines[0] if pipelines else None, type="string", enum=pipelines),
             "since": Param(None, type=["null", "string"], format="date", description="first landing date (dt= folder)"),
@@ -248,7 +263,7 @@ def data_quality_dag(pipelines: list[str], root: str) -> DAG:
         start_date=START_DATE,
         catchup=False,
         max_active_runs=1,
-        default_args=_retry_args(Orchestration()),
+        default_args=_retry_args(Orchestration(), root),
         tags=["jobs", "data-quality"],
         doc_md="Runs when a table's Asset is updated, and daily. A failed `fail` expectation fails its task.",
     ) as dag:

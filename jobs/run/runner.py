@@ -26,12 +26,13 @@ from jobs.flow.patterns import pattern_of
 from jobs.flow.query import source_landings, start_query
 from jobs.flow.sink import Trigger
 from jobs.flow.source import check_inferred, infer_schema, landing_path
-from jobs.lake import fs, s3
+from jobs.lake import fs
 from jobs.lake.layout import Locations, StorageError
-from jobs.lake.locks import AlreadyRunning, checkpoint_lock
+from jobs.lake.locks import AlreadyRunning, CheckpointLock, LeaseLost, S3Lease, checkpoint_lock
 from jobs.run.accounting import account_batches
 from jobs.run.audit import remove_stray_output, skipped_files
 from jobs.run.checkpoint import CheckpointLog, ms_to_iso
+from jobs.run.failure import failure_cause, one_line
 from jobs.run.ledger import IncompatibleCheckpoint, Ledger, check_contract, with_recorded_schema
 from jobs.run.progress import ProgressWatch
 from jobs.run.report import BatchAccount, RunReport, save, tied_files
@@ -86,66 +87,24 @@ def checkpoint_contract(pipeline: PipelineBase, locations: Locations) -> dict[st
     return {**pattern_of(pipeline).contract(), "landing": locations.landing, "output": locations.output}
 
 
-def _one_line(error: BaseException) -> str:
-    """The first meaningful line of an error, without a JVM stack trace."""
-    text = str(error).strip() or type(error).__name__
-    return text.splitlines()[0].strip()[:500]
-
-
-def _whole_text(error: BaseException | None) -> str:
-    """An error with its causes and, for a JVM error, its Java stack trace ("Caused by: ...")."""
-    parts, seen = [], set()
-    while error is not None and id(error) not in seen:
-        seen.add(id(error))
-        parts += [str(error), str(getattr(error, "_stackTrace", "") or "")]
-        error = getattr(error, "_cause", None) or error.__cause__
-    return "\n".join(parts)
-
-
-def _jvm_death(error: BaseException, log: CheckpointLog, report: RunReport) -> str | None:
-    """What to tell a user whose run lost its JVM (py4j then only says "Connection refused")."""
-    from py4j.protocol import Py4JNetworkError
-
-    from jobs.session import OUT_OF_MEMORY_EXITS, dead_jvm_exit_code
-
-    causes, seen = [], error
-    while seen is not None and len(causes) < 20:
-        causes.append(seen)
-        seen = seen.__cause__ or seen.__context__
-    if not any(isinstance(e, Py4JNetworkError | ConnectionRefusedError | ConnectionResetError) for e in causes):
-        return None  # an error the JVM reported (an S3 endpoint refusing is one): the JVM is alive
-    text = _whole_text(error)
-    code = dead_jvm_exit_code()
+def _stop(query, fence: bool) -> None:
+    """Stop the query, waiting at most spark.sql.streaming.stopTimeout (BASE_CONF). A query
+    that does not stop in time (stuck in a stalled call) is fenced by ending its JVM."""
     try:
-        batch = log.batch_in_flight()
-    except (OSError, StorageError):
-        batch = None  # the storage is what failed
-    where = f" in batch {batch}" if batch is not None else ""
-    then = f"; the next run redoes batch {batch} with the same files" if batch is not None else ""
-    if code in OUT_OF_MEMORY_EXITS or "OutOfMemoryError" in text:
-        limits = report.batch_limits or {}
-        now = (
-            f" (this run: at most {limits['max_files']} files per batch)"
-            if limits.get("max_files")
-            else f" (this run: about {limits['max_bytes'] / 2**20:,.0f} MiB per batch)"
-            if limits.get("max_bytes")
-            else ""
-        )
-        more_memory = "give the driver more memory (the declaration's spark: driver_memory, e.g. 2g)"
-        smaller = f"lower --max-bytes-per-trigger{now}"
-        if batch is None:
-            return f"the Spark driver ran out of memory: {smaller}, or {more_memory}"
-        return f"the Spark driver ran out of memory{where}: {more_memory}{then}; {smaller} for the batches after it"
-    if code is not None:
-        return f"the Spark JVM died{where} (exit code {code}; its log above says why){then}"
-    return f"the Spark JVM stopped answering{where} (it died, most often out of memory: see its log above){then}"
+        query.stop()
+    except Exception:  # noqa: BLE001 - py4j's TimeoutException: the stream thread did not stop
+        if fence:
+            from jobs.session import halt_jvm
+
+            halt_jvm()
 
 
 class _Run:
     """One run's state: the pipeline (with its recorded schema), where it lives, its logs."""
 
-    def __init__(self, spark, pipeline, locations, options, report, echo):
+    def __init__(self, spark, pipeline, locations, options, report, echo, lock):
         self.spark: SparkSession = spark
+        self.lock: CheckpointLock | S3Lease = lock
         self.pipeline: PipelineBase = pipeline
         self.locations: Locations = locations
         self.options: RunOptions = options
@@ -232,6 +191,7 @@ class _Run:
             while not query.awaitTermination(options.poll_s):
                 if _stop_requested.is_set():
                     raise KeyboardInterrupt
+                self.lock.check()
                 watch.poll()
                 if options.trigger.kind == "processing-time":
                     # A batch with counts only Spark knows is accounted once its progress was seen.
@@ -247,10 +207,13 @@ class _Run:
             interrupted = error
             if isinstance(error, KeyboardInterrupt):
                 self.echo("  stopping: the batch in flight, if any, is redone by the next run")
-            query.stop()
+            _stop(query, fence=isinstance(error, LeaseLost))
+        if isinstance(interrupted, LeaseLost):
+            raise interrupted  # fenced: what it committed is accounted by the run that holds the lease
 
         watch.poll()
         try:
+            self.lock.check()  # no accounting written by a run that lost its lease
             committed = self.log.committed_batches()
             self.account([b for b in committed if b > accounted_through])
             self.report.watermark = ms_to_iso(self.log.next_watermark_ms(committed[-1])) if committed else None
@@ -269,7 +232,7 @@ class _Run:
         except Exception as error:
             if interrupted is None:
                 raise
-            self.echo(f"  could not account the committed batches ({_one_line(error)}); the next run will")
+            self.echo(f"  could not account the committed batches ({one_line(error)}); the next run will")
         if interrupted is not None:
             raise interrupted
 
@@ -298,7 +261,7 @@ def run(
     _stop_requested.clear()
     _run_in_progress.set()
     try:
-        with checkpoint_lock(locations.ledger, pipeline.name):
+        with checkpoint_lock(locations.ledger, pipeline.name) as lock:
             log = CheckpointLog(locations.checkpoint, locations.output)
             contract = checkpoint_contract(pipeline, locations)
             check_contract(pipeline.name, contract, Ledger(locations.ledger), log, locations.quarantine)
@@ -315,19 +278,24 @@ def run(
 
             shuffle = {"spark.sql.shuffle.partitions": str(pipeline.state_partitions)}
             set_runtime_conf(spark, shuffle | pipeline.spark.sql_conf())
-            _Run(spark, pipeline, locations, options, report, echo).execute()
+            _Run(spark, pipeline, locations, options, report, echo, lock).execute()
         report.finish("succeeded")
     except (AlreadyRunning, IncompatibleCheckpoint, StorageError) as error:
-        report.finish("refused", _one_line(error))
+        report.finish("refused", one_line(error))
         raise RunRefused(report.error) from error
+    except LeaseLost as error:
+        report.finish("failed", f"lost the checkpoint's lease: {error}")
+        raise RunFailed(report.error) from error
     except KeyboardInterrupt as error:
         report.finish("stopped", None)
         raise RunStopped("stopped on request") from error
     except Exception as error:
-        cause = _jvm_death(error, CheckpointLog(locations.checkpoint, locations.output), report)
-        if cause is None and locations.uses_s3:
-            cause = s3.cause(_whole_text(error))
-        report.finish("failed", f"{cause} ({_one_line(error)})" if cause else _one_line(error))
+        log = CheckpointLog(locations.checkpoint, locations.output)
+        report.finish("failed", failure_cause(error, log, report, locations.uses_s3))
+        if spark is not None:
+            from jobs.session import spark_log_file
+
+            echo(f"  stack traces: {spark_log_file(spark) or 'in the log of the JVM that died'}")
         raise RunFailed(report.error) from error
     finally:
         _run_in_progress.clear()

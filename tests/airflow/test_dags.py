@@ -136,3 +136,16 @@ def test_a_declarations_spark_sizes_reach_its_spark_submit(tmp_path):
         assert conf["spark.driver.memory"] == "3072m"
         assert conf["spark.sql.streaming.stateStore.providerClass"].endswith("RocksDBStateStoreProvider")
         assert "-XX:+ExitOnOutOfMemoryError" in conf["spark.driver.extraJavaOptions"]
+
+
+def test_retries_of_a_dag_on_s3_outlast_the_checkpoint_lease():
+    from jobs.orchestration.factory import outlasting_delay
+
+    # Defaults (2 retries, 60 s doubled): the last retry comes after at least 180 s, past a 120 s lease.
+    assert outlasting_delay(60, 2, 1800, 120) == 60
+    # One retry after a 300 s lease: its delay grows past the lease.
+    assert outlasting_delay(60, 1, 1800, 300) == 315
+    # Three retries, 10 s apart at first (10 + 20 + 40 = 70 s): raised until they outlast 120 s.
+    delay = outlasting_delay(10, 3, 1800, 120)
+    assert delay + 2 * delay + 4 * delay > 120 and delay == 25
+    assert outlasting_delay(60, 0, 1800, 300) == 60  # no retry, nothing to outlast

@@ -111,7 +111,7 @@ def test_the_server_going_away_mid_run_fails_clearly_and_the_next_run_resumes(sp
         land(locations.landing, {name: lines})
         time.sleep(1.05)
     proxy = TcpProxy(int(s3_endpoint.rsplit(":", 1)[1])).start()
-    env = {**os.environ, "AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{proxy.port}", "JOBS_S3_LEASE_S": "3"}
+    env = {**os.environ, "AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{proxy.port}"}
     command = python_cmd("run", "clickstream", "--root", s3_root, "--max-files-per-trigger", "1", "--no-validate")
 
     run = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -127,15 +127,19 @@ def test_the_server_going_away_mid_run_fails_clearly_and_the_next_run_resumes(sp
             run.kill()
     assert run.returncode == 1, out + err
     errors = [line for line in err.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and "S3" in errors[0] and f"127.0.0.1:{proxy.port}" in errors[0], err
+    assert len(errors) == 1 and f"cannot reach the S3 endpoint http://127.0.0.1:{proxy.port}" in errors[0], err
+    assert len(err.splitlines()) < 40, err  # the causes, not pages of stack traces
 
-    time.sleep(3.5)  # the failed run could not release its lease; it expires
+    # The failed run could not release its lease, but it ran on this machine and is gone:
+    # the rerun takes the lease over at once.
     proxy.start()  # the server is back, with its data
+    started = time.monotonic()
     try:
         again = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     finally:
         proxy.stop()
     assert again.returncode == 0, again.stdout + again.stderr
+    print(f"\nafter a failed run: the rerun took the lease over and finished in {time.monotonic() - started:.1f} s")
 
     model = ClickstreamModel()
     model.run([lines for lines in files.values()])

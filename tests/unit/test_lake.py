@@ -70,3 +70,40 @@ def test_landing_gives_each_file_its_own_modification_time(tmp_path):
     landed = land_files([str(s) for s in sources], str(tmp_path / "landing"))
     times_ms = [os.stat(path).st_mtime_ns // 10**6 for path in landed]
     assert times_ms == sorted(set(times_ms)) and len(times_ms) == 5
+
+
+def _write_to_a_full_disk() -> str:
+    try:
+        with open("/dev/full", "w") as full:  # a device that is always full
+            full.write("x")
+    except OSError as error:
+        return str(error)
+    raise AssertionError("/dev/full took a write")
+
+
+def test_the_root_cause_of_common_faults_is_one_actionable_line(tmp_path, monkeypatch):
+    from jobs.lake.faults import root_cause
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9000")
+    # What the operating system itself says, raised here for real.
+    full = _write_to_a_full_disk()
+    assert root_cause(f"java.io.IOException: {full}", uses_s3=False).startswith("the disk is full")
+    java_denied = f"java.io.FileNotFoundException: {tmp_path}/out/part-0.parquet (Operation not permitted)"
+    assert root_cause(f"[STREAM_FAILED] ...\n{java_denied}", uses_s3=False) == (
+        f"permission denied on {tmp_path}/out/part-0.parquet: the user running the job must be able to write there"
+    )
+    # S3 as the AWS SDK for Java (s3a), boto3 and pyarrow put it.
+    stalled = (
+        "com.amazonaws.SdkClientException: Unable to execute HTTP request: Read timed out",
+        'Read timeout on endpoint URL: "http://127.0.0.1:9000/lake/x"',
+        "AWS Error NETWORK_CONNECTION during HeadObject operation: curlCode: 28, Timeout was reached",
+    )
+    for text in stalled:
+        assert root_cause(text, uses_s3=True).startswith("the S3 endpoint http://127.0.0.1:9000 stopped answering"), (
+            text
+        )
+    assert root_cause("Connect to 127.0.0.1:9000 failed: Connection refused", uses_s3=True).startswith(
+        "cannot reach the S3 endpoint http://127.0.0.1:9000"
+    )
+    assert "refused the credentials" in root_cause("InvalidAccessKeyId: The AWS Access Key Id ...", uses_s3=True)
+    assert root_cause("AnalysisException: column x not found", uses_s3=True) is None
