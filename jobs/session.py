@@ -27,8 +27,9 @@ BASE_CONF = {
     "spark.ui.showConsoleProgress": "false",
     "spark.ui.enabled": "false",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
-    # A stop request waits this long for the batch in flight; then the runner stops anyway.
-    "spark.sql.streaming.stopTimeout": "15s",
+    # A stop request waits this long for the batch in flight; then the runner ends the JVM.
+    # Under a third of the S3 lease (120 s), which a lost lease's stop must fit in.
+    "spark.sql.streaming.stopTimeout": "30s",
     # An out-of-memory error in any thread ends the JVM (exit 3), rather than leave it half alive.
     "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()} -XX:+ExitOnOutOfMemoryError",
 }

@@ -87,16 +87,19 @@ def checkpoint_contract(pipeline: PipelineBase, locations: Locations) -> dict[st
     return {**pattern_of(pipeline).contract(), "landing": locations.landing, "output": locations.output}
 
 
-def _stop(query, fence: bool) -> None:
-    """Stop the query, waiting at most spark.sql.streaming.stopTimeout (BASE_CONF). A query
-    that does not stop in time (stuck in a stalled call) is fenced by ending its JVM."""
+def _stopped(query) -> bool:
+    """Stop the query, waiting at most spark.sql.streaming.stopTimeout (BASE_CONF). One that
+    does not stop in time (stuck in a stalled call) could still commit a batch whose files
+    the clean-up would remove: its JVM is ended instead, as a crash would, and False says
+    that nothing more can be accounted by this run."""
     try:
         query.stop()
+        return True
     except Exception:  # noqa: BLE001 - py4j's TimeoutException: the stream thread did not stop
-        if fence:
-            from jobs.session import halt_jvm
+        from jobs.session import halt_jvm
 
-            halt_jvm()
+        halt_jvm()
+        return False
 
 
 class _Run:
@@ -203,11 +206,13 @@ class _Run:
                     if new:
                         self.account(new)
                         accounted_through = new[-1]
-        except BaseException as error:  # noqa: BLE001 - committed batches are accounted whatever ended the query
+        except BaseException as error:  # committed batches are accounted whatever ended the query
             interrupted = error
             if isinstance(error, KeyboardInterrupt):
                 self.echo("  stopping: the batch in flight, if any, is redone by the next run")
-            _stop(query, fence=isinstance(error, LeaseLost))
+            if not _stopped(query):
+                self.echo("  the query did not stop in time: its JVM was ended; the next run accounts its batches")
+                raise
         if isinstance(interrupted, LeaseLost):
             raise interrupted  # fenced: what it committed is accounted by the run that holds the lease
 
