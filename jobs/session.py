@@ -132,6 +132,11 @@ def halt_jvm() -> None:
     from pyspark import SparkContext
 
     gateway = SparkContext._gateway
+    # PySpark's accumulator server would print a traceback when the JVM's connection drops.
+    accumulators = getattr(SparkContext._active_spark_context, "_accumulatorServer", None)
+    if accumulators is not None:
+        with contextlib.suppress(Exception):
+            accumulators.shutdown()
     process = getattr(gateway, "proc", None)
     if process is not None:
         process.kill()

@@ -106,6 +106,7 @@ def test_a_stalled_endpoint_fails_the_run_within_minutes_and_the_rerun_goes_on_a
         assert run.returncode == 1, out + err
         errors = [line for line in err.splitlines() if line.startswith("error:")]
         assert len(errors) == 1 and f"{endpoint} stopped answering" in errors[0], err
+        assert "Traceback" not in err and len(err.splitlines()) < 15, err
         assert failed_after_s < STALL_FAILS_WITHIN_S
     _assert_exactly_once(spark, locations, files)
 
@@ -122,6 +123,7 @@ def test_sigterm_ends_a_run_stuck_in_a_stalled_call_within_a_minute(spark, s3_ro
         print(f"\nSIGTERM inside a stalled call: the run ended {ended_after_s:.1f} s later")
         assert ended_after_s < STOP_ENDS_WITHIN_S, out + err
         assert run.returncode == 130, out + err  # stopped on request
+        assert "Traceback" not in err and len(err.splitlines()) < 15, err
     _assert_exactly_once(spark, locations, files)
 
 
