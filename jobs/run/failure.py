@@ -27,7 +27,7 @@ def whole_text(error: BaseException | None) -> str:
 
 def _jvm_death(error: BaseException, log: CheckpointLog, report: RunReport) -> str | None:
     """What to tell a user whose run lost its JVM (py4j then only says "Connection refused")."""
-    from py4j.protocol import Py4JNetworkError
+    from py4j.protocol import Py4JError, Py4JNetworkError
 
     from jobs.session import OUT_OF_MEMORY_EXITS, dead_jvm_exit_code
 
@@ -35,7 +35,10 @@ def _jvm_death(error: BaseException, log: CheckpointLog, report: RunReport) -> s
     while seen is not None and len(causes) < 20:
         causes.append(seen)
         seen = seen.__cause__ or seen.__context__
-    if not any(isinstance(e, Py4JNetworkError | ConnectionRefusedError | ConnectionResetError) for e in causes):
+    # py4j's errors without a Java exception: the connection broke, or the call's answer was
+    # lost with it ("An error occurred while calling o253.recentProgress").
+    lost = Py4JNetworkError | ConnectionRefusedError | ConnectionResetError
+    if not any(isinstance(e, lost) or type(e) is Py4JError for e in causes):
         return None  # an error the JVM reported (an S3 endpoint refusing is one): the JVM is alive
     text = whole_text(error)
     code = dead_jvm_exit_code()

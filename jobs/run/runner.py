@@ -90,16 +90,21 @@ def checkpoint_contract(pipeline: PipelineBase, locations: Locations) -> dict[st
 def _stopped(query) -> bool:
     """Stop the query, waiting at most spark.sql.streaming.stopTimeout (BASE_CONF). One that
     does not stop in time (stuck in a stalled call) could still commit a batch whose files
-    the clean-up would remove: its JVM is ended instead, as a crash would, and False says
-    that nothing more can be accounted by this run."""
+    the clean-up would remove: its JVM is ended instead, as a crash would. False when the
+    JVM is gone, so that this run accounts nothing more."""
     try:
         query.stop()
         return True
-    except Exception:  # noqa: BLE001 - py4j's TimeoutException: the stream thread did not stop
+    except Exception:  # noqa: BLE001 - py4j's TimeoutException, or the JVM died
+        try:
+            running = query.isActive
+        except Exception:  # noqa: BLE001 - the JVM is gone: nothing is left to stop
+            return False
+    if running:
         from jobs.session import halt_jvm
 
         halt_jvm()
-        return False
+    return not running
 
 
 class _Run:
