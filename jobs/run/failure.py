@@ -63,8 +63,8 @@ def _jvm_death(error: BaseException, log: CheckpointLog, report: RunReport) -> s
             return f"the Spark driver ran out of memory: {smaller}, or {more_memory}"
         return f"the Spark driver ran out of memory{where}: {more_memory}{then}; {smaller} for the batches after it"
     if code is not None:
-        return f"the Spark JVM died{where} (exit code {code}; its log above says why){then}"
-    return f"the Spark JVM stopped answering{where} (it died, most often out of memory: see its log above){then}"
+        return f"the Spark JVM died{where} (exit code {code}; Spark's log says why){then}"
+    return f"the Spark JVM stopped answering{where} (it died, most often out of memory: see Spark's log){then}"
 
 
 def failure_cause(error: BaseException, log: CheckpointLog, report: RunReport, uses_s3: bool) -> str:

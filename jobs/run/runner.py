@@ -216,7 +216,9 @@ class _Run:
             if isinstance(error, KeyboardInterrupt):
                 self.echo("  stopping: the batch in flight, if any, is redone by the next run")
             if not _stopped(query):
-                self.echo("  the query did not stop in time: its JVM was ended; the next run accounts its batches")
+                self.echo(
+                    "  the query's JVM is gone (it died, or did not stop in time); the next run accounts its batches"
+                )
                 raise
         if isinstance(interrupted, LeaseLost):
             raise interrupted  # fenced: what it committed is accounted by the run that holds the lease
