@@ -8,16 +8,18 @@ export JOBS_CACHE_DIR := $(CURDIR)/.cache
 # pytest workers: most test time is JVM start-up and waiting, not CPU, so more workers than cores.
 TEST_WORKERS ?= 3
 
-.PHONY: help venv assets browser s3-jars s3-up s3-down airflow airflow-stop demo demo-s3 report test test-fast bench bench-ledger lint format lock clean
+.PHONY: help venv assets browser s3-jars s3-up s3-down cluster cluster-stop airflow airflow-stop demo demo-s3 report test test-fast bench bench-cluster bench-ledger lint format lock clean
 
 help:
 	@echo "make demo     land sample events in arrivals and run the pipeline after each (PIPELINE=name, default clickstream)"
 	@echo "make test     the whole test suite (lint, unit, streaming, crash, CLI and Airflow tests)"
 	@echo "make demo-s3  the same demo with every location in a bucket on a local S3 server"
 	@echo "make s3-up    start the local S3 server (moto, 127.0.0.1:9000); make s3-down stops it"
+	@echo "make cluster  a Spark standalone master and two workers on 127.0.0.1 (spark://127.0.0.1:7077); make cluster-stop stops them"
 	@echo "make report   build the data quality report (summary page and Data Docs) and print its path"
 	@echo "make airflow  Airflow (standalone) with the project's DAGs on http://127.0.0.1:8080; make airflow-stop stops it"
 	@echo "make bench    the product against a minimal Spark stream, a Spark batch job and DuckDB (BENCH_ARGS='--events N ...')"
+	@echo "make bench-cluster  the same pipeline on local[2] and on the standalone cluster (BENCH_ARGS='--events N ...')"
 	@echo "make bench-ledger  how long python -m jobs files takes with 100,000 files taken"
 	@echo "make lint     ruff check and format check"
 	@echo "make lock     regenerate requirements.txt from pyproject.toml"
@@ -44,6 +46,13 @@ s3-up: venv
 
 s3-down: venv
 	@$(PY) -m infra.s3.local_server stop
+
+# A Spark standalone cluster (master and two workers) from pyspark's Spark, on 127.0.0.1.
+cluster: venv s3-jars
+	@$(PY) -m infra.spark.cluster start
+
+cluster-stop: venv
+	@$(PY) -m infra.spark.cluster stop
 
 # Airflow standalone on 127.0.0.1 with AIRFLOW_HOME=./airflow_home and the dags/ folder.
 airflow: venv assets s3-jars
@@ -73,6 +82,10 @@ test-fast: venv assets browser s3-jars
 # Figures, not a test: about 40 minutes on 2 cores at the default 4 M events (benchmarks/scale.py).
 bench: venv
 	$(PY) -m benchmarks.scale $(BENCH_ARGS)
+
+# The same pipeline on local[2] and on the standalone cluster (benchmarks/cluster.py; a few minutes).
+bench-cluster: venv s3-jars
+	$(PY) -m benchmarks.cluster $(BENCH_ARGS)
 
 # The file ledger (python -m jobs files) with 100,000 files taken: a few seconds per shape.
 bench-ledger: venv

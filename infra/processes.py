@@ -20,11 +20,22 @@ def running_pid(pid_file: Path) -> int | None:
 
 
 def group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False
+    """Whether a process of the group still runs. A zombie does not count: it has ended and
+    waits for a parent to reap it, which, where PID 1 reaps nothing, may be never."""
+    if not Path("/proc").is_dir():
+        try:
+            os.killpg(pgid, 0)
+            return True
+        except ProcessLookupError:
+            return False
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            state, _parent, group = stat.read_text().rsplit(")", 1)[1].split()[:3]
+        except (OSError, ValueError):
+            continue  # it ended while we looked
+        if int(group) == pgid and state != "Z":
+            return True
+    return False
 
 
 def stop_group(pgid: int, steps: tuple[tuple[signal.Signals, float], ...]) -> None:

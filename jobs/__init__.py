@@ -10,5 +10,5 @@ The packages follow the data:
     backfill/    reprocess a closed range, then publish it at once
 and beside them: processors/ (per-key functions a `process` pipeline names), cli/,
 orchestration/ (Airflow), pipelines/ (the declarations, data), settings.py, units.py,
-exit_codes.py, session.py.
+exit_codes.py, session.py, executors.py (what a cluster's executors need).
 """

@@ -8,11 +8,11 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 
 from pyspark.logger import PySparkLogger
 from pyspark.sql import SparkSession
 
+from jobs import executors
 from jobs.lake.layout import Locations
 from jobs.settings import package_file, settings
 
@@ -66,8 +66,9 @@ def get_spark(app_name: str = "jobs", extra_conf: dict[str, str] | None = None) 
     """The active session, or a new local one. Under spark-submit, its settings win."""
     check_java()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    # Python workers (processors, some GX metrics) run this interpreter, not whatever python3 is on PATH.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # Python workers (line parsing, processors) on this machine run this interpreter, not
+    # whatever python3 is on PATH; on a cluster, the nodes' own (jobs/executors.py).
+    os.environ.setdefault("PYSPARK_PYTHON", executors.executor_python(settings().spark_master))
     builder = SparkSession.builder.appName(app_name)
     log_file = (settings().cache_dir / "logs" / f"{app_name}.log").resolve()
     log_file.parent.mkdir(parents=True, exist_ok=True)
@@ -80,6 +81,7 @@ def get_spark(app_name: str = "jobs", extra_conf: dict[str, str] | None = None) 
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(settings().spark_log_level)
+    executors.ship_package(spark)
     # PySpark logs every analysis error with its whole plan; the runner reports it in one line.
     for name in ("DataFrameQueryContextLogger", "SQLQueryContextLogger"):
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
@@ -91,7 +93,9 @@ def spark_for(locations: Locations, app_name: str, extra_conf: dict[str, str] | 
     from jobs.lake import s3
 
     conf = {**(extra_conf or {}), **(s3.spark_conf() if locations.uses_s3 else {})}
-    return get_spark(app_name, conf)
+    spark = get_spark(app_name, conf)
+    executors.check_reachable(spark.sparkContext.master, locations)
+    return spark
 
 
 def heap_bytes(spark: SparkSession) -> int:

@@ -28,6 +28,8 @@ class Settings(BaseSettings):
     expectations_dir: Path | None = None
 
     # Spark.
+    # Local paths on a cluster only when every node mounts them at the same path (jobs/executors.py).
+    shared_filesystem: bool = False
     spark_master: str = Field("local[2]", validation_alias=AliasChoices("SPARK_MASTER", "JOBS_SPARK_MASTER"))
     spark_log_level: str = Field("ERROR", validation_alias=AliasChoices("SPARK_LOG_LEVEL", "JOBS_SPARK_LOG_LEVEL"))
 

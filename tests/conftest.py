@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -64,6 +65,23 @@ def spark(s3_endpoint):
     session.stop()
 
 
+@pytest.fixture(scope="session")
+def airflow_home(tmp_path_factory) -> Path:
+    """A migrated Airflow metadata DB (SQLite), shared by the session's Airflow tests."""
+    from tests.airflow.dag_runs import AIRFLOW, airflow_env
+
+    home = tmp_path_factory.mktemp("airflow_home")
+    result = subprocess.run(
+        [AIRFLOW, "db", "migrate"],
+        env=airflow_env(home, str(home / "root")),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return home
+
+
 @pytest.fixture
 def s3_root(s3_endpoint, request) -> str:
     """A fresh prefix in the test bucket."""
@@ -94,6 +112,7 @@ def quiet() -> list[str]:
 # The longest modules, measured: they start first. Under `--dist loadscope` each module is
 # one unit of work for one worker, and a long one started last would run alone at the end.
 LONGEST_FIRST = (
+    "tests/cluster/test_cluster.py",
     "tests/integration/test_window_and_event_pipelines.py",
     "tests/integration/test_processor_and_join_pipelines.py",
     "tests/integration/test_s3_faults.py",

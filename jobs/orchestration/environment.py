@@ -15,6 +15,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from jobs.executors import executor_python
 from jobs.lake.layout import normalize
 from jobs.settings import settings
 
@@ -43,6 +44,14 @@ def ensure_spark_connection(conn_id: str, log) -> None:
         log.info("no Airflow connection %r: running Spark on %s", conn_id, DEFAULT_MASTER)
 
 
+def spark_master(conn_id: str) -> str:
+    """The master a Spark connection names, as the provider's hook reads it (host, then :port)."""
+    connection = _connection(conn_id)
+    if connection is None or not connection.host:
+        return DEFAULT_MASTER
+    return f"{connection.host}:{connection.port}" if connection.port else connection.host
+
+
 def aws_variables(conn_id: str) -> dict[str, str]:
     """The AWS_* variables an Airflow connection (conn type aws) holds: login = access key
     id, password = secret key, extra region_name, endpoint_url and aws_session_token, as
@@ -63,11 +72,12 @@ def aws_variables(conn_id: str) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def task_environment(log) -> Iterator[None]:
+def task_environment(log, master: str = DEFAULT_MASTER) -> Iterator[None]:
     """The environment a task and its spark-submit run in, for the task's duration.
 
-    The project's interpreter and its spark-submit (the environment's bin folder), and S3
-    credentials from the AWS connection when there is one. Secrets go into this process's
+    The project's interpreter as the driver's, and its spark-submit (the environment's bin
+    folder); the executors' Python for `master` (jobs/executors.py); and S3 credentials
+    from the AWS connection when there is one. Secrets go into this process's
     environment only: never into Spark's configuration, a template field or a log line
     (Airflow also masks connection passwords in task logs).
     """
@@ -75,7 +85,8 @@ def task_environment(log) -> Iterator[None]:
 
     values = {
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON") or sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "PYSPARK_PYTHON": executor_python(master),
         "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
     }
     conn_id = settings().aws_conn_id

@@ -52,7 +52,7 @@ class JobsSubmitOperator(SparkSubmitOperator):
     def execute(self, context: Any) -> Any:
         self.application_args = self.arguments(context)
         environment.ensure_spark_connection(self._conn_id, self.log)
-        with environment.task_environment(self.log):
+        with environment.task_environment(self.log, environment.spark_master(self._conn_id)):
             if any("s3a://" in arg or "s3://" in arg for arg in self.application_args):
                 from jobs.lake import s3
 

@@ -1,11 +1,14 @@
-"""Running a DAG for the Airflow tests: `airflow dags test` as a process, and what it left
-in the metadata DB (task states, XComs). Shared by the test modules beside it."""
+"""Running a DAG for the Airflow tests: a real Airflow with its own AIRFLOW_HOME and SQLite
+metadata DB (the `airflow_home` fixture), the project's dags folder, `airflow dags test`
+as a process, and what it left in the metadata DB (task states, XComs)."""
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,8 +17,26 @@ from pathlib import Path
 
 import psutil
 
-from tests.airflow.conftest import AIRFLOW, airflow_env
-from tests.helpers import event
+from tests.helpers import REPO, event
+
+AIRFLOW = str(Path(sys.executable).parent / "airflow")
+
+
+def airflow_env(home: Path, root: str, **extra: str) -> dict[str, str]:
+    env = {
+        **os.environ,
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__PARALLELISM": "4",
+        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "JOBS_ROOT": root,
+        "JOBS_RETRY_DELAY_S": "2",
+    }
+    env.update(extra)
+    return env
+
 
 T0 = datetime(2023, 7, 30, 10, 0, tzinfo=UTC)
 

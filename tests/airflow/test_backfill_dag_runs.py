@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from jobs import backfill
-from tests.airflow.conftest import AIRFLOW, airflow_env
-from tests.airflow.dag_runs import at, dags_test
+from tests.airflow.dag_runs import AIRFLOW, airflow_env, at, dags_test
 from tests.helpers import all_lines, event, land_in_order, table_rows
 from tests.model import ClickstreamModel
 

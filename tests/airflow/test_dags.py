@@ -12,7 +12,7 @@ import pytest
 
 from jobs import declare
 from jobs.flow.patterns import pattern_of
-from tests.airflow.conftest import airflow_env
+from tests.airflow.dag_runs import airflow_env
 from tests.helpers import REPO, declaration_copy
 
 # Loads the dags folder the way Airflow's DAG processor does, then describes what it found.
@@ -149,3 +149,22 @@ def test_retries_of_a_dag_on_s3_outlast_the_checkpoint_lease():
     delay = outlasting_delay(10, 3, 1800, 120)
     assert delay + 2 * delay + 4 * delay > 120 and delay == 25
     assert outlasting_delay(60, 0, 1800, 300) == 60  # no retry, nothing to outlast
+
+
+@pytest.mark.parametrize(
+    ("master", "executors_python"), [("local[2]", sys.executable), ("spark://127.0.0.1:7077", "python3")]
+)
+def test_a_tasks_spark_submit_runs_the_executors_python_its_master_calls_for(monkeypatch, master, executors_python):
+    """The driver is the Airflow worker's interpreter; on a cluster the executors run the
+    nodes' own python3, since a path on the Airflow worker means nothing on a node."""
+    import logging
+    import os
+
+    from jobs.orchestration import environment
+
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_TEST", json.dumps({"conn_type": "spark", "host": master}))
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    assert environment.spark_master("spark_test") == master
+    with environment.task_environment(logging.getLogger("test"), environment.spark_master("spark_test")):
+        assert (os.environ["PYSPARK_DRIVER_PYTHON"], os.environ["PYSPARK_PYTHON"]) == (sys.executable, executors_python)
+    assert "PYSPARK_PYTHON" not in os.environ

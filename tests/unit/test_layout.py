@@ -24,6 +24,7 @@ STAGES = {
     "declare": 2,
     "lake": 2,
     "session": 3,
+    "executors": 3,
     "flow": 3,
     "run": 4,
     "validate": 5,
@@ -34,7 +35,7 @@ STAGES = {
     "entry": 9,
     "__main__": 9,
 }
-NO_SPARK = ("units", "settings", "columns", "exit_codes", "processors", "declare", "lake", "orchestration")
+NO_SPARK = ("units", "settings", "columns", "exit_codes", "processors", "declare", "lake", "executors", "orchestration")
 
 
 def modules() -> dict[str, Path]:

@@ -1,0 +1,1 @@
+"""The local Spark standalone cluster (make cluster)."""

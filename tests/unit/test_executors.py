@@ -1,0 +1,50 @@
+"""What a cluster's executors get from the driver (jobs/executors.py), without Spark."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from jobs import executors
+from jobs.lake.layout import Locations, StorageError
+
+
+def test_the_package_zip_holds_the_package_and_its_data_and_is_named_by_its_content(tmp_path, monkeypatch):
+    monkeypatch.setenv("JOBS_CACHE_DIR", str(tmp_path))
+    archive = executors.package_zip()
+    assert archive.parent == tmp_path / "dist" and archive.name.startswith("jobs-")
+    names = zipfile.ZipFile(archive).namelist()
+    assert {"jobs/__init__.py", "jobs/flow/decode.py", "jobs/pipelines/clickstream.yaml"} <= set(names)
+    assert not [name for name in names if "__pycache__" in name]
+    assert executors.package_zip() == archive  # the same code, the same file
+
+    # Importable from the zip alone: no site-packages, no checkout on the path.
+    probe = subprocess.run(
+        [sys.executable, "-S", "-c", "import jobs.columns; print(jobs.columns.__file__)"],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(archive)},
+        capture_output=True,
+        text=True,
+    )
+    assert probe.stdout.strip() == f"{archive}/jobs/columns.py", probe.stderr
+
+
+def test_executors_run_this_interpreter_locally_and_the_nodes_python_on_a_cluster(monkeypatch):
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    assert executors.executor_python("local[2]") == sys.executable
+    assert executors.executor_python("spark://master:7077") == "python3"
+    monkeypatch.setenv("PYSPARK_PYTHON", "/opt/python/bin/python3")
+    assert executors.executor_python("yarn") == "/opt/python/bin/python3"
+
+
+def test_a_cluster_run_refuses_locations_on_this_machines_disk(monkeypatch):
+    local = Locations.resolve("clickstream", root="./data")
+    executors.check_reachable("local[*]", local)
+    executors.check_reachable("spark://master:7077", Locations.resolve("clickstream", root="s3a://lake/prod"))
+    with pytest.raises(StorageError, match=r"on a cluster \(spark://master:7077\) .*data/landing/clickstream"):
+        executors.check_reachable("spark://master:7077", local)
+    monkeypatch.setenv("JOBS_SHARED_FILESYSTEM", "true")
+    executors.check_reachable("spark://master:7077", local)
