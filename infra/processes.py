@@ -23,11 +23,7 @@ def group_alive(pgid: int) -> bool:
     """Whether a process of the group still runs. A zombie does not count: it has ended and
     waits for a parent to reap it, which, where PID 1 reaps nothing, may be never."""
     if not Path("/proc").is_dir():
-        try:
-            os.killpg(pgid, 0)
-            return True
-        except ProcessLookupError:
-            return False
+        return _has_members(pgid)
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             state, _parent, group = stat.read_text().rsplit(")", 1)[1].split()[:3]
@@ -40,7 +36,7 @@ def group_alive(pgid: int) -> bool:
 
 def stop_group(pgid: int, steps: tuple[tuple[signal.Signals, float], ...]) -> None:
     """Signal the whole process group, one (signal, seconds to wait) step at a time, until
-    no process of it is left."""
+    no process of it runs; then give its ended processes a moment to be reaped."""
     for sig, wait_s in steps:
         try:
             os.killpg(pgid, sig)
@@ -50,4 +46,15 @@ def stop_group(pgid: int, steps: tuple[tuple[signal.Signals, float], ...]) -> No
         while group_alive(pgid) and time.monotonic() < deadline:
             time.sleep(0.2)
         if not group_alive(pgid):
-            return
+            break
+    deadline = time.monotonic() + 2
+    while _has_members(pgid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def _has_members(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False

@@ -118,7 +118,8 @@ def start() -> int:
     else:
         sys.exit(f"error: Airflow did not list the DAGs within {START_TIMEOUT_S}s; see {LOG} (make airflow-stop)")
     print(f"Airflow UI: {URL}  (pid {process.pid}, log {LOG})")
-    print(f"login: the admin password is in {PASSWORDS}")
+    username = next(iter(json.loads(PASSWORDS.read_text())), "admin")
+    print(f"login: user {username}, password in {PASSWORDS}")
     print(f"DAGs: {', '.join(dags)}; import errors: {len(errors) or 'none'}")
     for error in errors:
         print(f"  {error.get('filename')}: {error.get('stack_trace', '').strip().splitlines()[-1:]}")

@@ -33,6 +33,12 @@ LOCK = HERE.parent.parent / "requirements.txt"
 WORKER_PACKAGES = ("pyspark", "pandas", "pyarrow", "msgspec", "pydantic")
 # Variables a node keeps from the environment that starts it; everything else is the node's own.
 KEPT = ("JAVA_HOME", "HOME", "LANG", "TMPDIR")
+# Each application copies its jars (about 200 MB with hadoop-aws) into every executor's
+# folder: a worker removes the folders of finished applications after an hour.
+WORKER_SETTINGS = {
+    "SPARK_WORKER_OPTS": "-Dspark.worker.cleanup.enabled=true -Dspark.worker.cleanup.interval=600 "
+    "-Dspark.worker.cleanup.appDataTtl=3600"
+}
 
 
 @dataclass(frozen=True)
@@ -93,9 +99,7 @@ class Cluster:
             work_dir.mkdir(exist_ok=True)
             worker = ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--webui-port", "0"]
             worker += ["--cores", str(self.cores), "--memory", self.memory, "--work-dir", str(work_dir)]
-            self._launch(
-                f"worker-{number}", [*worker, self.master_url], {**environment, "SPARK_WORKER_DIR": str(work_dir)}
-            )
+            self._launch(f"worker-{number}", [*worker, self.master_url], {**environment, **WORKER_SETTINGS})
         deadline = time.monotonic() + wait_s
         while len(self.alive_workers()) < self.workers:
             if time.monotonic() > deadline or not all(processes.running_pid(p) for p in self._pid_files()):
