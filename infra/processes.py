@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import time
 from pathlib import Path
 
@@ -17,6 +18,13 @@ def running_pid(pid_file: Path) -> int | None:
         return pid
     except (FileNotFoundError, ValueError, ProcessLookupError):
         return None
+
+
+def port_answers(port: int) -> bool:
+    """Whether something listens on 127.0.0.1:`port`."""
+    with socket.socket() as probe:
+        probe.settimeout(0.5)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
 def group_alive(pgid: int) -> bool:

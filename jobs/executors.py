@@ -45,8 +45,14 @@ def check_reachable(master: str, locations: Locations) -> None:
     and state across them. Unless every node mounts the same filesystem (a setting)."""
     if is_local(master) or settings().shared_filesystem:
         return
-    seen_by_executors = (locations.landing, locations.output, locations.checkpoint, locations.quarantine)
-    local = [uri for uri in (*seen_by_executors, locations.dimensions) if uri and not is_s3(uri)]
+    seen_by_executors = (
+        locations.landing,
+        locations.output,
+        locations.checkpoint,
+        locations.quarantine,
+        locations.dimensions,
+    )
+    local = [uri for uri in seen_by_executors if uri and not is_s3(uri)]  # no dimensions: ""
     if local:
         raise StorageError(
             f"on a cluster ({master}) the executors read and write {local[0]}, which is a path on "

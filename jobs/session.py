@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 
+from pyspark import SparkConf, SparkContext
 from pyspark.logger import PySparkLogger
 from pyspark.sql import SparkSession
 
@@ -62,20 +63,28 @@ def check_java() -> None:
         raise JavaMissing(f"Java {MIN_JAVA}+ is required, found Java {major}; point JAVA_HOME at a newer one")
 
 
+def _submitted_master() -> str:
+    """The master spark-submit started the JVM with (one of its system properties)."""
+    SparkContext._ensure_initialized()  # connects to the gateway spark-submit opened, as getOrCreate would
+    return SparkConf().get("spark.master", "local[*]")
+
+
 def get_spark(app_name: str = "jobs", extra_conf: dict[str, str] | None = None) -> SparkSession:
     """The active session, or a new local one. Under spark-submit, its settings win."""
     check_java()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # spark-submit starts the JVM first and hands Python its gateway: its master is the one.
+    under_submit = bool(os.environ.get("PYSPARK_GATEWAY_PORT"))
+    master = _submitted_master() if under_submit else settings().spark_master
     # Python workers (line parsing, processors) on this machine run this interpreter, not
     # whatever python3 is on PATH; on a cluster, the nodes' own (jobs/executors.py).
-    os.environ.setdefault("PYSPARK_PYTHON", executors.executor_python(settings().spark_master))
+    os.environ.setdefault("PYSPARK_PYTHON", executors.executor_python(master))
     builder = SparkSession.builder.appName(app_name)
     log_file = (settings().cache_dir / "logs" / f"{app_name}.log").resolve()
     log_file.parent.mkdir(parents=True, exist_ok=True)
     java_options = f"{BASE_CONF['spark.driver.extraJavaOptions']} -Djobs.log.file={log_file}"
-    # spark-submit starts the JVM first and hands Python its gateway: keep its master.
-    if not os.environ.get("PYSPARK_GATEWAY_PORT"):
-        builder = builder.master(settings().spark_master)
+    if not under_submit:
+        builder = builder.master(master)
     conf = {**BASE_CONF, "spark.driver.extraJavaOptions": java_options, **(extra_conf or {})}
     for key, value in conf.items():
         builder = builder.config(key, value)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import secrets
 import shutil
+import socket
 import sys
 import time
 from datetime import UTC
@@ -23,6 +24,13 @@ REPO = Path(__file__).resolve().parent.parent
 S3_SECRET = f"test-secret-{secrets.token_hex(8)}"
 S3_BUCKET = "lake"
 CLICKSTREAM_TABLE = "window_start timestamp, window_end timestamp, user_id string, event_count long, window_date date"
+
+
+def free_port() -> int:
+    """A port nothing listens on at 127.0.0.1, for a server a test starts."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def event(user: str | None, timestamp: str | None, event_id: str = "e", **extra: object) -> str:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -88,9 +87,8 @@ def start() -> int:
     if running_pid():
         print(f"Airflow already running (pid {running_pid()}): {URL}")
         return 0
-    with socket.socket() as probe:
-        if probe.connect_ex(("127.0.0.1", PORT)) == 0:
-            sys.exit(f"error: 127.0.0.1:{PORT} is taken by another program; set AIRFLOW_PORT to a free port")
+    if processes.port_answers(PORT):
+        sys.exit(f"error: 127.0.0.1:{PORT} is taken by another program; set AIRFLOW_PORT to a free port")
     HOME.mkdir(parents=True, exist_ok=True)
     print(f"starting Airflow in {HOME} (first time: about a minute)...")
     with LOG.open("ab") as log:

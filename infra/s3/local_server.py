@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -38,19 +37,13 @@ def running_pid() -> int | None:
     return processes.running_pid(PID_FILE)
 
 
-def answers(port: int) -> bool:
-    with socket.socket() as probe:
-        probe.settimeout(0.5)
-        return probe.connect_ex(("127.0.0.1", port)) == 0
-
-
 def start() -> int:
     config = settings()
     port = urlparse(config["AWS_ENDPOINT_URL_S3"]).port or 9000
     if running_pid():
         print(f"local S3 server already running on 127.0.0.1:{port} (pid {running_pid()})")
         return 0
-    if answers(port):
+    if processes.port_answers(port):
         sys.exit(f"error: 127.0.0.1:{port} is taken by another program; set AWS_ENDPOINT_URL_S3 to a free port")
     STATE.mkdir(parents=True, exist_ok=True)
     log = (STATE / "server.log").open("ab")
@@ -62,7 +55,7 @@ def start() -> int:
     )
     PID_FILE.write_text(str(server.pid))
     deadline = time.monotonic() + 20
-    while not answers(port):
+    while not processes.port_answers(port):
         if server.poll() is not None or time.monotonic() > deadline:
             sys.exit(f"error: the S3 server did not start; see {STATE / 'server.log'}")
         time.sleep(0.2)

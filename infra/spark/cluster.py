@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -88,7 +87,7 @@ class Cluster:
         if self.running():
             raise ClusterError(f"a cluster is already running from {self.home}; stop it first")
         for port in (self.master_port, self.ui_port):
-            if _answers(port):
+            if processes.port_answers(port):
                 raise ClusterError(f"127.0.0.1:{port} is taken by another program")
         self.home.mkdir(parents=True, exist_ok=True)
         self.ensure_python()
@@ -169,12 +168,6 @@ class Cluster:
 
 class ClusterError(RuntimeError):
     pass
-
-
-def _answers(port: int) -> bool:
-    with socket.socket() as probe:
-        probe.settimeout(0.5)
-        return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _local_s3_credentials() -> dict[str, str]:

@@ -4,7 +4,6 @@ and `make airflow-stop` leaves no process behind."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 
@@ -12,15 +11,9 @@ import psutil
 import pytest
 
 from jobs import declare
-from tests.helpers import REPO
+from tests.helpers import REPO, free_port
 
 pytestmark = pytest.mark.slow
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def test_standalone_airflow_serves_the_dags_on_loopback_and_stops_cleanly(tmp_path):

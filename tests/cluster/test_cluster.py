@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from collections import Counter
@@ -28,7 +27,7 @@ from infra.spark.cluster import Cluster
 from jobs.lake.layout import Locations
 from jobs.run.report import load_reports
 from tests.airflow.dag_runs import dags_test
-from tests.helpers import REPO, S3_SECRET, all_lines, event, land, python_cmd, table_rows
+from tests.helpers import REPO, S3_SECRET, all_lines, event, free_port, land, python_cmd, table_rows
 from tests.histories import assert_history_matches, run_histories_in_processes
 from tests.model import AdJoinModel, ClickstreamModel, SpendingSessionsModel
 
@@ -38,12 +37,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 ARRIVALS = 2
 MODELS = {"clickstream": ClickstreamModel, "spending_sessions": SpendingSessionsModel, "ad_clicks": AdJoinModel}
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
