@@ -8,7 +8,7 @@ export JOBS_CACHE_DIR := $(CURDIR)/.cache
 # pytest workers: most test time is JVM start-up and waiting, not CPU, so more workers than cores.
 TEST_WORKERS ?= 3
 
-.PHONY: help venv assets browser s3-jars s3-up s3-down cluster cluster-stop airflow airflow-stop demo demo-s3 report test test-fast bench bench-cluster bench-ledger lint format lock clean
+.PHONY: help venv assets browser s3-jars s3-up s3-down cluster cluster-stop airflow airflow-stop demo demo-s3 report test test-fast bench bench-cluster bench-ledger bench-dags lint format lock clean
 
 help:
 	@echo "make demo     land sample events in arrivals and run the pipeline after each (PIPELINE=name, default clickstream)"
@@ -21,6 +21,7 @@ help:
 	@echo "make bench    the product against a minimal Spark stream, a Spark batch job and DuckDB (BENCH_ARGS='--events N ...')"
 	@echo "make bench-cluster  the same pipeline on local[2] and on the standalone cluster (BENCH_ARGS='--events N ...')"
 	@echo "make bench-ledger  how long python -m jobs files takes with 100,000 files taken"
+	@echo "make bench-dags    what the pipeline and data quality DAG runs cost (airflow dags test)"
 	@echo "make lint     ruff check and format check"
 	@echo "make lock     regenerate requirements.txt from pyproject.toml"
 	@echo "make clean    remove ./data (the demo's root) and caches"
@@ -90,6 +91,10 @@ bench-cluster: venv s3-jars
 # The file ledger (python -m jobs files) with 100,000 files taken: a few seconds per shape.
 bench-ledger: venv
 	$(PY) -m benchmarks.file_ledger
+
+# A small increment, nothing new and the data quality DAG, each timed whole (a few minutes).
+bench-dags: venv assets
+	$(PY) -m benchmarks.dag_runs $(BENCH_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check .

@@ -6,8 +6,8 @@ The packages follow the data:
     flow/        landing -> lines -> events -> a pattern -> the table (Spark)
     run/         one run: checkpoint logs, the ledger, progress, accounting, the run report
     validate/    Great Expectations on committed output, checks on run reports
-    publish/     the data quality report and Data Docs
     backfill/    reprocess a closed range, then publish it at once
+    publish/     the data quality report (runs, checks, backfills) and Data Docs
 and beside them: processors/ (per-key functions a `process` pipeline names), cli/,
 orchestration/ (Airflow), pipelines/ (the declarations, data), settings.py, units.py,
 exit_codes.py, session.py, executors.py (what a cluster's executors need).

@@ -6,6 +6,7 @@ Fixtures live in conftest.py; everything here is a plain function a test imports
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import shutil
 import socket
@@ -31,6 +32,15 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def modes(path: Path) -> tuple[str, str]:
+    """A file's permission bits, and what the process umask makes of a new file's 0666
+    (octal): equal when the file was written as any file is, e.g. readable by a web server
+    where the umask allows it."""
+    current = os.umask(0)
+    os.umask(current)
+    return f"{path.stat().st_mode & 0o777:o}", f"{0o666 & ~current:o}"
 
 
 def event(user: str | None, timestamp: str | None, event_id: str = "e", **extra: object) -> str:

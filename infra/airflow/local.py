@@ -1,17 +1,23 @@
-"""Start, stop or check a local Airflow (`airflow standalone`) for the project's DAGs.
+"""Start, stop or check a local Airflow for the project's DAGs.
 
     .venv/bin/python -m infra.airflow.local start|stop|status     (make airflow / airflow-stop)
 
 AIRFLOW_HOME is ./airflow_home (ignored by git): its SQLite metadata DB, logs and the
-generated admin password. The API server and UI listen on 127.0.0.1 only. Parallelism is
-set for a small machine. The Spark connection defaults to local[*]; settings already in
-the environment (JOBS_ROOT, AIRFLOW_CONN_SPARK_DEFAULT, AIRFLOW_CONN_AWS_DEFAULT, ...) win.
+generated admin password. The components `airflow standalone` would start (API server,
+scheduler, dag processor, triggerer) run as one process group, started here rather than
+by `standalone` so that every listener is on 127.0.0.1: the scheduler's and triggerer's
+log servers bind every interface (Airflow hard-codes it), so they are not started
+(`--skip-serve-logs`); with the LocalExecutor the API server reads task logs from
+AIRFLOW_HOME/logs. Parallelism is set for a small machine. The Spark connection defaults
+to local[*]; settings already in the environment (JOBS_ROOT, AIRFLOW_CONN_SPARK_DEFAULT,
+AIRFLOW_CONN_AWS_DEFAULT, ...) win.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -25,12 +31,21 @@ from infra import processes
 REPO = Path(__file__).resolve().parents[2]
 
 HOME = Path(os.environ.get("AIRFLOW_HOME") or REPO / "airflow_home")
-PID_FILE = HOME / "standalone.pid"
-LOG = HOME / "standalone.log"
+PID_FILE = HOME / "airflow.pid"  # the process group of the components
+LOG = HOME / "airflow.log"
 PORT = int(os.environ.get("AIRFLOW_PORT", "8080"))
 URL = f"http://127.0.0.1:{PORT}"
 PASSWORDS = HOME / "simple_auth_manager_passwords.json.generated"
 START_TIMEOUT_S = 240
+COMPONENTS = (
+    ["api-server"],
+    ["scheduler", "--skip-serve-logs"],
+    ["dag-processor"],
+    ["triggerer", "--skip-serve-logs"],
+)
+# Right after start the scheduler and triggerer ignore SIGTERM for a while (tens of
+# seconds); the whole group gets SIGKILL after this long.
+STOP_GRACE_S = 8
 
 
 def environment() -> dict[str, str]:
@@ -40,7 +55,12 @@ def environment() -> dict[str, str]:
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__API__HOST": "127.0.0.1",
         "AIRFLOW__API__PORT": str(PORT),
+        "AIRFLOW__API__BASE_URL": URL,  # the links to task pages the run reports keep
         "AIRFLOW__API__WORKERS": "1",
+        # What `airflow standalone` would choose: one machine, a generated admin password.
+        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        "AIRFLOW__CORE__AUTH_MANAGER": "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin",
         # 2 cores: a few task slots, not 32 worker processes.
         "AIRFLOW__CORE__PARALLELISM": "4",
         "AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG": "2",
@@ -57,7 +77,12 @@ def environment() -> dict[str, str]:
 
 
 def running_pid() -> int | None:
-    return processes.running_pid(PID_FILE)
+    """The components' process group, while any of them runs."""
+    try:
+        pgid = int(PID_FILE.read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+    return pgid if processes.group_alive(pgid) else None
 
 
 def _get(path: str, token: str | None = None) -> dict:
@@ -91,20 +116,21 @@ def start() -> int:
         sys.exit(f"error: 127.0.0.1:{PORT} is taken by another program; set AIRFLOW_PORT to a free port")
     HOME.mkdir(parents=True, exist_ok=True)
     print(f"starting Airflow in {HOME} (first time: about a minute)...")
+    airflow, env = str(Path(sys.executable).parent / "airflow"), environment()
+    migrated = subprocess.run([airflow, "db", "migrate"], env=env, capture_output=True, text=True)
+    if migrated.returncode != 0:
+        sys.exit(f"error: airflow db migrate failed:\n{(migrated.stdout + migrated.stderr)[-2000:]}")
+    # One shell starts the components and waits for them: one process group (and session)
+    # for all, which `stop` ends as a whole.
+    script = " & ".join(shlex.join([airflow, *component]) for component in COMPONENTS) + " & wait"
     with LOG.open("ab") as log:
-        process = subprocess.Popen(
-            [str(Path(sys.executable).parent / "airflow"), "standalone"],
-            env=environment(),
-            stdout=log,
-            stderr=log,
-            start_new_session=True,  # its own process group, which `stop` ends as a whole
-        )
+        process = subprocess.Popen(["sh", "-c", script], env=env, stdout=log, stderr=log, start_new_session=True)
     PID_FILE.write_text(str(process.pid))
     deadline = time.monotonic() + START_TIMEOUT_S
     dags: list[str] = []
     while time.monotonic() < deadline:
-        if process.poll() is not None:
-            sys.exit(f"error: Airflow exited ({process.returncode}); see {LOG}")
+        if not processes.group_alive(process.pid):
+            sys.exit(f"error: Airflow exited; see {LOG}")
         try:
             healthy = _get("/api/v2/monitor/health")["metadatabase"]["status"] == "healthy"
             dags, errors = dags_and_errors() if healthy and PASSWORDS.exists() else ([], [])
@@ -131,9 +157,8 @@ def stop() -> int:
         print("Airflow not running")
         PID_FILE.unlink(missing_ok=True)
         return 0
-    # SIGINT first: standalone then stops its scheduler, API server, triggerer and dag
-    # processor itself; plain SIGTERM left children behind. Then the whole group, to be sure.
-    processes.stop_group(pid, ((signal.SIGINT, 30), (signal.SIGTERM, 15), (signal.SIGKILL, 5)))
+    print(f"stopping Airflow (process group {pid}): SIGTERM, SIGKILL after {STOP_GRACE_S}s...", flush=True)
+    processes.stop_group(pid, ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, 5)))
     PID_FILE.unlink(missing_ok=True)
     print(f"Airflow stopped (pid {pid} and its process group)")
     return 0

@@ -10,10 +10,11 @@ landing location and writes only under its work root and the publish location.
 """
 
 from jobs.backfill.plan import BackfillError, BackfillPlan, backfill_id_for, plan_backfill, publish_roots
-from jobs.backfill.versions import POINTER, VERSIONS, current_version, publish
+from jobs.backfill.versions import POINTER, PUBLISHED, VERSIONS, current_version, publish
 
 __all__ = [
     "POINTER",
+    "PUBLISHED",
     "VERSIONS",
     "BackfillError",
     "BackfillPlan",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -49,6 +49,7 @@ class BackfillPlan:
     until: str | None = None
     prefixes: tuple[str, ...] = ()
     max_files_per_trigger: int | None = None
+    warnings: tuple[str, ...] = ()  # what the caller should tell the user; nothing was refused
 
     @property
     def stage(self) -> str:
@@ -103,7 +104,13 @@ class BackfillPlan:
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> BackfillPlan:
         fields = {k: v for k, v in raw.items() if k != "stage"}
-        return cls(**{**fields, "prefixes": tuple(fields.get("prefixes") or ())})
+        return cls(
+            **{
+                **fields,
+                "prefixes": tuple(fields.get("prefixes") or ()),
+                "warnings": tuple(fields.get("warnings") or ()),
+            }
+        )
 
 
 def backfill_id_for(run_id: str, run_after: datetime) -> str:
@@ -136,7 +143,10 @@ def check_publish_location(publish_to: str, root: str, allowed_roots: list[str])
         raise BackfillError(f"publish_to: {error}") from None
     roots = [normalize(r) for r in allowed_roots]
     if not any(is_inside(target, r) and target != r for r in roots):
-        raise BackfillError(f"publish_to {target}: must be inside one of the configured roots {roots}")
+        raise BackfillError(
+            f"publish_to {target}: must be inside the root or one of JOBS_PUBLISH_ROOTS (comma-separated, "
+            f"set for the Airflow processes or the command); configured now: {roots}"
+        )
     production = [join(normalize(root), area) for area in PRODUCTION_AREAS]
     for area in production:
         if is_inside(target, area) or is_inside(area, target):
@@ -204,17 +214,26 @@ def plan_backfill(
         max_files_per_trigger=max_files,
     )
     if check_landing:
-        _check_landed(plan)
+        plan = replace(plan, warnings=_check_landed(plan))
     return plan
 
 
-def _check_landed(plan: BackfillPlan) -> None:
-    """Refuse a range that selects nothing: a backfill of no data is a mistake."""
+def _check_landed(plan: BackfillPlan) -> tuple[str, ...]:
+    """Refuse a range that selects nothing: a backfill of no data is a mistake. Warn of
+    files a date range cannot select: those landed outside dt= folders."""
     landing = plan.landing
     if plan.since:
         if not dated_folders(landing, date.fromisoformat(plan.since), date.fromisoformat(plan.until)):
             raise BackfillError(f"no landed folders dt={plan.since} .. dt={plan.until} under {landing}")
-        return
+        undated = [n for n in fs.list_names(landing) if not n.startswith(("dt=", "_", "."))]
+        if undated:
+            shown = ", ".join(undated[:3]) + (f" and {len(undated) - 3} more" if len(undated) > 3 else "")
+            return (
+                f"{len(undated)} entries under {landing} are outside dt=YYYY-MM-DD folders ({shown}): a date range "
+                "never selects them; reprocess them with prefixes, or land files into dt= folders",
+            )
+        return ()
     missing = [p for p in plan.prefixes if not fs.exists(join(landing, p))]
     if missing:
         raise BackfillError(f"no landed data under {landing} for prefix(es) {missing}")
+    return ()

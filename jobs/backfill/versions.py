@@ -2,6 +2,7 @@
 
     <publish_to>/versions/<backfill_id>/   a plain Parquet table, complete once _SUCCESS exists
     <publish_to>/_CURRENT.json            {"path": <the current version>, ...}
+    <work root>/published.json            the same pointer and where it was published, for the report
 
 Readers resolve the pointer (`current_version`), so they see the previous version or the
 new one. Publishing keeps the previous version, for readers still reading it, and deletes
@@ -18,6 +19,7 @@ from jobs.lake import fs
 from jobs.lake.layout import join, normalize
 
 POINTER = "_CURRENT.json"
+PUBLISHED = "published.json"  # in the backfill's work root
 SUMMARY = "_backfill.json"
 KEEP_VERSIONS = 2  # the current one and the one before, which readers may still be reading
 
@@ -38,6 +40,7 @@ def publish(plan: BackfillPlan) -> dict[str, Any]:
     }
     fs.write_json(join(plan.publish_to, POINTER), pointer)
     pointer["removed_versions"] = _prune(plan.publish_to, keep=plan.backfill_id)
+    fs.write_json(join(plan.work_root, PUBLISHED), {**pointer, "publish_to": plan.publish_to})
     return pointer
 
 

@@ -28,6 +28,13 @@ def _date(text: str | None, option: str) -> date | None:
         raise UsageError(f"{option} {text!r}: use a date like 2023-07-30") from None
 
 
+def _link(text: str | None) -> str | None:
+    """A web address only: the report links it, so nothing a browser would run."""
+    if text and not text.startswith(("http://", "https://")):
+        raise UsageError(f"--link {text!r}: give an http(s) URL")
+    return text
+
+
 def _locations(args: argparse.Namespace, pipeline: str) -> Locations:
     return Locations.resolve(
         pipeline,
@@ -95,6 +102,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         landing_glob=args.landing_glob,
         landing_since=_date(args.landing_since, "--landing-since"),
         run_id=check_id(args.run_id, "--run-id") if args.run_id else None,
+        link=_link(args.link),
     )
     locations = _locations(args, pipeline.name)
     options.listed(locations.landing)  # a bad pattern or date is a usage error
@@ -137,6 +145,8 @@ def cmd_backfill(args: argparse.Namespace) -> int:
         return fail(ExitCode.USAGE, str(error))
     pipeline = declare.load(plan.pipeline)
     suite = load_suite(pipeline)
+    for warning in plan.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     print(f"{plan.pipeline}: backfill {plan.backfill_id} of {plan.to_params()}")
     print(f"  work root {plan.work_root} (own checkpoint), staging {plan.stage}")
     check_java()

@@ -77,6 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ID",
         help="name the run (default: start time and a random suffix); the Airflow DAG sets it to find the report",
     )
+    run.add_argument(
+        "--link",
+        metavar="URL",
+        help="where the run was started from (the Airflow DAG sets its task's page); kept in the run report",
+    )
     run.set_defaults(handler=handlers.cmd_run)
 
     backfill = commands.add_parser(

@@ -187,3 +187,18 @@ def parquet_row_count(uri: str) -> int:
     filesystem, path = _resolve(uri)
     with _errors(uri), filesystem.open_input_file(path) as handle:
         return pq.ParquetFile(handle).metadata.num_rows
+
+
+def read_columns(uri: str, columns: list[str], file_format: str = "parquet"):
+    """Some columns of every file under a folder (Parquet, or JSON lines), its hive
+    partitions (`name=value` folders) as columns too, as a pyarrow Table; None when the
+    folder does not exist."""
+    import pyarrow.dataset as ds
+
+    filesystem, path = _resolve(uri)
+    with _errors(uri):
+        if filesystem.get_file_info(path).type != pafs.FileType.Directory:
+            return None
+        return ds.dataset(path, filesystem=filesystem, format=file_format, partitioning="hive").to_table(
+            columns=columns
+        )

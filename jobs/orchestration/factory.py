@@ -1,10 +1,11 @@
 """DAGs built from the declarations in jobs/pipelines/.
 
-jobs_<pipeline>    run (spark-submit, availableNow) -> validate -> publish_report
-                   on the declared schedule; the output table is an Asset
+jobs_<pipeline>    run (spark-submit, availableNow) -> validate -> publish_report -> table_updated
+                   on the declared schedule; the output table is an Asset, updated
+                   only by a run that appended rows
 jobs_backfill      check_params -> reprocess -> validate -> publish, triggered by hand
-jobs_data_quality  validate every table -> data_docs -> verdict, on the tables' Assets
-                   and daily
+jobs_data_quality  validate each table rows were appended to -> data_docs -> verdict,
+                   on the tables' Assets and daily
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from airflow.sdk import (
     DAG,
     Asset,
+    AssetAlias,
     AssetAny,
     AssetOrTimeSchedule,
     CronTriggerTimetable,
@@ -25,7 +27,7 @@ from airflow.sdk import (
     get_current_context,
     task,
 )
-from airflow.sdk.exceptions import AirflowFailException
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from jobs import declare
 from jobs.declare.parts import Orchestration
@@ -34,8 +36,8 @@ from jobs.lake.layout import Locations, is_s3
 from jobs.orchestration import environment
 from jobs.orchestration.operators import (
     BackfillStepOperator,
-    JobsSubmitOperator,
     RunPipelineOperator,
+    ValidateRunOperator,
     ValidateTableOperator,
 )
 from jobs.settings import settings
@@ -47,12 +49,19 @@ BACKFILL_DAG_ID = f"{DAG_PREFIX}backfill"
 DATA_QUALITY_DAG_ID = f"{DAG_PREFIX}data_quality"
 
 
-def table_asset(pipeline: str, root: str) -> Asset:
-    """The pipeline's output table, named by its location (Airflow wants s3:// where Spark
-    wants s3a://): another root is another table, not the same Asset moved."""
-    output = Locations.resolve(pipeline, root=root).output
-    uri = "s3://" + output.removeprefix("s3a://") if output.startswith("s3a://") else f"file://{output}"
+# Published backfill versions: their locations are params, known only at run time.
+PUBLISHED = AssetAlias("jobs-published")
+
+
+def location_asset(location: str, pipeline: str) -> Asset:
+    """An Asset named by its location (Airflow wants s3:// where Spark wants s3a://)."""
+    uri = "s3://" + location.removeprefix("s3a://") if location.startswith("s3a://") else f"file://{location}"
     return Asset(uri=uri, group="jobs", extra={"pipeline": pipeline})
+
+
+def table_asset(pipeline: str, root: str) -> Asset:
+    """The pipeline's output table: another root is another table, not the same Asset moved."""
+    return location_asset(Locations.resolve(pipeline, root=root).output, pipeline)
 
 
 def outlasting_delay(delay_s: float, retries: int, max_delay_s: float, lease_s: float) -> float:
@@ -82,10 +91,10 @@ def _retry_args(orchestration: Orchestration, root: str) -> dict[str, Any]:
 
 
 # Scheduled pipeline DAGs.
-@task
+@task(trigger_rule=TriggerRule.NONE_FAILED)
 def publish_report(pipeline: str, root: str, jobs_run_id: str) -> dict[str, Any]:
-    """The run report and its validation verdict: into the task log and the XCom, and onto
-    the table's Asset event, so consumers see what changed."""
+    """The run report and its validation verdict (None when there was nothing new to
+    validate): into the task log and the XCom."""
     from jobs.lake import fs
     from jobs.run.report import load_report, report_uri
     from jobs.validate.result import result_uri
@@ -115,9 +124,17 @@ def publish_report(pipeline: str, root: str, jobs_run_id: str) -> dict[str, Any]
     published["report"] = report_uri(locations.runs, jobs_run_id)
     for line in json.dumps(published, indent=2).splitlines():
         log.info("%s", line)
-    context = get_current_context()
-    context["outlet_events"][table_asset(pipeline, root)].extra = published
     return published
+
+
+@task
+def table_updated(pipeline: str, root: str, published: dict[str, Any]) -> None:
+    """An event for the table's Asset, with the run report as its extra, when the run
+    appended rows; skipped otherwise, so consumers (the data quality DAG) wake for new
+    rows only."""
+    if published["output_rows"] == 0:
+        raise AirflowSkipException(f"no Asset event: run {published['run_id']} appended no rows")
+    get_current_context()["outlet_events"][table_asset(pipeline, root)].extra = published
 
 
 def pipeline_dag(spec: declare.PipelineBase, root: str) -> DAG:
@@ -145,14 +162,12 @@ def pipeline_dag(spec: declare.PipelineBase, root: str) -> DAG:
     ) as dag:
         sizes = spec.spark.session_conf()
         run = RunPipelineOperator(task_id="run", pipeline=spec.name, root=root, name=f"jobs-{spec.name}", conf=sizes)
-        validate = JobsSubmitOperator(
-            task_id="validate",
-            jobs_args=["validate", spec.name, f"--root={root}", "--run={{ ti.xcom_pull(task_ids='run') }}"],
-            name=f"jobs-validate-{spec.name}",
-            conf=sizes,
+        validate = ValidateRunOperator(
+            task_id="validate", pipeline=spec.name, root=root, name=f"jobs-validate-{spec.name}", conf=sizes
         )
-        publish = publish_report.override(outlets=[table_asset(spec.name, root)])(spec.name, root, run.output)
-        run >> validate >> publish
+        published = publish_report(spec.name, root, run.output)
+        run >> validate >> published
+        table_updated.override(outlets=[table_asset(spec.name, root)])(spec.name, root, published)
     return dag
 
 
@@ -181,24 +196,33 @@ def check_params() -> dict[str, Any]:
             )
     except backfill.BackfillError as error:
         raise AirflowFailException(f"rejected, nothing was run: {error}") from None
+    for warning in plan.warnings:
+        log.warning("%s", warning)
     log.info("backfill plan: %s", json.dumps(plan.to_dict(), indent=2))
     return plan.to_dict()
 
 
-@task
+@task(outlets=[PUBLISHED])
 def publish_backfill(plan: dict[str, Any]) -> dict[str, Any]:
-    """Point <publish_to>/_CURRENT.json at the validated version: one atomic write."""
+    """Point <publish_to>/_CURRENT.json at the validated version: one atomic write; then an
+    event for the publish location's Asset (through the alias), the pointer as its extra."""
     from jobs import backfill
 
+    published = backfill.BackfillPlan.from_dict(plan)
     with environment.task_environment(log):
-        pointer = backfill.publish(backfill.BackfillPlan.from_dict(plan))
+        pointer = backfill.publish(published)
     log.info("published: %s", json.dumps(pointer, indent=2))
+    asset = location_asset(published.publish_to, published.pipeline)
+    get_current_context()["outlet_events"][PUBLISHED].add(asset, extra=pointer)
     return pointer
 
 
 def backfill_dag(pipelines: list[str]) -> DAG:
     with DAG(
         dag_id=BACKFILL_DAG_ID,
+        # Created unpaused: it only ever runs when triggered by hand, and a trigger of a
+        # paused DAG would wait, queued, until someone unpaused it.
+        is_paused_upon_creation=False,
         description="Reprocess a closed range of landed data into its own location, then publish it",
         schedule=None,
         start_date=START_DATE,
@@ -206,7 +230,14 @@ def backfill_dag(pipelines: list[str]) -> DAG:
         max_active_runs=1,
         default_args=_retry_args(Orchestration(), environment.root()),
         params={
-            "pipeline": Param(pipelines[0] if pipelines else None, type="string", enum=pipelines),
+            # Suggestions, not an enum: another pipeline gets check_params' readable refusal
+            # (why, and what to run instead), not a JSON-schema dump.
+            "pipeline": Param(
+                pipelines[0] if pipelines else None,
+                type="string",
+                examples=pipelines,
+                description="a windowed pipeline (the others are refused, with what to run instead)",
+            ),
             "since": Param(None, type=["null", "string"], format="date", description="first landing date (dt= folder)"),
             "until": Param(
                 None, type=["null", "string"], format="date", description="last landing date (dt= folder), included"
@@ -264,15 +295,23 @@ def data_quality_dag(pipelines: list[str], root: str) -> DAG:
         catchup=False,
         max_active_runs=1,
         default_args=_retry_args(Orchestration(), root),
+        params={
+            "revalidate": Param(
+                False, type="boolean", description="validate every table, also those no run appended rows to"
+            )
+        },
         tags=["jobs", "data-quality"],
-        doc_md="Runs when a table's Asset is updated, and daily. A failed `fail` expectation fails its task.",
+        doc_md=(
+            "Runs when a table's Asset is updated, and daily. Validates the tables rows were appended to since "
+            "their last check (all of them with `revalidate`). A failed `fail` expectation fails its task."
+        ),
     ) as dag:
         checks = [
             ValidateTableOperator(
                 task_id=f"validate_{name}",
                 pipeline=name,
                 root=root,
-                skip_on_exit=(ExitCode.REFUSED,),  # nothing to validate (also checked before spark-submit)
+                skip_on_exit=(ExitCode.REFUSED,),  # nothing to validate (checked before spark-submit too)
                 name=f"jobs-validate-{name}",
             )
             for name in pipelines

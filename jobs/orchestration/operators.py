@@ -81,7 +81,7 @@ class RunPipelineOperator(JobsSubmitOperator):
 
     def arguments(self, context: Any) -> list[str]:
         self.run_id = new_run_id(datetime.now(UTC))
-        args = [*super().arguments(context), f"--run-id={self.run_id}"]
+        args = [*super().arguments(context), f"--run-id={self.run_id}", f"--link={context['ti'].log_url}"]
         params = context["params"]
         if params.get("max_files_per_trigger"):
             args.append(f"--max-files-per-trigger={int(params['max_files_per_trigger'])}")
@@ -94,9 +94,33 @@ class RunPipelineOperator(JobsSubmitOperator):
         return self.run_id
 
 
+class ValidateRunOperator(JobsSubmitOperator):
+    """`python -m jobs validate PIPELINE --run=<the run task's run id>`, skipped without
+    starting Spark when that run committed no batch (nothing new landed)."""
+
+    def __init__(self, *, pipeline: str, root: str, run_task: str = "run", **kwargs: Any) -> None:
+        run_id = f"{{{{ ti.xcom_pull(task_ids='{run_task}') }}}}"
+        super().__init__(jobs_args=["validate", pipeline, f"--root={root}", f"--run={run_id}"], **kwargs)
+        self.pipeline = pipeline
+        self.root = root
+        self.run_task = run_task
+
+    def execute(self, context: Any) -> Any:
+        from jobs.lake.layout import Locations
+        from jobs.run.report import load_report
+
+        run_id = context["ti"].xcom_pull(task_ids=self.run_task)
+        with environment.task_environment(self.log):
+            report = load_report(Locations.resolve(self.pipeline, root=self.root).runs, run_id)
+        if not report.batch_ids:
+            raise AirflowSkipException(f"nothing to validate: run {run_id} committed no batch (nothing new landed)")
+        return super().execute(context)
+
+
 class ValidateTableOperator(JobsSubmitOperator):
     """`python -m jobs validate PIPELINE --all`, skipped without starting Spark while the
-    pipeline has committed no batch (there is no table yet)."""
+    pipeline has committed no batch (there is no table yet), and when no run has appended
+    rows since the table's last check (unless the DAG run's param `revalidate` is set)."""
 
     def __init__(self, *, pipeline: str, root: str, **kwargs: Any) -> None:
         super().__init__(jobs_args=["validate", pipeline, f"--root={root}", "--all"], **kwargs)
@@ -106,11 +130,17 @@ class ValidateTableOperator(JobsSubmitOperator):
     def execute(self, context: Any) -> Any:
         from jobs.lake.layout import Locations
         from jobs.run.report import has_committed_batches
+        from jobs.validate.result import current_table_check
 
+        runs = Locations.resolve(self.pipeline, root=self.root).runs
         with environment.task_environment(self.log):
-            committed = has_committed_batches(Locations.resolve(self.pipeline, root=self.root).runs)
+            committed, current = has_committed_batches(runs), current_table_check(runs)
         if not committed:
             raise AirflowSkipException(f"nothing to validate yet: {self.pipeline} has committed no batch")
+        if current and not context["params"].get("revalidate"):
+            raise AirflowSkipException(
+                f"unchanged: no run of {self.pipeline} appended rows since table check {current}"
+            )
         return super().execute(context)
 
 

@@ -69,7 +69,42 @@ def localize(site: Path) -> int:
     return changed
 
 
-def build(locations: Locations) -> str:
+# GX calls a validation with any failed expectation "Failed"; ours is "warned" when only
+# `warn` expectations failed, and the report and the Airflow task say so.
+_FAILED_STATUS = '<i class="fas fa-times text-danger" aria-hidden="true"></i> Failed'
+_WARNED_STATUS = '<i class="fas fa-exclamation-triangle text-warning" aria-hidden="true"></i> Warned (only `warn` expectations failed)'
+_INDEX_ROW = "{'validation_success'"
+# GX renders a percentage of no rows as NaN%.
+_NAN_SHARE = re.compile(r">NaN%[^<]*<")
+
+
+def speak_our_words(site: Path, warned_pages: set[str]) -> None:
+    """The pages of warned validations, and their rows in the index, say "Warned", not
+    "Failed"; an empty table's shares say "no rows", not "NaN%"."""
+    index = site / "index.html"
+    text = index.read_text() if index.is_file() else ""
+    for page in warned_pages:
+        path = site / page
+        if path.is_file():
+            path.write_text(path.read_text().replace(_FAILED_STATUS, _WARNED_STATUS))
+        at = text.find(f"'_table_row_link_path': '{page}'")
+        start, end = text.rfind(_INDEX_ROW, 0, at), text.find("}", at)
+        if at >= 0 and start >= 0:
+            row = text[start:end].replace("fa-times text-danger ge-failed-icon", "fa-exclamation-triangle text-warning")
+            text = (
+                text[:start]
+                + row.replace("'_validation_success_text': 'Failed'", "'_validation_success_text': 'Warned'")
+                + text[end:]
+            )
+    if text:
+        index.write_text(text)
+    for path in (site / "validations").rglob("*.html"):
+        page = path.read_text()
+        if "NaN%" in page:
+            path.write_text(_NAN_SHARE.sub(">no rows<", page))
+
+
+def build(locations: Locations, warned_pages: set[str] = frozenset()) -> str:
     """Rebuilds the site from every stored result; returns its index page.
 
     Raises AssetsMissing (after building) when the site still links CDNs.
@@ -77,6 +112,7 @@ def build(locations: Locations) -> str:
     site, folder = join(locations.reports, "data_docs"), site_folder(locations)
     with FolderLock(locations.quality):
         gx.context(locations.quality, folder).build_data_docs(site_names=[gx.DATA_DOCS_SITE])
+        speak_our_words(folder, warned_pages)
         try:
             localize(folder)
         finally:

@@ -1,14 +1,18 @@
 """The data quality report: one static page across pipelines and runs, beside the Data Docs site.
 
-    <reports>/index.html       every pipeline: rows per run (a chart), run history with verdicts
+    <reports>/index.html       the overview (one row per pipeline: health.py), then per
+                               pipeline: rows per run (chart.py), quarantine reasons, the
+                               history of each check, runs with verdicts, whole-table
+                               checks, backfills and published versions
     <reports>/data_docs/       Great Expectations' Data Docs (suites and every validation result)
 
-The page (templates/report.html.j2) is plain HTML with an inline SVG chart: no script,
-nothing fetched, so it opens the same from a laptop, a bucket or an air-gapped server.
+The page (templates/report.html.j2) is plain HTML with inline SVG: no script, nothing
+fetched, so it opens the same from a laptop, a bucket or an air-gapped server.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -16,17 +20,20 @@ from typing import Any
 import jinja2
 
 from jobs import declare
+from jobs.backfill import POINTER, PUBLISHED
 from jobs.lake import fs
-from jobs.lake.layout import Locations, join, normalize
+from jobs.lake.layout import Locations, is_s3, join, normalize
+from jobs.publish import health
+from jobs.publish.chart import FATES, run_chart
 from jobs.run.report import RunReport, load_reports
 from jobs.validate.result import ValidationResult, load_results
 
-CHART_RUNS = 40  # the chart shows the latest runs only; the table shows them all
+HISTORY_COLUMNS = 12  # the latest validations in a check's history
 FATE_COLORS = {"used": "#3b7dd8", "quarantined": "#e39b2d", "late": "#9a9a9a"}
 VERDICT_COLORS = {"passed": "#2e9e5b", "warned": "#e3b12d", "failed": "#d64541", None: "#d0d0d0"}
-# Run statuses share the verdicts' colours: good, needs a look, bad; anything else grey.
+# Run statuses and health share the verdicts' colours: good, needs a look, bad; anything else grey.
 STATUS_COLORS = {**VERDICT_COLORS, "succeeded": "#2e9e5b", "refused": "#e3b12d", "stopped": "#888888"}
-CHART = {"width": 720, "height": 190, "top": 12, "bottom": 36}
+STATUS_COLORS |= {"healthy": "#2e9e5b", "warning": "#e3b12d", "failing": "#d64541", "stale": "#8e5bd6"}
 
 _TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("jobs.publish", "templates"),
@@ -35,70 +42,101 @@ _TEMPLATES = jinja2.Environment(
     lstrip_blocks=True,
     undefined=jinja2.StrictUndefined,
 )
+_TEMPLATES.filters["duration"] = health.duration
 
 
-def _chart(runs: list[RunReport], verdicts: dict[str, ValidationResult]) -> dict[str, Any] | None:
-    """Stacked bars of input rows per run (used, quarantined, late), a verdict dot under each."""
-    runs = [r for r in runs if r.input_rows][-CHART_RUNS:]
-    if not runs:
-        return None
-    width, height, top, bottom = CHART["width"], CHART["height"], CHART["top"], CHART["bottom"]
-    slot = width / len(runs)
-    bar = max(3.0, min(28.0, slot * 0.7))
-    peak = max(r.input_rows for r in runs)
-    scale = (height - top - bottom) / peak
-    bars = []
-    for index, run in enumerate(runs):
-        x, y, segments = index * slot + (slot - bar) / 2, height - bottom, []
-        for fate, value in (
-            ("used", run.used_rows),
-            ("quarantined", run.quarantined_rows),
-            ("late", run.late_rows_dropped),
-        ):
-            if value:
-                y -= value * scale
-                segments.append({"y": y, "h": value * scale, "fate": fate, "value": value})
-        verdict = verdicts.get(run.run_id)
-        bars.append({"run": run, "x": x, "segments": segments, "verdict": verdict.status if verdict else None})
-    return {**CHART, "bar": bar, "peak": peak, "bars": bars, "first": runs[0].started_at, "last": runs[-1].started_at}
+def link(uri: str) -> str | None:
+    """A link a browser can follow to a location: local folders only."""
+    return None if is_s3(uri) else f"file://{uri}"
 
 
-def _section(pipeline: declare.PipelineBase, locations: Locations) -> dict[str, Any]:
-    runs = load_reports(locations.runs)
-    results = load_results(locations.runs)
-    by_run = {v.validation_id: v for v in results if v.scope == "run"}
-    tiles = [
-        ("runs", len(runs)),
-        ("failed runs", sum(1 for r in runs if r.status == "failed")),
-        ("failed validations", sum(1 for v in results if v.status == "failed")),
-        ("input rows", sum(r.input_rows for r in runs)),
-        ("rows written", sum(r.output_rows or 0 for r in runs)),
-        ("quarantined", sum(r.quarantined_rows for r in runs)),
-        ("late, dropped", sum(r.late_rows_dropped for r in runs)),
-    ]
+def quarantine_reasons(quarantine: str) -> list[dict[str, Any]]:
+    """Quarantined records by reason, most first, with the latest batch folder holding one."""
+    table = fs.read_columns(quarantine, ["reason", "batch_id"], file_format="json")
+    if table is None or table.num_rows == 0:
+        return []
+    reasons, batches = table.column("reason").to_pylist(), table.column("batch_id").to_pylist()
+    latest: dict[str, int] = {}
+    for reason, batch in zip(reasons, batches, strict=True):
+        latest[reason] = max(batch, latest.get(reason, batch))
+    counted = Counter(reasons).most_common()
+    return [{"reason": r, "rows": n, "records": join(quarantine, f"batch_id={latest[r]}")} for r, n in counted]
+
+
+def check_history(results: list[ValidationResult]) -> dict[str, Any]:
+    """Each check's outcome in the latest validations (oldest left): True, False, or None
+    (skipped, or not part of that validation)."""
+    columns = results[-HISTORY_COLUMNS:]
+    names = list(dict.fromkeys(c.name for result in columns for c in result.checks))
+    outcomes = [{c.name: c for c in result.checks} for result in columns]
+    rows = [{"name": name, "cells": [outcome.get(name) for outcome in outcomes]} for name in names]
+    return {"columns": columns, "rows": rows}
+
+
+def stale_checks(runs: list[RunReport], results: list[ValidationResult]) -> dict[str, int]:
+    """Whole-table check id -> runs that appended rows after it (the table it saw has grown)."""
+    appended = [r for r in runs if r.batch_ids and r.output_rows != 0]
     return {
-        "pipeline": pipeline,
-        "output": locations.output,
-        "tiles": tiles,
-        "chart": _chart(runs, by_run),
-        "runs": [(run, by_run.get(run.run_id)) for run in reversed(runs)],
-        "table_checks": [v for v in reversed(results) if v.scope == "table"],
+        v.validation_id: sum(1 for r in appended if r.run_id not in v.run_ids and r.started_at >= v.validated_at)
+        for v in results
+        if v.scope == "table"
     }
 
 
-def render(root: str, reports: str | None = None) -> str:
+def backfills(root: str, pipeline: str) -> list[dict[str, Any]]:
+    """The pipeline's backfills, newest first: their runs and what each published."""
+    folder = join(normalize(root), "backfills", pipeline)
+    found = []
+    for backfill_id in reversed(fs.list_names(folder)):
+        work_root = join(folder, backfill_id)
+        runs = load_reports(Locations.resolve(pipeline, root=work_root).runs)
+        record = join(work_root, PUBLISHED)
+        published = fs.read_json(record) if fs.exists(record) else None
+        if published:
+            pointer = join(published["publish_to"], POINTER)
+            current = fs.exists(pointer) and fs.read_json(pointer).get("path") == published["path"]
+            published["current"] = current
+        found.append({"id": backfill_id, "runs": runs, "published": published, "work_root": work_root})
+    return found
+
+
+def _section(root: str, pipeline: declare.PipelineBase, locations: Locations, now: datetime) -> dict[str, Any]:
+    runs, results = load_reports(locations.runs), load_results(locations.runs)
+    by_run = {v.validation_id: v for v in results if v.scope == "run"}
+    return {
+        "pipeline": pipeline,
+        "health": health.assess(pipeline.name, pipeline.schedule, runs, results, now),
+        "output": locations.output,
+        "chart": run_chart(runs, by_run),
+        "runs": [(run, by_run.get(run.run_id)) for run in reversed(runs)],
+        "reasons": quarantine_reasons(locations.quarantine) if any(r.quarantined_rows for r in runs) else [],
+        "history": check_history(results),
+        "table_checks": [v for v in reversed(results) if v.scope == "table"],
+        "stale": stale_checks(runs, results),
+        "backfills": backfills(root, pipeline.name),
+    }
+
+
+def render(root: str, reports: str | None = None, now: datetime | None = None) -> str:
     """The summary page's HTML, from the run reports and validation results under `root`."""
+    now = now or datetime.now(UTC)
     sections = [
-        _section(pipeline, Locations.resolve(name, root=root, reports=reports))
+        _section(root, pipeline, Locations.resolve(name, root=root, reports=reports), now)
         for name, pipeline in declare.load_all().items()
     ]
+    sections.sort(key=lambda s: (s["health"].rank, s["pipeline"].name))
+    # A pipeline shows when it ran, or has backfills (what they published is news too).
+    shown = [s for s in sections if s["health"].status != "never run" or s["backfills"]]
     return _TEMPLATES.get_template("report.html.j2").render(
-        sections=sections,
-        generated=datetime.now(UTC).isoformat(timespec="seconds"),
+        ran=shown,
+        never_ran=[s["pipeline"] for s in sections if s not in shown],
+        generated=now.isoformat(timespec="seconds"),
         root=normalize(root),
+        fates=FATES,
         fate_colors=FATE_COLORS,
         verdict_colors=VERDICT_COLORS,
         status_colors=STATUS_COLORS,
+        link=link,
     )
 
 
@@ -110,8 +148,14 @@ def build(
     if with_data_docs and fs.exists(join(locations.quality, "gx")):
         from jobs.publish import data_docs
 
+        warned = {
+            result.data_docs_page
+            for name in declare.load_all()
+            for result in load_results(Locations.resolve(name, root=root, reports=reports).runs)
+            if result.status == "warned" and result.data_docs_page
+        }
         try:
-            data_docs.build(locations)
+            data_docs.build(locations, warned)
         except data_docs.AssetsMissing as error:
             echo(f"warning: the Data Docs pages load their styles and scripts from CDNs: {error}")
     page = join(locations.reports, "index.html")

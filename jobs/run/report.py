@@ -138,6 +138,7 @@ class RunReport(BaseModel):
     # Files sharing a modification time with a file of another batch (jobs/run/audit.py).
     tied_files: list[str] = Field(default_factory=list)
     locations: dict[str, str] = Field(default_factory=dict)
+    link: str | None = None  # where the run was started from: the Airflow task's page, when Airflow ran it
 
     _upgrade = model_validator(mode="before")(_from_version_1)
 

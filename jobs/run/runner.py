@@ -76,6 +76,7 @@ class RunOptions:
     landing_until: date | None = None
     # Chosen by the caller (the Airflow DAG) so that later steps find this run's report.
     run_id: str | None = None
+    link: str | None = None  # where the run was started from (an Airflow task's page)
     poll_s: float = 1.0
 
     def listed(self, landing: str) -> str:
@@ -268,6 +269,7 @@ def run(
         trigger=str(options.trigger),
         started_at=started.isoformat(timespec="seconds"),
         locations=asdict(locations),
+        link=options.link,
     )
     echo(f"{pipeline.name}: run {report.run_id}, trigger {options.trigger}, landing {locations.landing}")
     _stop_requested.clear()

@@ -4,6 +4,7 @@ expectations as GX objects, and a checkpoint run over a DataFrame."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,6 +16,10 @@ from jobs.lake.layout import local_path
 from jobs.lake.locks import FolderLock
 from jobs.validate.result import CheckResult
 from jobs.validate.suite import Expectation, Suite
+
+# Great Expectations logs its own workings at INFO (200 lines per Data Docs build in a task
+# log); its warnings and errors still show.
+logging.getLogger("great_expectations").setLevel(logging.WARNING)
 
 # Great Expectations can return every unexpected value on Spark; keep results small.
 RESULT_FORMAT = {"result_format": "SUMMARY", "partial_unexpected_count": 5}

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from jobs.lake import fs
 from jobs.lake.layout import join
-from jobs.run.report import RESULTS_SUFFIX
+from jobs.run.report import RESULTS_SUFFIX, load_reports
 
 
 class CheckResult(BaseModel):
@@ -80,3 +80,14 @@ def load_results(runs: str) -> list[ValidationResult]:
     names = [n for n in fs.list_names(runs) if n.endswith(RESULTS_SUFFIX)]
     found = [ValidationResult.model_validate(fs.read_json(join(runs, name))) for name in names]
     return sorted(found, key=lambda result: result.validated_at)
+
+
+def current_table_check(runs: str) -> str | None:
+    """The id of the table's last whole-table check if no run has appended rows since it
+    (runs that appended none change nothing); None when the table needs a check."""
+    checks = [r for r in load_results(runs) if r.scope == "table"]
+    if not checks:
+        return None
+    checked = set(checks[-1].run_ids)
+    appended = [r for r in load_reports(runs) if r.batch_ids and r.output_rows != 0 and r.run_id not in checked]
+    return None if appended else checks[-1].validation_id

@@ -82,6 +82,15 @@ class DagRun:
         return json.loads(value)
 
 
+def asset_events(home: Path, uri: str) -> list[dict]:
+    """The extras of the events of the Asset `uri`, oldest first, from the metadata DB."""
+    with sqlite3.connect(home / "airflow.db") as db:
+        rows = db.execute(
+            "select e.extra from asset_event e join asset a on a.id = e.asset_id where a.uri = ? order by e.id", (uri,)
+        ).fetchall()
+    return [json.loads(extra) if extra else {} for (extra,) in rows]
+
+
 def dags_test(
     home: Path,
     root: str,

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from jobs import backfill
-from tests.airflow.dag_runs import AIRFLOW, airflow_env, at, dags_test
-from tests.helpers import all_lines, event, land_in_order, table_rows
+from jobs.publish import report
+from tests.airflow.dag_runs import AIRFLOW, airflow_env, asset_events, at, dags_test
+from tests.helpers import all_lines, event, land_in_order, modes, table_rows
 from tests.model import ClickstreamModel
 
 pytestmark = pytest.mark.slow
@@ -31,9 +32,12 @@ def landed_days(root: Path) -> dict[str, dict[str, list[str]]]:
 def test_a_backfill_publishes_every_window_of_its_range(airflow_home, tmp_path, spark):
     root = tmp_path / "root"
     days = landed_days(root)
+    # A file landed outside the dt= folders: no date range selects it, and the user is told.
+    land_in_order(str(root / "landing" / "clickstream"), {"undated.json": [event("u9", at(5))]})
     conf = {"pipeline": "clickstream", "since": "2023-07-30", "until": "2023-07-31"}
     run = dags_test(airflow_home, str(root), "jobs_backfill", conf)
     assert run.state == "success", run.output[-5000:]
+    assert "1 entries under" in run.output and "outside dt=YYYY-MM-DD folders (undated.json)" in run.output
 
     model = ClickstreamModel()
     model.run([all_lines(days["dt=2023-07-30"]) + all_lines(days["dt=2023-07-31"])])
@@ -43,6 +47,17 @@ def test_a_backfill_publishes_every_window_of_its_range(airflow_home, tmp_path, 
     pointer = run.xcom("publish_backfill")
     assert pointer["rows"] == len(expected) and pointer["held_rows"] == len(model.state) > 0
     assert pointer["last_window"] == max(r[1] for r in expected).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # The published location is an Asset of its own, its event carrying the pointer.
+    mode, expected_mode = modes(Path(publish_to) / backfill.POINTER)
+    assert mode == expected_mode  # the process umask decides, as for any file
+    (published,) = asset_events(airflow_home, f"file://{publish_to}")
+    assert published["version"] == pointer["version"] and published["rows"] == len(expected)
+    # The data quality report lists the backfill, its run and the version it made current.
+    (listed,) = report.backfills(str(root), "clickstream")
+    assert listed["id"] == pointer["version"] and [r.status for r in listed["runs"]] == ["succeeded"]
+    assert listed["published"]["current"] is True and listed["published"]["publish_to"] == publish_to
+    page = report.render(str(root))
+    assert f"{pointer['version']}</td>" in page and f"to {publish_to} <b>(current)</b>" in page
     # Production checkpoint and table untouched: they were never created.
     assert sorted(p.name for p in root.iterdir()) == ["backfills", "landing", "published"]
 
@@ -56,17 +71,32 @@ def test_bad_backfill_params_are_rejected_before_any_spark_work(airflow_home, tm
     assert run.state == "failed"
     assert run.tasks()["check_params"][0] == "failed"
     assert {run.tasks()[t][0] for t in ("reprocess", "validate", "publish_backfill")} == {"upstream_failed"}
-    assert "must be inside one of the configured roots" in run.output
+    assert "must be inside the root or one of JOBS_PUBLISH_ROOTS" in run.output
     assert "Spark-Submit cmd" not in run.output
     assert sorted(p.name for p in root.iterdir()) == ["landing"] and not outside.exists()
 
+    # Any pipeline name reaches check_params, which says why it cannot be backfilled.
+    for pipeline, reason in (
+        ("nope", "pipeline 'nope': not declared; declared pipelines:"),
+        (
+            "spending_sessions",
+            "pipeline 'spending_sessions': backfills cover windowed pipelines; "
+            "a range leaves spending_sessions's state open",
+        ),
+    ):
+        refused = dags_test(airflow_home, str(root), "jobs_backfill", {**conf, "pipeline": pipeline})
+        assert (
+            refused.tasks()["check_params"][0] == "failed" and f"rejected, nothing was run: {reason}" in refused.output
+        )
+        assert "Spark-Submit cmd" not in refused.output
+
     # A param of the wrong type is refused by the DAG's param schema before the run exists.
     bad_type = subprocess.run(
-        [AIRFLOW, "dags", "test", "jobs_backfill", "--conf", json.dumps({"pipeline": "nope"})],
+        [AIRFLOW, "dags", "test", "jobs_backfill", "--conf", json.dumps({**conf, "max_files_per_trigger": "many"})],
         env=airflow_env(airflow_home, str(root)),
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert bad_type.returncode != 0
-    assert "nope" in bad_type.stdout + bad_type.stderr and "Spark-Submit cmd" not in bad_type.stdout
+    assert "many" in bad_type.stdout + bad_type.stderr and "Spark-Submit cmd" not in bad_type.stdout

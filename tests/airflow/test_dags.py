@@ -33,13 +33,14 @@ for dag in bag.dags.values():
                               "backoff": t.retry_exponential_backoff,
                               "timeout_s": t.execution_timeout.total_seconds() if t.execution_timeout else None,
                               "trigger_rule": getattr(t.trigger_rule, "value", t.trigger_rule),
-                              "outlets": [o.uri for o in t.outlets],
+                              "outlets": [getattr(o, "uri", None) or f"alias:{o.name}" for o in t.outlets],
                               "conn_id": getattr(t, "_conn_id", None),
                               "conf": getattr(t, "conf", None)} for t in dag.tasks},
         "timetable": type(dag.timetable).__name__,
         "summary": getattr(dag.timetable, "expression", None) or getattr(getattr(dag.timetable, "timetable", None), "expression", None),
         "assets": [a.uri for a in dag.timetable.asset_condition.objects] if hasattr(dag.timetable, "timetable") else [],
         "catchup": dag.catchup, "max_active_runs": dag.max_active_runs,
+        "paused_upon_creation": dag.is_paused_upon_creation,
         "params": {k: v.schema for k, v in dag.params.items()},
     }
 print(json.dumps({"errors": bag.import_errors, "parse_s": parse_s, "heavy": heavy, "dags": dags}, default=str))
@@ -84,18 +85,22 @@ def test_one_dag_per_declared_pipeline_with_its_schedule_and_settings(dagbag):
         tasks = dag["tasks"]
         assert {t: v["type"] for t, v in tasks.items()} == {
             "run": "RunPipelineOperator",
-            "validate": "JobsSubmitOperator",
+            "validate": "ValidateRunOperator",
             "publish_report": "_PythonDecoratedOperator",
+            "table_updated": "_PythonDecoratedOperator",
         }
         assert tasks["validate"]["upstream"] == ["run"]
         assert tasks["publish_report"]["upstream"] == ["run", "validate"]  # after validate; the run id from run
+        assert tasks["publish_report"]["trigger_rule"] == "none_failed"  # also when validate skipped: nothing new
+        assert tasks["table_updated"]["upstream"] == ["publish_report"]
         assert tasks["run"]["conn_id"] == "spark_default"
         for task in tasks.values():
             assert task["retries"] == spec.orchestration.retries == 2
             assert task["backoff"] is True
             assert task["timeout_s"] == spec.orchestration.timeout_s == timedelta(hours=1).total_seconds()
         # The output table is the Asset the run updates (JOBS_ROOT decides where it is).
-        assert tasks["publish_report"]["outlets"] == [f"file://{dagbag['root']}/tables/{name}"]
+        assert tasks["table_updated"]["outlets"] == [f"file://{dagbag['root']}/tables/{name}"]
+        assert tasks["publish_report"]["outlets"] == []
         assert set(dag["params"]) == {"max_files_per_trigger", "max_bytes_per_trigger"}
 
 
@@ -109,9 +114,13 @@ def test_the_backfill_and_data_quality_dags(dagbag):
         "publish_backfill": ["check_params", "validate"],
     }
     assert backfill["tasks"]["check_params"]["retries"] == 0  # bad params do not get better
+    assert backfill["paused_upon_creation"] is False  # a trigger runs at once (README's CLI example)
+    assert backfill["tasks"]["publish_backfill"]["outlets"] == ["alias:jobs-published"]  # the location is a param
     windowed = sorted(n for n, p in declare.load_all().items() if pattern_of(p).backfill_refusal is None)
+    # Suggested, not enforced: check_params refuses the others with a reason (test_backfill_dag_runs).
+    assert "enum" not in backfill["params"]["pipeline"]
     assert (
-        backfill["params"]["pipeline"]["enum"]
+        backfill["params"]["pipeline"]["examples"]
         == windowed
         == sorted(n for n, p in declare.load_all().items() if p.pattern == "window")
     )
@@ -121,6 +130,7 @@ def test_the_backfill_and_data_quality_dags(dagbag):
     assert quality["timetable"] == "AssetOrTimeSchedule" and quality["summary"] in ("@daily", "0 0 * * *")
     assert sorted(a.rsplit("/", 1)[-1] for a in quality["assets"]) == sorted(declare.load_all())
     tasks = quality["tasks"]
+    assert quality["params"]["revalidate"]["type"] == "boolean"  # default: only tables rows were appended to
     assert tasks["data_docs"]["trigger_rule"] == "all_done"
     assert tasks["verdict"]["trigger_rule"] == "none_failed"
     assert set(tasks["verdict"]["upstream"]) == {"data_docs", *(f"validate_{n}" for n in declare.load_all())}

@@ -9,8 +9,8 @@ import pytest
 from jobs import declare
 from jobs.lake.layout import Locations
 from jobs.run.report import load_reports
-from tests.airflow.dag_runs import arrivals, dags_test, kill_the_run_after
-from tests.helpers import all_lines, land_in_order, replace_parquet_file, table_rows
+from tests.airflow.dag_runs import arrivals, asset_events, dags_test, kill_the_run_after
+from tests.helpers import all_lines, land_in_order, modes, replace_parquet_file, table_rows
 from tests.model import ClickstreamModel
 
 pytestmark = pytest.mark.slow
@@ -67,6 +67,15 @@ def test_a_second_dag_run_processes_only_the_new_files(pipeline_runs, spark):
     assert table_rows(spark, str(root / "tables" / "clickstream")) == model.rows()
     # The run report is in the task log too.
     assert f'"run_id": "{published["run_id"]}"' in second.output
+    # The run report links the Airflow task that ran it (the data quality report shows the link).
+    (report,) = [
+        r
+        for r in load_reports(Locations.resolve("clickstream", root=str(root)).runs)
+        if r.run_id == published["run_id"]
+    ]
+    assert (
+        f"/dags/jobs_clickstream/runs/{second.run_id.replace('+', '%2B').replace(':', '%3A')}/tasks/run" in report.link
+    )
 
 
 def test_the_data_quality_dag_fails_on_a_broken_table_and_still_rebuilds_the_docs(pipeline_runs, airflow_home, spark):
@@ -91,4 +100,39 @@ def test_the_data_quality_dag_fails_on_a_broken_table_and_still_rebuilds_the_doc
     assert run.output.count("Spark-Submit cmd") == 1
     assert tasks["data_docs"][0] == "success" and tasks["verdict"][0] == "upstream_failed"
     assert "user_id: 1 of" in run.output  # the failed check, named in the task log
+    assert "great_expectations" not in run.output  # none of its INFO workings in the task logs
     assert (root / "reports" / "index.html").exists() and (root / "reports" / "data_docs" / "index.html").exists()
+    # Written by the tasks with the process umask, like any file (the tests' umask: the Airflow processes').
+    written = [root / "reports" / "index.html", *(root / "runs" / "clickstream").glob("*.json")]
+    expected_mode = modes(written[0])[1]
+    assert {path.name: modes(path)[0] for path in written} == dict.fromkeys((p.name for p in written), expected_mode)
+
+
+def test_nothing_new_costs_no_validation_and_no_asset_event_and_the_quality_dag_skips_unchanged_tables(
+    pipeline_runs, airflow_home
+):
+    root = pipeline_runs[0]
+    table = f"file://{root}/tables/clickstream"
+    events = asset_events(airflow_home, table)
+    assert len(events) == 2  # one per DAG run that appended rows, with its report
+    assert [e["output_rows"] > 0 for e in events] == [True, True]
+
+    quiet = dags_test(airflow_home, str(root), "jobs_clickstream")
+    assert quiet.state == "success", quiet.output[-5000:]
+    tasks = quiet.tasks()
+    assert tasks["run"][0] == "success" and tasks["publish_report"][0] == "success"
+    assert tasks["validate"][0] == tasks["table_updated"][0] == "skipped"
+    assert quiet.output.count("Spark-Submit cmd") == 1  # the run's; no validation job
+    published = quiet.xcom("publish_report")  # the run is still reported
+    assert (published["input_files"], published["output_rows"], published["validation"]) == (0, 0, None)
+    assert asset_events(airflow_home, table) == events
+
+    # The last table check (the failed one above) covers every run that appended rows.
+    unchanged = dags_test(airflow_home, str(root), "jobs_data_quality")
+    assert unchanged.tasks()["validate_clickstream"][0] == "skipped"
+    assert "Spark-Submit cmd" not in unchanged.output
+    assert "unchanged: no run of clickstream appended rows since table check table-" in unchanged.output
+
+    forced = dags_test(airflow_home, str(root), "jobs_data_quality", {"revalidate": True})
+    assert forced.tasks()["validate_clickstream"][0] == "failed"  # still broken, checked again
+    assert forced.output.count("Spark-Submit cmd") == 1

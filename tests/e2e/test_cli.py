@@ -71,6 +71,11 @@ def test_help_explains_every_run_option():
         (["run", "nope"], 2, "error: unknown pipeline 'nope'; declared pipelines: ad_clicks, ad_impressions"),
         (["run", "clickstream", "--trigger", "sometimes"], 2, "error: --trigger 'sometimes': use one of"),
         (["run", "clickstream", "--max-bytes-per-trigger", "lots"], 2, "error: size 'lots'"),
+        (
+            ["run", "clickstream", "--link", "javascript:alert(1)"],
+            2,
+            "error: --link 'javascript:alert(1)': give an http",
+        ),
         (["run", "clickstream", "--root", "/nonexistent/root"], 3, "error: landing location /nonexistent/root/landing"),
     ],
 )

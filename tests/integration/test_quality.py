@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pandas as pd
@@ -15,11 +16,11 @@ import pytest
 from jobs import declare
 from jobs.lake.layout import Locations
 from jobs.run.checkpoint import CheckpointLog
-from jobs.run.report import RunReport, load_reports
-from jobs.validate.result import CheckResult, ValidationResult, load_results
+from jobs.run.report import RunReport, load_reports, save
+from jobs.validate.result import CheckResult, ValidationResult, load_results, save_result
 from jobs.validate.suite import load_suite
 from jobs.validate.validation import validate_run, validate_table
-from tests.helpers import REPO, all_lines, land, python_cmd, replace_parquet_file, run_pipeline
+from tests.helpers import REPO, all_lines, land, modes, python_cmd, replace_parquet_file, run_pipeline
 from tests.integration.test_streaming import ARRIVALS
 from tests.model import ClickstreamModel
 
@@ -227,7 +228,69 @@ def _open_in_chromium(browser, url: str, screenshot: Path) -> tuple[object, list
     return page, problems
 
 
-def test_report_opens_without_errors_in_headless_chromium(validated):
+def _other_pipelines_in_every_state(root: Path, now: datetime) -> dict[str, str]:
+    """Run reports and validation results of three more pipelines, written as the runs would
+    write them: one whose last run failed, one not run for 5 hours on an hourly schedule,
+    one whose latest validation warned, one whose latest validation passed. Returns
+    pipeline -> the status the overview must show."""
+    states = {"rack_temperatures": "failing", "device_steps": "stale", "ad_impressions": "warning"}
+    states["rack_alerts"] = "healthy"
+    for number, (name, state) in enumerate(states.items()):
+        runs = Locations.resolve(name, root=str(root)).runs
+        started = now - timedelta(hours=5 if state == "stale" else 1, minutes=number)
+        report = RunReport(
+            run_id=f"{started:%Y%m%dT%H%M%SZ}-test{number}",
+            pipeline=name,
+            trigger="available-now",
+            started_at=started.isoformat(timespec="seconds"),
+            status="failed" if state == "failing" else "succeeded",
+            error="java.lang.OutOfMemoryError in batch 3" if state == "failing" else None,
+            input_rows=800,
+            used_rows=500,
+            quarantined_rows=300,  # 37.5%: a share the chart must show, not a sliver
+            batch_ids=[0],
+            output_rows=40,
+            watermark=(started - timedelta(minutes=5)).isoformat(),
+        )
+        save(report, runs)
+        if state in ("warning", "healthy"):
+            save_result(
+                ValidationResult(
+                    pipeline=name,
+                    scope="run",
+                    validation_id=report.run_id,
+                    run_ids=[report.run_id],
+                    validated_at=now.isoformat(timespec="seconds"),
+                    status="warned" if state == "warning" else "passed",
+                ),
+                runs,
+            )
+    return states
+
+
+# The overview's status colours (jobs/publish/report.py STATUS_COLORS), as the screenshot shows them.
+STATUS_PIXELS = {"failing": (214, 69, 65), "stale": (142, 91, 214), "warning": (227, 177, 45), "healthy": (46, 158, 91)}
+_COUNT_COLOURS = """async ([png, colours]) => {
+    const image = new Image();
+    image.src = "data:image/png;base64," + png;
+    await image.decode();
+    const canvas = document.createElement("canvas");
+    canvas.width = image.width; canvas.height = image.height;
+    const context = canvas.getContext("2d");
+    context.drawImage(image, 0, 0);
+    const pixels = context.getImageData(0, 0, image.width, image.height).data;
+    const counts = colours.map(() => 0);
+    for (let i = 0; i < pixels.length; i += 4)
+        colours.forEach(([r, g, b], k) => {
+            if (Math.abs(pixels[i] - r) + Math.abs(pixels[i + 1] - g) + Math.abs(pixels[i + 2] - b) < 12) counts[k]++;
+        });
+    return counts;
+}"""
+
+
+def test_report_opens_without_errors_in_headless_chromium(validated, tmp_path):
+    import base64
+
     from playwright.sync_api import sync_playwright
 
     from jobs.publish import report as quality_report
@@ -236,7 +299,15 @@ def test_report_opens_without_errors_in_headless_chromium(validated):
         [str(REPO / "infra" / "chromium.sh")], capture_output=True, text=True, check=True
     ).stdout.strip()
     locations = validated["locations"]
-    summary = Path(quality_report.build(str(validated["root"]), echo=lambda line: None))
+    root = tmp_path / "root"
+    shutil.copytree(validated["root"], root)  # the reports and results only are read: a copy reads the same
+    states = _other_pipelines_in_every_state(root, datetime.now(UTC))
+    # The latest validation of clickstream (other tests of this module validate its table too).
+    last_verdict = max(load_results(locations.runs), key=lambda result: result.validated_at).status
+    states["clickstream"] = {"passed": "healthy", "warned": "warning", "failed": "failing"}[last_verdict]
+    summary = Path(quality_report.build(str(root), echo=lambda line: None))
+    mode, expected_mode = modes(summary)
+    assert mode == expected_mode  # the process umask decides, as for any file
     artifacts = REPO / "test-artifacts"
     artifacts.mkdir(exist_ok=True)
     reports = load_reports(locations.runs)
@@ -247,8 +318,38 @@ def test_report_opens_without_errors_in_headless_chromium(validated):
         try:
             page, problems = _open_in_chromium(browser, summary.as_uri(), artifacts / "report-summary.png")
             assert problems == []
+            assert page.evaluate("document.documentElement.scrollWidth") <= 1280  # readable at 1280 px
+
+            # The overview: one row per pipeline that ran, worst first; the others on one line.
+            rows = page.locator("#overview table tbody tr")
+            shown = {
+                rows.nth(i).get_attribute("data-pipeline"): rows.nth(i).get_attribute("data-status")
+                for i in range(rows.count())
+            }
+            assert shown == states
+            order = ["failing", "stale", "warning", "healthy"]
+            assert list(shown.values()) == sorted(shown.values(), key=order.index)
+            never = set(declare.load_all()) - set(states)
+            assert page.locator("#never-run").inner_text().startswith(f"Never run ({len(never)}):")
+            assert {
+                name.strip(" .") for name in page.locator("#never-run").inner_text().split(":", 1)[1].split(",")
+            } == never
+            stale = page.locator('#overview tr[data-pipeline="device_steps"]')
+            assert "5.0 h ago" in stale.inner_text() and "no run for 5.0 h, scheduled every 1.0 h" in stale.inner_text()
+            assert "37.5%" in page.locator('#overview tr[data-pipeline="rack_temperatures"]').inner_text()
+            assert "OutOfMemoryError" in page.locator('#overview tr[data-pipeline="rack_temperatures"]').inner_text()
+            # The screenshot shows each state's colour.
+            png = base64.b64encode(page.locator("#overview").screenshot(path=str(artifacts / "report-overview.png")))
+            colours = page.evaluate(_COUNT_COLOURS, [png.decode(), [STATUS_PIXELS[s] for s in order]])
+            assert all(count > 50 for count in colours), dict(zip(order, colours, strict=True))
+
+            # A 37.5% quarantine share is 37.5% of its bar, whatever the bar's row count.
+            bar = page.locator("#rack_temperatures svg rect")
+            heights = [float(bar.nth(i).get_attribute("height")) for i in range(bar.count())]
+            assert len(heights) == 2 and abs(heights[1] / sum(heights) - 0.375) < 0.01
+
             # One table row per run, newest first, each with its validation verdict.
-            rows = page.locator("#clickstream table tbody tr")
+            rows = page.locator("#clickstream table.runs tbody tr")
             assert rows.count() == len(reports)
             assert rows.first.locator("td").first.inner_text() == reports[-1].run_id
             verdicts = [v.status for v in reversed(validated["validations"])]
@@ -256,14 +357,29 @@ def test_report_opens_without_errors_in_headless_chromium(validated):
             # The chart: one bar segment per non-zero fate of each run that read input.
             segments = sum(bool(r.used_rows) + bool(r.quarantined_rows) + bool(r.late_rows_dropped) for r in reports)
             assert page.locator("#clickstream svg rect").count() == segments
+            # Quarantine reasons with their counts, and each check's history.
+            quarantined = sum(r.quarantined_rows for r in reports)
+            reasons = page.locator("#clickstream h3:has-text('Quarantined records') + table tbody tr")
+            assert (
+                sum(int(reasons.nth(i).locator("td").nth(1).inner_text()) for i in range(reasons.count()))
+                == quarantined
+            )
+            history = page.locator("#clickstream h3:has-text('Checks') + div table tbody tr")
+            assert history.count() == len(validated["validations"][-1].checks)
 
-            docs = summary.parent / "data_docs" / "index.html"
+            docs = root / "reports" / "data_docs" / "index.html"
             page, problems = _open_in_chromium(browser, docs.as_uri(), artifacts / "data-docs-index.png")
             assert problems == []
             assert page.locator("text=clickstream").count() > 0
-            result_page = summary.parent / "data_docs" / validated["validations"][-1].data_docs_page
-            page, problems = _open_in_chromium(browser, result_page.as_uri(), artifacts / "data-docs-result.png")
-            assert problems == []
-            assert page.locator("text=window_length_s").count() > 0
+            for validation in validated["validations"]:
+                result_page = root / "reports" / "data_docs" / validation.data_docs_page
+                page, problems = _open_in_chromium(browser, result_page.as_uri(), artifacts / "data-docs-result.png")
+                assert problems == []
+                assert page.locator("text=window_length_s").count() > 0
+                # One vocabulary with the report: a warned validation is not "Failed"; no NaN.
+                status = page.locator("text=Status:").locator("..").inner_text()
+                expected = {"passed": "Succeeded", "warned": "Warned", "failed": "Failed"}[validation.status]
+                assert expected in status, (validation.status, status)
+                assert "NaN" not in page.content()
         finally:
             browser.close()

@@ -85,13 +85,13 @@ def test_bad_params_are_refused_with_their_reason(tmp_path, params, reason):
 @pytest.mark.parametrize(
     ("publish_to", "reason"),
     [
-        ("/etc/published", "inside one of the configured roots"),
-        ("{root}", "inside one of the configured roots"),  # the root itself
+        ("/etc/published", "inside the root or one of JOBS_PUBLISH_ROOTS"),
+        ("{root}", "inside the root or one of JOBS_PUBLISH_ROOTS"),  # the root itself
         ("{root}/tables/clickstream", "overlaps the production location"),
         ("{root}/checkpoints", "overlaps the production location"),
         ("{root}/landing/clickstream/x", "overlaps the production location"),
         ("{root}/backfills/x", "overlaps the production location"),
-        ("{root}/../escape", "inside one of the configured roots"),
+        ("{root}/../escape", "inside the root or one of JOBS_PUBLISH_ROOTS"),
         ("ftp://host/x", "publish_to"),
     ],
 )
@@ -150,6 +150,28 @@ def test_a_range_with_no_landed_folders_is_refused(tmp_path):
             backfill_id="b1",
             pipelines=PIPELINES,
         )
+
+
+def test_files_a_date_range_cannot_select_are_warned_about(tmp_path):
+    landing = tmp_path / "landing" / "clickstream"
+    (landing / "dt=2023-07-30").mkdir(parents=True)
+    for name in ("a.json", "b.json", "c.json", "d.json", "_COMPLETE"):
+        (landing / name).write_text("{}\n")
+    params = {"pipeline": "clickstream", "since": "2023-07-30", "until": "2023-07-30"}
+    found = backfill.plan_backfill(
+        params, root=str(tmp_path), allowed_roots=[str(tmp_path)], backfill_id="b1", pipelines=PIPELINES
+    )
+    assert found.warnings == (
+        f"4 entries under {landing} are outside dt=YYYY-MM-DD folders (a.json, b.json, c.json and 1 more): "
+        "a date range never selects them; reprocess them with prefixes, or land files into dt= folders",
+    )
+    assert backfill.BackfillPlan.from_dict(found.to_dict()) == found  # the plan travels as an XCom
+    for name in ("a.json", "b.json", "c.json", "d.json"):
+        (landing / name).unlink()
+    clean = backfill.plan_backfill(
+        params, root=str(tmp_path), allowed_roots=[str(tmp_path)], backfill_id="b1", pipelines=PIPELINES
+    )
+    assert clean.warnings == ()
 
 
 @pytest.mark.parametrize("pipeline", ["spending_sessions", "ad_clicks", "clickstream_enriched"])

@@ -28,8 +28,8 @@ STAGES = {
     "flow": 3,
     "run": 4,
     "validate": 5,
-    "publish": 6,
-    "backfill": 7,
+    "backfill": 6,
+    "publish": 7,  # its report shows backfills and their published versions
     "orchestration": 8,
     "cli": 8,
     "entry": 9,

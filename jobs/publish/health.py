@@ -1,0 +1,99 @@
+"""How each pipeline is doing, at a glance: the overview of the data quality report.
+
+A pipeline is, worst first:
+    failing    its last run failed, or its latest validation failed a `fail` check
+    stale      its last run is more than STALE_AFTER schedule intervals old
+    warning    its last run was refused or stopped, or its latest validation warned
+    healthy    none of the above
+    never run  no run report yet
+From the run reports and validation results only: no Spark.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from jobs.run.report import RunReport
+from jobs.validate.result import ValidationResult
+
+STATUSES = ("failing", "stale", "warning", "healthy", "never run")  # worst first: the overview's order
+STALE_AFTER = 2  # schedule intervals without a run
+_PRESETS = {"@hourly": 3600, "@daily": 86400, "@midnight": 86400, "@weekly": 7 * 86400}
+_PRESETS |= {"@monthly": 31 * 86400, "@quarterly": 92 * 86400, "@yearly": 366 * 86400, "@annually": 366 * 86400}
+
+
+def schedule_interval_s(schedule: str | None) -> float | None:
+    """The longest gap between two runs of a schedule (a preset or a cron expression);
+    None for a pipeline run only by hand."""
+    if not schedule or schedule in ("@once", "@continuous"):
+        return None
+    if schedule in _PRESETS:
+        return _PRESETS[schedule]
+    from croniter import croniter
+
+    times = croniter(schedule, datetime(2024, 1, 1, tzinfo=UTC))
+    moments = [times.get_next(datetime) for _ in range(32)]
+    return max((b - a).total_seconds() for a, b in itertools.pairwise(moments))
+
+
+@dataclass(frozen=True)
+class Health:
+    pipeline: str
+    status: str  # one of STATUSES
+    reason: str  # why, in a few words
+    last_run: RunReport | None
+    age_s: float | None  # since the last run started
+    interval_s: float | None  # the schedule's
+    verdict: str | None  # the latest validation's: passed, warned, failed; None: never validated
+    watermark_lag_s: float | None  # how far event time (the watermark) is behind now
+    rows_24h: int  # input rows of the runs started in the last 24 hours
+    quarantined_24h: int
+
+    @property
+    def quarantine_share(self) -> float | None:
+        return self.quarantined_24h / self.rows_24h if self.rows_24h else None
+
+    @property
+    def rank(self) -> int:
+        return STATUSES.index(self.status)
+
+
+def assess(
+    name: str, schedule: str | None, runs: list[RunReport], results: list[ValidationResult], now: datetime
+) -> Health:
+    interval = schedule_interval_s(schedule)
+    if not runs:
+        return Health(name, "never run", "no run yet", None, None, interval, None, None, 0, 0)
+    last = max(runs, key=lambda r: r.started_at)
+    age = (now - datetime.fromisoformat(last.started_at)).total_seconds()
+    latest = max(results, key=lambda r: r.validated_at) if results else None
+    verdict = latest.status if latest else None
+    watermarks = [r.watermark for r in sorted(runs, key=lambda r: r.started_at) if r.watermark]
+    lag = (now - datetime.fromisoformat(watermarks[-1].replace("Z", "+00:00"))).total_seconds() if watermarks else None
+    recent = [r for r in runs if datetime.fromisoformat(r.started_at) >= now - timedelta(hours=24)]
+    rows, quarantined = sum(r.input_rows for r in recent), sum(r.quarantined_rows for r in recent)
+    if last.status == "failed":
+        status, reason = "failing", f"the last run failed: {last.error or 'see its report'}"
+    elif verdict == "failed":
+        status, reason = "failing", f"the latest validation ({latest.validation_id}) failed"
+    elif interval and age > STALE_AFTER * interval:
+        status, reason = "stale", f"no run for {duration(age)}, scheduled every {duration(interval)}"
+    elif last.status in ("refused", "stopped"):
+        status, reason = "warning", f"the last run was {last.status}" + (f": {last.error}" if last.error else "")
+    elif verdict == "warned":
+        status, reason = "warning", f"the latest validation ({latest.validation_id}) warned"
+    else:
+        status, reason = "healthy", "the last run succeeded" + (f", validation {verdict}" if verdict else "")
+    return Health(name, status, reason, last, age, interval, verdict, lag, rows, quarantined)
+
+
+def duration(seconds: float | None) -> str:
+    """A duration for a person: 45 s, 12 min, 3.2 h, 4.0 d, 2.3 y."""
+    if seconds is None:
+        return "-"
+    for unit, size in (("y", 365.25 * 86400), ("d", 86400), ("h", 3600)):
+        if abs(seconds) >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds / 60:.0f} min" if abs(seconds) >= 60 else f"{seconds:.0f} s"

@@ -1,0 +1,93 @@
+"""The data quality report's overview: each pipeline's status from its run reports and
+validation results, and whole-table checks marked stale once the table has grown."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from jobs.publish import health
+from jobs.publish.report import stale_checks
+from jobs.run.report import RunReport
+from jobs.validate.result import ValidationResult
+
+NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+
+
+def run(minutes_ago: float, status: str = "succeeded", rows: int = 10, quarantined: int = 0, **fields) -> RunReport:
+    started = NOW - timedelta(minutes=minutes_ago)
+    return RunReport(
+        run_id=f"{started:%Y%m%dT%H%M%SZ}-r",
+        pipeline="p",
+        trigger="available-now",
+        started_at=started.isoformat(timespec="seconds"),
+        status=status,
+        input_rows=rows,
+        used_rows=rows - quarantined,
+        quarantined_rows=quarantined,
+        batch_ids=[0] if rows else [],
+        output_rows=rows,
+        **fields,
+    )
+
+
+def check(report: RunReport, status: str, minutes_ago: float = 0, scope: str = "run", run_ids=None):
+    return ValidationResult(
+        pipeline="p",
+        scope=scope,
+        validation_id=report.run_id if scope == "run" else f"table-{minutes_ago}",
+        run_ids=run_ids or [report.run_id],
+        validated_at=(NOW - timedelta(minutes=minutes_ago)).isoformat(timespec="seconds"),
+        status=status,
+    )
+
+
+@pytest.mark.parametrize(
+    ("schedule", "seconds"),
+    [("@hourly", 3600), ("@daily", 86400), ("*/15 * * * *", 900), ("0 6,18 * * *", 12 * 3600), (None, None)],
+)
+def test_a_schedule_interval_is_its_longest_gap(schedule, seconds):
+    assert health.schedule_interval_s(schedule) == seconds
+
+
+def test_each_status_and_its_reason():
+    def status(runs, results=(), schedule="@hourly"):
+        found = health.assess("p", schedule, list(runs), list(results), NOW)
+        return found.status, found.reason
+
+    assert status([]) == ("never run", "no run yet")
+    ok = run(10)
+    assert status([ok], [check(ok, "passed")]) == ("healthy", "the last run succeeded, validation passed")
+    assert status([ok], [check(ok, "warned")])[0] == "warning"
+    assert status([ok], [check(ok, "failed")])[0] == "failing"
+    assert status([ok, run(5, "failed", error="boom")]) == ("failing", "the last run failed: boom")
+    assert status([run(5, "refused", error="held")]) == ("warning", "the last run was refused: held")
+    assert status([run(150)]) == ("stale", "no run for 2.5 h, scheduled every 1.0 h")
+    assert status([run(150)], schedule=None)[0] == "healthy"  # run by hand: never stale
+    assert status([run(150)], schedule="@daily")[0] == "healthy"
+
+
+def test_the_overview_figures():
+    watermark = (NOW - timedelta(minutes=90)).isoformat()
+    runs = [run(60 * 30, rows=1000, quarantined=500), run(60, rows=800, quarantined=300, watermark=watermark), run(5)]
+    found = health.assess("p", "@hourly", runs, [], NOW)
+    assert (found.age_s, found.watermark_lag_s, found.verdict) == (300, 5400, None)
+    assert (found.rows_24h, found.quarantined_24h) == (810, 300)  # the run 30 hours ago is out
+    assert found.quarantine_share == pytest.approx(300 / 810)
+    assert [health.duration(s) for s in (None, 42, 300, 5400, 3 * 86400, 800 * 86400)] == [
+        "-",
+        "42 s",
+        "5 min",
+        "1.5 h",
+        "3.0 d",
+        "2.2 y",
+    ]
+
+
+def test_a_whole_table_check_is_stale_once_a_later_run_appended_rows():
+    first, second, quiet = run(60), run(30), run(10, rows=0)
+    table_check = check(first, "passed", minutes_ago=45, scope="table", run_ids=[first.run_id])
+    assert stale_checks([first, second, quiet], [table_check]) == {table_check.validation_id: 1}
+    covering = check(second, "passed", minutes_ago=20, scope="table", run_ids=[first.run_id, second.run_id])
+    assert stale_checks([first, second, quiet], [covering]) == {covering.validation_id: 0}  # nothing appended since
