@@ -176,7 +176,7 @@ def cmd_backfill(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from jobs.run.report import has_committed_batches
+    from jobs.run.report import has_committed_batches, load_reports
     from jobs.session import check_java
 
     pipeline = declare.load(args.pipeline)
@@ -190,7 +190,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     try:
         report = None if args.all else latest_report(locations.runs, args.run)
-        if args.all and not has_committed_batches(locations.runs):
+        if args.all and not has_committed_batches(load_reports(locations.runs)):
             # Checked before Spark starts: the data quality DAG asks this of every pipeline.
             raise ValidationError(f"nothing to validate yet: {pipeline.name} has committed no batch")
         spark = spark_for(locations, f"jobs-validate-{pipeline.name}")

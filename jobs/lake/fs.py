@@ -189,7 +189,7 @@ def parquet_row_count(uri: str) -> int:
         return pq.ParquetFile(handle).metadata.num_rows
 
 
-def read_columns(uri: str, columns: list[str], file_format: str = "parquet"):
+def read_columns(uri: str, columns: list[str], file_format: str):
     """Some columns of every file under a folder (Parquet, or JSON lines), its hive
     partitions (`name=value` folders) as columns too, as a pyarrow Table; None when the
     folder does not exist."""

@@ -50,7 +50,7 @@ DATA_QUALITY_DAG_ID = f"{DAG_PREFIX}data_quality"
 
 
 # Published backfill versions: their locations are params, known only at run time.
-PUBLISHED = AssetAlias("jobs-published")
+PUBLISHED_ALIAS = AssetAlias("jobs-published")
 
 
 def location_asset(location: str, pipeline: str) -> Asset:
@@ -202,7 +202,7 @@ def check_params() -> dict[str, Any]:
     return plan.to_dict()
 
 
-@task(outlets=[PUBLISHED])
+@task(outlets=[PUBLISHED_ALIAS])
 def publish_backfill(plan: dict[str, Any]) -> dict[str, Any]:
     """Point <publish_to>/_CURRENT.json at the validated version: one atomic write; then an
     event for the publish location's Asset (through the alias), the pointer as its extra."""
@@ -213,7 +213,7 @@ def publish_backfill(plan: dict[str, Any]) -> dict[str, Any]:
         pointer = backfill.publish(published)
     log.info("published: %s", json.dumps(pointer, indent=2))
     asset = location_asset(published.publish_to, published.pipeline)
-    get_current_context()["outlet_events"][PUBLISHED].add(asset, extra=pointer)
+    get_current_context()["outlet_events"][PUBLISHED_ALIAS].add(asset, extra=pointer)
     return pointer
 
 

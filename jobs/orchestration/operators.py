@@ -99,21 +99,25 @@ class ValidateRunOperator(JobsSubmitOperator):
     starting Spark when that run committed no batch (nothing new landed)."""
 
     def __init__(self, *, pipeline: str, root: str, run_task: str = "run", **kwargs: Any) -> None:
-        run_id = f"{{{{ ti.xcom_pull(task_ids='{run_task}') }}}}"
-        super().__init__(jobs_args=["validate", pipeline, f"--root={root}", f"--run={run_id}"], **kwargs)
+        super().__init__(jobs_args=["validate", pipeline, f"--root={root}"], **kwargs)
         self.pipeline = pipeline
         self.root = root
         self.run_task = run_task
+
+    def arguments(self, context: Any) -> list[str]:
+        return [*super().arguments(context), f"--run={self.run_id}"]
 
     def execute(self, context: Any) -> Any:
         from jobs.lake.layout import Locations
         from jobs.run.report import load_report
 
-        run_id = context["ti"].xcom_pull(task_ids=self.run_task)
+        self.run_id = context["ti"].xcom_pull(task_ids=self.run_task)
         with environment.task_environment(self.log):
-            report = load_report(Locations.resolve(self.pipeline, root=self.root).runs, run_id)
+            report = load_report(Locations.resolve(self.pipeline, root=self.root).runs, self.run_id)
         if not report.batch_ids:
-            raise AirflowSkipException(f"nothing to validate: run {run_id} committed no batch (nothing new landed)")
+            raise AirflowSkipException(
+                f"nothing to validate: run {self.run_id} committed no batch (nothing new landed)"
+            )
         return super().execute(context)
 
 
@@ -129,13 +133,14 @@ class ValidateTableOperator(JobsSubmitOperator):
 
     def execute(self, context: Any) -> Any:
         from jobs.lake.layout import Locations
-        from jobs.run.report import has_committed_batches
-        from jobs.validate.result import current_table_check
+        from jobs.run.report import has_committed_batches, load_reports
+        from jobs.validate.result import current_table_check, load_results
 
         runs = Locations.resolve(self.pipeline, root=self.root).runs
         with environment.task_environment(self.log):
-            committed, current = has_committed_batches(runs), current_table_check(runs)
-        if not committed:
+            reports, results = load_reports(runs), load_results(runs)
+        current = current_table_check(reports, results)
+        if not has_committed_batches(reports):
             raise AirflowSkipException(f"nothing to validate yet: {self.pipeline} has committed no batch")
         if current and not context["params"].get("revalidate"):
             raise AirflowSkipException(

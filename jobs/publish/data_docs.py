@@ -45,30 +45,6 @@ def _assets(cache: Path) -> dict[str, str]:
     }
 
 
-def localize(site: Path) -> int:
-    """Copy the vendored assets into `site` and point its pages at them; returns pages changed."""
-    cache = settings().datadocs_assets_dir
-    if not (cache / "manifest.json").is_file():
-        raise AssetsMissing(
-            f"{cache.resolve()} has no assets: run `make assets` (infra/datadocs/fetch.py) for an offline Data Docs site"
-        )
-    shutil.copytree(cache, site / VENDOR, dirs_exist_ok=True, ignore=shutil.ignore_patterns("manifest.json"))
-    assets = _assets(cache)
-    changed = 0
-    for page in site.rglob("*.html"):
-        to_root = "../" * (len(page.relative_to(site).parts) - 1)
-        text = page.read_text()
-        new = _LOGO.sub(f"{to_root}static/images/logo-long.png", text)
-        new = _FAVICON.sub(f'"{to_root}static/images/favicon.ico"', new)
-        for url, local in assets.items():
-            new = new.replace(f'"{url}"', f'"{to_root}{local}"')
-        new = _VENDORED_TAG.sub(lambda tag: _SRI.sub("", tag.group(0)), new)
-        if new != text:
-            page.write_text(new)
-            changed += 1
-    return changed
-
-
 # GX calls a validation with any failed expectation "Failed"; ours is "warned" when only
 # `warn` expectations failed, and the report and the Airflow task say so.
 _FAILED_STATUS = '<i class="fas fa-times text-danger" aria-hidden="true"></i> Failed'
@@ -78,30 +54,54 @@ _INDEX_ROW = "{'validation_success'"
 _NAN_SHARE = re.compile(r">NaN%[^<]*<")
 
 
-def speak_our_words(site: Path, warned_pages: set[str]) -> None:
-    """The pages of warned validations, and their rows in the index, say "Warned", not
-    "Failed"; an empty table's shares say "no rows", not "NaN%"."""
-    index = site / "index.html"
-    text = index.read_text() if index.is_file() else ""
-    for page in warned_pages:
-        path = site / page
-        if path.is_file():
-            path.write_text(path.read_text().replace(_FAILED_STATUS, _WARNED_STATUS))
-        at = text.find(f"'_table_row_link_path': '{page}'")
-        start, end = text.rfind(_INDEX_ROW, 0, at), text.find("}", at)
-        if at >= 0 and start >= 0:
-            row = text[start:end].replace("fa-times text-danger ge-failed-icon", "fa-exclamation-triangle text-warning")
-            text = (
-                text[:start]
-                + row.replace("'_validation_success_text': 'Failed'", "'_validation_success_text': 'Warned'")
-                + text[end:]
-            )
-    if text:
-        index.write_text(text)
-    for path in (site / "validations").rglob("*.html"):
-        page = path.read_text()
-        if "NaN%" in page:
-            path.write_text(_NAN_SHARE.sub(">no rows<", page))
+def _in_our_words(page: str, text: str, warned_pages: set[str]) -> str:
+    """A page of the site (`page`, relative to it) in the report's vocabulary: warned
+    validations say "Warned", on their pages and their rows in the index, not "Failed";
+    an empty table's shares say "no rows", not "NaN%"."""
+    if page in warned_pages:
+        text = text.replace(_FAILED_STATUS, _WARNED_STATUS)
+    if page == "index.html":
+        for warned in warned_pages:
+            at = text.find(f"'_table_row_link_path': '{warned}'")
+            start, end = text.rfind(_INDEX_ROW, 0, at), text.find("}", at)
+            if at >= 0 and start >= 0:
+                row = text[start:end].replace(
+                    "fa-times text-danger ge-failed-icon", "fa-exclamation-triangle text-warning"
+                )
+                row = row.replace("'_validation_success_text': 'Failed'", "'_validation_success_text': 'Warned'")
+                text = text[:start] + row + text[end:]
+    return _NAN_SHARE.sub(">no rows<", text) if page.startswith("validations/") else text
+
+
+def finish_pages(site: Path, warned_pages: set[str] = frozenset()) -> int:
+    """One pass over the site's pages: our vocabulary (`_in_our_words`), and the vendored
+    assets copied in with every page pointing at them; returns the pages changed.
+
+    Raises AssetsMissing (the vocabulary done) when there are no assets to copy."""
+    cache = settings().datadocs_assets_dir
+    assets = _assets(cache) if (cache / "manifest.json").is_file() else None
+    if assets is not None:
+        shutil.copytree(cache, site / VENDOR, dirs_exist_ok=True, ignore=shutil.ignore_patterns("manifest.json"))
+    changed = 0
+    for page in site.rglob("*.html"):
+        relative = page.relative_to(site)
+        text = page.read_text()
+        new = _in_our_words(relative.as_posix(), text, warned_pages)
+        if assets is not None:
+            to_root = "../" * (len(relative.parts) - 1)
+            new = _LOGO.sub(f"{to_root}static/images/logo-long.png", new)
+            new = _FAVICON.sub(f'"{to_root}static/images/favicon.ico"', new)
+            for url, local in assets.items():
+                new = new.replace(f'"{url}"', f'"{to_root}{local}"')
+            new = _VENDORED_TAG.sub(lambda tag: _SRI.sub("", tag.group(0)), new)
+        if new != text:
+            page.write_text(new)
+            changed += 1
+    if assets is None:
+        raise AssetsMissing(
+            f"{cache.resolve()} has no assets: run `make assets` (infra/datadocs/fetch.py) for an offline Data Docs site"
+        )
+    return changed
 
 
 def build(locations: Locations, warned_pages: set[str] = frozenset()) -> str:
@@ -112,9 +112,8 @@ def build(locations: Locations, warned_pages: set[str] = frozenset()) -> str:
     site, folder = join(locations.reports, "data_docs"), site_folder(locations)
     with FolderLock(locations.quality):
         gx.context(locations.quality, folder).build_data_docs(site_names=[gx.DATA_DOCS_SITE])
-        speak_our_words(folder, warned_pages)
         try:
-            localize(folder)
+            finish_pages(folder, warned_pages)
         finally:
             if is_s3(site):
                 fs.copy_tree(folder, site)

@@ -20,13 +20,13 @@ from typing import Any
 import jinja2
 
 from jobs import declare
-from jobs.backfill import POINTER, PUBLISHED
+from jobs.backfill import PUBLISHED, BackfillError, current_version
 from jobs.lake import fs
 from jobs.lake.layout import Locations, is_s3, join, normalize
 from jobs.publish import health
 from jobs.publish.chart import FATES, run_chart
 from jobs.run.report import RunReport, load_reports
-from jobs.validate.result import ValidationResult, load_results
+from jobs.validate.result import ValidationResult, appended_since, load_results
 
 HISTORY_COLUMNS = 12  # the latest validations in a check's history
 FATE_COLORS = {"used": "#3b7dd8", "quarantined": "#e39b2d", "late": "#9a9a9a"}
@@ -75,12 +75,7 @@ def check_history(results: list[ValidationResult]) -> dict[str, Any]:
 
 def stale_checks(runs: list[RunReport], results: list[ValidationResult]) -> dict[str, int]:
     """Whole-table check id -> runs that appended rows after it (the table it saw has grown)."""
-    appended = [r for r in runs if r.batch_ids and r.output_rows != 0]
-    return {
-        v.validation_id: sum(1 for r in appended if r.run_id not in v.run_ids and r.started_at >= v.validated_at)
-        for v in results
-        if v.scope == "table"
-    }
+    return {v.validation_id: len(appended_since(v, runs)) for v in results if v.scope == "table"}
 
 
 def backfills(root: str, pipeline: str) -> list[dict[str, Any]]:
@@ -93,9 +88,10 @@ def backfills(root: str, pipeline: str) -> list[dict[str, Any]]:
         record = join(work_root, PUBLISHED)
         published = fs.read_json(record) if fs.exists(record) else None
         if published:
-            pointer = join(published["publish_to"], POINTER)
-            current = fs.exists(pointer) and fs.read_json(pointer).get("path") == published["path"]
-            published["current"] = current
+            try:
+                published["current"] = current_version(published["publish_to"]) == published["path"]
+            except BackfillError:  # its pointer is gone
+                published["current"] = False
         found.append({"id": backfill_id, "runs": runs, "published": published, "work_root": work_root})
     return found
 
@@ -114,22 +110,30 @@ def _section(root: str, pipeline: declare.PipelineBase, locations: Locations, no
         "table_checks": [v for v in reversed(results) if v.scope == "table"],
         "stale": stale_checks(runs, results),
         "backfills": backfills(root, pipeline.name),
+        "warned_pages": {v.data_docs_page for v in results if v.status == "warned" and v.data_docs_page},
     }
 
 
-def render(root: str, reports: str | None = None, now: datetime | None = None) -> str:
-    """The summary page's HTML, from the run reports and validation results under `root`."""
+def sections(root: str, reports: str | None = None, now: datetime | None = None) -> list[dict[str, Any]]:
+    """What the page shows of each pipeline, worst first, from what is stored under `root`."""
     now = now or datetime.now(UTC)
-    sections = [
+    found = [
         _section(root, pipeline, Locations.resolve(name, root=root, reports=reports), now)
         for name, pipeline in declare.load_all().items()
     ]
-    sections.sort(key=lambda s: (s["health"].rank, s["pipeline"].name))
+    return sorted(found, key=lambda s: (s["health"].rank, s["pipeline"].name))
+
+
+def render(root: str, reports: str | None = None, found: list[dict[str, Any]] | None = None) -> str:
+    """The summary page's HTML, from the run reports and validation results under `root`
+    (or the sections already read from them)."""
+    now = datetime.now(UTC)
+    found = found if found is not None else sections(root, reports, now)
     # A pipeline shows when it ran, or has backfills (what they published is news too).
-    shown = [s for s in sections if s["health"].status != "never run" or s["backfills"]]
+    shown = [s for s in found if s["health"].status != "never run" or s["backfills"]]
     return _TEMPLATES.get_template("report.html.j2").render(
         ran=shown,
-        never_ran=[s["pipeline"] for s in sections if s not in shown],
+        never_ran=[s["pipeline"] for s in found if s not in shown],
         generated=now.isoformat(timespec="seconds"),
         root=normalize(root),
         fates=FATES,
@@ -145,19 +149,15 @@ def build(
 ) -> str:
     """Writes the summary page (and rebuilds the Data Docs site); returns the page's location."""
     locations = Locations.resolve("any", root=root, reports=reports)
+    found = sections(root, reports)  # read once: for the Data Docs' vocabulary and for the page
     if with_data_docs and fs.exists(join(locations.quality, "gx")):
         from jobs.publish import data_docs
 
-        warned = {
-            result.data_docs_page
-            for name in declare.load_all()
-            for result in load_results(Locations.resolve(name, root=root, reports=reports).runs)
-            if result.status == "warned" and result.data_docs_page
-        }
+        warned = set().union(*(s["warned_pages"] for s in found))
         try:
             data_docs.build(locations, warned)
         except data_docs.AssetsMissing as error:
             echo(f"warning: the Data Docs pages load their styles and scripts from CDNs: {error}")
     page = join(locations.reports, "index.html")
-    fs.write_text(page, render(root, reports))
+    fs.write_text(page, render(root, reports, found))
     return page

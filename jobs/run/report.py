@@ -227,9 +227,9 @@ def load_report(runs: str, run_id: str) -> RunReport:
     return RunReport.model_validate(fs.read_json(report_uri(runs, run_id)))
 
 
-def has_committed_batches(runs: str) -> bool:
-    """Whether any run has committed a batch: until one has, there is no table to validate."""
-    return any(report.batch_ids for report in load_reports(runs))
+def has_committed_batches(reports: list[RunReport]) -> bool:
+    """Whether any of the runs committed a batch: until one has, there is no table to validate."""
+    return any(report.batch_ids for report in reports)
 
 
 def load_reports(runs: str) -> list[RunReport]:

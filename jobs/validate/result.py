@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from jobs.lake import fs
 from jobs.lake.layout import join
-from jobs.run.report import RESULTS_SUFFIX, load_reports
+from jobs.run.report import RESULTS_SUFFIX, RunReport
 
 
 class CheckResult(BaseModel):
@@ -82,12 +82,15 @@ def load_results(runs: str) -> list[ValidationResult]:
     return sorted(found, key=lambda result: result.validated_at)
 
 
-def current_table_check(runs: str) -> str | None:
-    """The id of the table's last whole-table check if no run has appended rows since it
-    (runs that appended none change nothing); None when the table needs a check."""
-    checks = [r for r in load_results(runs) if r.scope == "table"]
-    if not checks:
-        return None
-    checked = set(checks[-1].run_ids)
-    appended = [r for r in load_reports(runs) if r.batch_ids and r.output_rows != 0 and r.run_id not in checked]
-    return None if appended else checks[-1].validation_id
+def appended_since(check: ValidationResult, reports: list[RunReport]) -> list[RunReport]:
+    """The runs that appended rows to the table after a whole-table check read it: those
+    not among the runs it covered (runs that appended none change nothing)."""
+    covered = set(check.run_ids)
+    return [r for r in reports if r.batch_ids and r.output_rows != 0 and r.run_id not in covered]
+
+
+def current_table_check(reports: list[RunReport], results: list[ValidationResult]) -> str | None:
+    """The id of the table's last whole-table check if no run has appended rows since it;
+    None when the table needs a check."""
+    checks = [r for r in results if r.scope == "table"]
+    return checks[-1].validation_id if checks and not appended_since(checks[-1], reports) else None
