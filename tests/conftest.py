@@ -15,12 +15,23 @@ import pytest
 
 from jobs import declare
 from jobs.lake.layout import Locations
+from tests import jvm_archive
 from tests.helpers import REPO, S3_BUCKET, S3_SECRET
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("JOBS_CACHE_DIR", str(REPO / ".cache"))
-# The driver JVM starts faster without the optimizing compiler; tests run small data.
-os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+# The JVMs start faster: without the optimizing compiler (tests run small data), and with
+# Spark's classes mapped from an archive the controlling process makes once (tests/jvm_archive.py).
+_OWN_JAVA_OPTIONS = "JAVA_TOOL_OPTIONS" not in os.environ
+os.environ.setdefault("JAVA_TOOL_OPTIONS", jvm_archive.BASE_OPTIONS)
+
+
+def pytest_configure(config):
+    if _OWN_JAVA_OPTIONS and not hasattr(config, "workerinput"):  # xdist's workers inherit it
+        cache = Path(os.environ["JOBS_CACHE_DIR"])
+        if not jvm_archive.archive_path(cache).exists():
+            print("tests: archiving Spark's JVM classes for faster starts (once per JDK and Spark, ~30 s)")
+        os.environ["JAVA_TOOL_OPTIONS"] = jvm_archive.java_options(jvm_archive.ensure_archive(cache))
 
 
 @pytest.fixture(scope="session")

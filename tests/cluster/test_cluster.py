@@ -49,8 +49,8 @@ def cluster(s3_endpoint, tmp_path_factory):
         "AWS_SECRET_ACCESS_KEY": S3_SECRET,
         "AWS_REGION": "us-east-1",
     }
-    # Small data: executors start faster without the optimizing compiler, as the drivers do here.
-    cluster.start({**credentials, "JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"})
+    # Small data: executors start as the drivers do here (tests/conftest.py).
+    cluster.start({**credentials, "JAVA_TOOL_OPTIONS": os.environ["JAVA_TOOL_OPTIONS"]})
     yield cluster
     cluster.stop()
     for folder in home.glob("worker-*/app-*"):  # each executor's copy of the jars: 200 MB
