@@ -18,15 +18,19 @@ records. A key given twice counts once, with its last value (as JSON parsers do)
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 import msgspec
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from jobs.columns import BLOCK_START, LINE, LINE_NUMBER, SOURCE_FILE
+from jobs.columns import BLOCK_START, FILE_SIZE, LINE, LINE_NUMBER, SOURCE_FILE
+from jobs.flow.tally import FileCount, Files, Tally
 
 RECORD_LIMIT = 64 * 2**20  # bytes; README, "Late data and row accounting"
 TOO_LARGE_KEPT = 2**20  # bytes of a line over the limit its quarantine record keeps (parse.py)
@@ -63,35 +67,29 @@ def spark_type(kind: str) -> str:
 
 @dataclass(frozen=True)
 class LineDecoder:
-    """Arrow batches of (LINE as bytes, other columns...) -> the other columns, the declared
-    fields, LINE (the same bytes, or null without keep_lines), LINE_NUMBER, REASON, DETAIL
-    and, when asked, NEW_FIELDS and NEW_VALUES. Blank lines are left out.
-
-    With `numbered`, the input also has SOURCE_FILE and BLOCK_START (jobs/flow/source.py,
-    `read_lines`), and LINE_NUMBER counts the lines of each block (blank ones too) from 1;
-    jobs/flow/lines.py makes that a line number in the file. Otherwise it is null."""
+    """Arrow batches of (LINE as bytes, SOURCE_FILE, BLOCK_START, FILE_SIZE, other columns...)
+    -> the other columns, the declared fields, LINE (the same bytes), LINE_NUMBER (counted
+    from 1 in each part of a file Spark read, blank lines too; jobs/flow/lines.py makes it a
+    line number in the file), REASON, DETAIL and, when asked, NEW_FIELDS and NEW_VALUES.
+    Blank lines are left out. BLOCK_START and FILE_SIZE may be missing (a file read whole,
+    of unknown size). With a tally, the lines read of each file are counted in it."""
 
     fields: tuple[tuple[str, str], ...]  # (name, Spark type), as declared
     coerce: bool = False  # a string field takes any JSON value, as its text
     new_fields: bool = False  # also hand back the keys no field names (NEW_FIELDS, NEW_VALUES)
-    keep_lines: bool = True  # only a quarantine needs the raw line
-    numbered: bool = False  # ... and its number
+    tally: Tally | None = None
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         # Raw takes null as well, and cannot be in a union.
         nullable = [(name, a if a is msgspec.Raw else a | None, None) for name, a in self._accepted()]
-        record = msgspec.defstruct("Record", nullable)
+        record = msgspec.defstruct("Record", nullable, gc=False)
         reader = _Reader(msgspec.json.Decoder(record), dict(self.fields), self.new_fields)
-        counted: dict[tuple[str, int], int] = {}  # lines read of each block, for `numbered`
+        read: Files = {}  # per file, the lines read and its size, for the tally
+        counted: dict[tuple[str, int], int] = {}  # lines read of each block so far
         for batch in batches:
-            yield self._decoded(batch, reader, counted)
-
-    def _blocks(self, batch: pa.RecordBatch) -> list[tuple[str, int]] | None:
-        """Each row's (file, block start), when the lines are numbered."""
-        if not self.numbered:
-            return None
-        files, starts = batch.column(SOURCE_FILE).to_pylist(), batch.column(BLOCK_START).to_pylist()
-        return list(zip(files, starts, strict=True))
+            yield self._decoded(batch, reader, _numbers(batch, counted, read))
+        if self.tally is not None:
+            self.tally.add(read)
 
     def _accepted(self) -> list[tuple[str, Any]]:
         """(field, what msgspec reads it as): its type, or Raw (JSON text handed back as text)."""
@@ -100,43 +98,90 @@ class LineDecoder:
             for name, kind in self.fields
         ]
 
-    def _decoded(self, batch: pa.RecordBatch, reader: _Reader, counted: dict[tuple[str, int], int]) -> pa.RecordBatch:
-        names = [name for name, _ in self.fields]
-        values: list[list[Any]] = [[] for _ in names]
-        reasons, details, new_keys, new_values, kept, numbers = [], [], [], [], [], []
-        blocks = self._blocks(batch)
-        for row, raw in enumerate(batch.column(LINE).to_pylist()):
-            if blocks:
-                block = blocks[row]
-                number = counted[block] = counted.get(block, 0) + 1
-            line = reader.read(raw)
-            if line is None:
-                continue  # a blank line is not a record
-            kept.append(row)
-            if blocks:
-                numbers.append(number)
-            reasons.append(line.reason)
-            details.append(line.detail)
-            new_keys.append(line.new_keys)
-            new_values.append(line.new_values)
-            for column, name in zip(values, names, strict=True):
-                column.append(None if line.record is None else getattr(line.record, name))
-        others = [n for n in batch.schema.names if n != LINE]
-        taken = pa.array(kept, pa.int64())
-        columns = [batch.column(n).take(taken) for n in others]
-        for (_, kind), (_, accepted), column in zip(self.fields, self._accepted(), values, strict=True):
+    def _decoded(self, batch: pa.RecordBatch, reader: _Reader, numbers: pa.Array) -> pa.RecordBatch:
+        raws = batch.column(LINE)
+        lines: list[bytes] = raws.to_pylist()
+        records: list[Any] = [None] * len(lines)
+        # Lines the quick way cannot take (not JSON, of another type, blank, a byte order mark,
+        # not UTF-8, too large, with new fields to find) are read the careful way, one by one.
+        careful: dict[int, _Line | None] = {}
+        if self.new_fields or not _fits(raws):
+            careful = {row: reader.read(raw) for row, raw in enumerate(lines)}
+        else:
+            decode = reader.typed.decode
+            for row, raw in enumerate(lines):
+                try:
+                    records[row] = decode(raw)
+                except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+                    careful[row] = reader.read(raw)
+        reasons: list[str | None] = [None] * len(lines)
+        details: list[str | None] = [None] * len(lines)
+        new_keys: list[list[str] | None] = [None] * len(lines)
+        new_values: list[str | None] = [None] * len(lines)
+        for row, line in careful.items():
+            if line is not None:
+                records[row], reasons[row], details[row] = line.record, line.reason, line.detail
+                new_keys[row], new_values[row] = line.new_keys, line.new_values
+        blank = [row for row, line in careful.items() if line is None]
+        kept = None
+        if blank:  # a blank line is not a record
+            gone = set(blank)
+            kept = pa.array([row for row in range(len(lines)) if row not in gone], pa.int64())
+            records, reasons, details, new_keys, new_values = (
+                [values[row] for row in kept.to_pylist()]
+                for values in (records, reasons, details, new_keys, new_values)
+            )
+
+        def taken(column: pa.Array) -> pa.Array:
+            return column if kept is None else column.take(kept)
+
+        others = [n for n in batch.schema.names if n not in (LINE, FILE_SIZE)]
+        columns = [taken(batch.column(n)) for n in others]
+        for (name, kind), (_, accepted) in zip(self.fields, self._accepted(), strict=True):
+            values = [getattr(r, name, None) for r in records]
             if accepted is msgspec.Raw:  # handed back as text
-                columns.append(pa.array([None if v is None else _as_text(v) for v in column], pa.string()))
+                columns.append(pa.array([None if v is None else _as_text(v) for v in values], pa.string()))
             else:
-                columns.append(pa.array(column, _SCALARS[kind][1]))
-        columns += [batch.column(LINE).take(taken) if self.keep_lines else pa.nulls(len(kept), pa.binary())]
-        columns += [pa.array(numbers, pa.int64()) if blocks else pa.nulls(len(kept), pa.int64())]
-        columns += [pa.array(reasons, pa.string()), pa.array(details, pa.string())]
-        out = [*others, *names, LINE, LINE_NUMBER, REASON, DETAIL]
+                columns.append(pa.array(values, _SCALARS[kind][1]))
+        columns += [taken(raws), taken(numbers), pa.array(reasons, pa.string()), pa.array(details, pa.string())]
+        out = [*others, *(name for name, _ in self.fields), LINE, LINE_NUMBER, REASON, DETAIL]
         if self.new_fields:
             columns += [pa.array(new_keys, pa.list_(pa.string())), pa.array(new_values, pa.string())]
             out += [NEW_FIELDS, NEW_VALUES]
         return pa.RecordBatch.from_arrays(columns, names=out)
+
+
+def _fits(raws: pa.Array) -> bool:
+    """Every line is UTF-8 and within the size limit (checked for the whole batch at once)."""
+    try:
+        raws.cast(pa.string())
+    except pa.ArrowInvalid:
+        return False
+    return len(raws) == 0 or pc.max(pc.binary_length(raws)).as_py() <= RECORD_LIMIT
+
+
+def _numbers(batch: pa.RecordBatch, counted: dict[tuple[str, int], int], read: Files) -> pa.Array:
+    """Each line's number in its block, counting on from the lines of the block read before
+    (a task reads a block's lines in order); adds the lines of each file to `read`."""
+    rows = batch.num_rows
+    files = batch.column(SOURCE_FILE)
+    names = batch.schema.names
+    starts = batch.column(BLOCK_START) if BLOCK_START in names else pa.array(np.zeros(rows, np.int64))
+    sizes = batch.column(FILE_SIZE) if FILE_SIZE in names else pa.nulls(rows, pa.int64())
+    # Rows of one block come together: a run starts where the file or the block changes.
+    changes = pc.or_(pc.not_equal(files[1:], files[:-1]), pc.not_equal(starts[1:], starts[:-1]))
+    bounds = [0, *(np.flatnonzero(changes.to_numpy(zero_copy_only=False)) + 1), rows]
+    numbers = np.empty(rows, np.int64)
+    for first, end in itertools.pairwise(bounds):
+        if first == end:
+            continue
+        file, start, size = files[first].as_py(), starts[first].as_py(), sizes[first].as_py()
+        before = counted.get((file, start), 0)
+        numbers[first:end] = np.arange(before + 1, before + 1 + end - first)
+        counted[file, start] = before + end - first
+        count = read.setdefault(file, FileCount(size_bytes=size))
+        count.lines += end - first
+    return pa.array(numbers)
 
 
 def _as_text(raw: msgspec.Raw) -> str | None:

@@ -10,8 +10,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from jobs.columns import (
-    BLOCK_START,
     EVENT_TIME,
+    FILE_SIZE,
     LINE,
     LINE_NUMBER,
     QUARANTINE_DETAIL,
@@ -30,7 +30,7 @@ from jobs.flow.decode import (
     is_scalar,
     spark_type,
 )
-from jobs.flow.lines import InFile
+from jobs.flow.tally import Tally
 
 
 def _event_time(raw: Column, kind: str, fmt: str) -> Column:
@@ -55,17 +55,16 @@ def _converted(text: Column, kind: str) -> Column:
     return text.try_cast(kind)
 
 
-def decoded(lines: DataFrame, source: Source, keep_lines: bool = True) -> DataFrame:
+def decoded(lines: DataFrame, source: Source, tally: Tally | None = None) -> DataFrame:
     """Lines -> the declared fields, read strictly by jobs/flow/decode.py in Python workers,
     with `_reason` and `_detail` for a line that cannot be read (blank lines dropped)."""
     decoder = LineDecoder(
         tuple(source.fields.items()),
         coerce=source.types == "coerce",
         new_fields=source.new_fields != "ignore",
-        keep_lines=keep_lines,
-        numbered=keep_lines and BLOCK_START in lines.columns,
+        tally=tally,
     )
-    out = [(f.name, f.dataType.simpleString()) for f in lines.schema.fields if f.name != LINE]
+    out = [(f.name, f.dataType.simpleString()) for f in lines.schema.fields if f.name not in (LINE, FILE_SIZE)]
     out += [(name, spark_type(kind)) for name, kind in source.fields.items()]
     out += [(LINE, "binary"), (LINE_NUMBER, "bigint"), (REASON, "string"), (DETAIL, "string")]
     if decoder.new_fields:
@@ -74,15 +73,14 @@ def decoded(lines: DataFrame, source: Source, keep_lines: bool = True) -> DataFr
     return lines.withColumn(LINE, F.col(LINE).cast("binary")).mapInArrow(decoder, schema)
 
 
-def parse_events(lines: DataFrame, source: Source, keep_lines: bool = True) -> DataFrame:
+def parse_events(lines: DataFrame, source: Source, tally: Tally | None = None) -> DataFrame:
     """Lines of newline-delimited JSON -> one row per record, with the reason it is unusable.
 
-    Input columns: `line` (the raw text), `source_file`, and any others, which are kept.
+    Input columns: `line` (the raw text), `source_file`, and any others (jobs/flow/source.py
+    adds where in the file each line was read from, and the file's size), which are kept.
     Blank lines are not records and are dropped. Added: every declared field,
     `event_time`, `quarantine_reason` (null for a usable record), `quarantine_detail` and
-    `line_number` (for lines read by `read_lines`, which says where each was read from).
-    `keep_lines=False` leaves `line` and `line_number` empty (null): the streaming query
-    never needs them.
+    `line_number` (in the part of the file Spark read; jobs/flow/lines.py).
 
     Fields the schema does not have are ignored, except for an inferred schema whose
     declaration says otherwise: `new_fields: fail` fails the batch (nothing of it is
@@ -90,7 +88,7 @@ def parse_events(lines: DataFrame, source: Source, keep_lines: bool = True) -> D
     in `_rescued_data`.
     """
     fields = source.fields
-    parsed = decoded(lines, source, keep_lines)
+    parsed = decoded(lines, source, tally)
     reason = F.when(F.col(REASON).isNotNull(), F.col(REASON))
     detail = F.when(F.col(REASON).isNotNull(), F.col(DETAIL))
     converted = {name: _converted(F.col(name), kind) for name, kind in fields.items() if not is_scalar(kind)}
@@ -133,19 +131,8 @@ def parse_events(lines: DataFrame, source: Source, keep_lines: bool = True) -> D
     )
 
 
-def usable(parsed: DataFrame) -> DataFrame:
-    """The records a pattern can use."""
-    return parsed.where(F.col(QUARANTINE_REASON).isNull()).drop(QUARANTINE_REASON, QUARANTINE_DETAIL)
-
-
-def quarantined(parsed: DataFrame, *keep: str) -> DataFrame:
-    """The records it cannot: where they came from (file and line number), the raw line and
-    why (plus `keep`)."""
-    where = [SOURCE_FILE, LINE_NUMBER] + ([BLOCK_START] if BLOCK_START in parsed.columns else [])
-    why = [F.col(QUARANTINE_REASON).alias("reason"), F.col(QUARANTINE_DETAIL).alias("detail")]
-    records = parsed.where(F.col(QUARANTINE_REASON).isNotNull()).select(*where, LINE, *why, *keep)
-    if BLOCK_START not in records.columns:
-        return records
-    # Numbered in their block: numbered in the file, counting what the blocks before hold.
-    schema = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in records.schema if f.name != BLOCK_START)
-    return records.mapInArrow(InFile(), schema)
+def usable(parsed: DataFrame, keep: Column | None = None) -> DataFrame:
+    """The records a pattern can use (`keep`: the same test, jobs/flow/tally.py `counted`,
+    that also counts every record on its way)."""
+    keep = F.col(QUARANTINE_REASON).isNull() if keep is None else keep
+    return parsed.where(keep).drop(QUARANTINE_REASON, QUARANTINE_DETAIL)

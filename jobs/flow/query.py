@@ -3,46 +3,52 @@
     lines (line, source_file)   one DataFrame per source             jobs/flow/source.py
       -> parse_events          declared fields, event_time, quarantine_reason   parse.py
       -> enrich                a dimension's columns, when declared             enrich.py
-      -> usable                the rows a pattern can use                       parse.py
+      -> usable                the rows a pattern can use, each row counted     parse.py, tally.py
       -> the pattern           windows, a processor, a join, or events as they are  patterns/
       -> the sink              appended to the Parquet table, exactly once      sink.py
 
-`pipeline_table` is the same function for the streaming query, for validation (the
-output schema) and for the accounting (which re-classifies the rows of a batch).
+The same functions make the streaming query, the output schema (for validation), and the
+accounting's second read of a batch that was not counted as it ran.
 """
 
 from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import StructType
 
-from jobs.columns import LINE, SOURCE_FILE
+from jobs.columns import EVENT_TIME, LINE, SOURCE_FILE
 from jobs.declare import PipelineBase
 from jobs.flow import sink
 from jobs.flow.enrich import enrich
 from jobs.flow.parse import parse_events, usable
 from jobs.flow.patterns import pattern_of
 from jobs.flow.source import stream_lines
+from jobs.flow.tally import Tally, counted
 from jobs.lake.layout import join
 
 
-def parsed(
-    pipeline: PipelineBase, index: int, lines: DataFrame, dimension: DataFrame | None, keep_lines: bool = True
+def usable_events(
+    pipeline: PipelineBase, index: int, lines: DataFrame, dimension: DataFrame | None, tally: Tally | None = None
 ) -> DataFrame:
-    """The lines of source `index` (0: the pipeline's own, 1: a join's second), parsed, and
-    enriched when the pipeline says so (a join has no enrichment)."""
-    events = parse_events(lines, pattern_of(pipeline).sources[index], keep_lines)
+    """The lines of source `index` (0: the pipeline's own, 1: a join's second), parsed,
+    enriched when the pipeline says so (a join has no enrichment), and the usable ones kept;
+    with a tally, every line is counted in it on the way."""
+    events = parse_events(lines, pattern_of(pipeline).sources[index], tally)
     if pipeline.enrich is not None:
         events = enrich(events, dimension, pipeline.enrich)
-    return events
+    if tally is None:
+        return usable(events)
+    return usable(events, counted(tally, pattern_of(pipeline).late_at(F.col(EVENT_TIME))))
 
 
-def pipeline_table(pipeline: PipelineBase, lines: list[DataFrame], dimension: DataFrame | None = None) -> DataFrame:
+def pipeline_table(
+    pipeline: PipelineBase, lines: list[DataFrame], dimension: DataFrame | None = None, tally: Tally | None = None
+) -> DataFrame:
     """Landed lines (one DataFrame per source, in checkpoint order) -> output rows."""
     events = [
-        usable(parsed(pipeline, index, source_lines, dimension, keep_lines=False))
-        for index, source_lines in enumerate(lines)
+        usable_events(pipeline, index, source_lines, dimension, tally) for index, source_lines in enumerate(lines)
     ]
     return pattern_of(pipeline).table(*events)
 
@@ -75,9 +81,11 @@ def start_query(
     max_files_per_trigger: int | None = None,
     max_bytes_per_trigger: int | None = None,
     dimension: DataFrame | None = None,
+    tally: Tally | None = None,
 ) -> StreamingQuery:
-    """Start the streaming query of `pipeline`: each source's landing, the flow, the sink."""
+    """Start the streaming query of `pipeline`: each source's landing, the flow (its rows
+    counted in `tally`), the sink."""
     lines = [stream_lines(spark, landing, max_files_per_trigger, max_bytes_per_trigger) for landing in landings]
-    table = pipeline_table(pipeline, lines, dimension)
+    table = pipeline_table(pipeline, lines, dimension, tally)
     retention_s = pipeline.retention.output_after_s
     return sink.start(table, pipeline.name, output, checkpoint, trigger, pipeline.output.partition_by, retention_s)

@@ -8,7 +8,7 @@ from datetime import date
 from urllib.parse import unquote
 
 from pyspark.errors import AnalysisException
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.columns import BLOCK_START, FILE_SIZE, LINE, SOURCE_FILE
@@ -51,7 +51,8 @@ def landing_path(landing: str, glob: str | None = None, since: date | None = Non
 def stream_lines(
     spark: SparkSession, path: str, max_files_per_trigger: int | None, max_bytes_per_trigger: int | None
 ) -> DataFrame:
-    """The streaming source: every line of every file landed under `path`, with its file."""
+    """The streaming source: every line of every file landed under `path`, with where it
+    was read from (`_with_file`)."""
     reader = spark.readStream.format("text").option("recursiveFileLookup", "true")
     if max_files_per_trigger:
         reader = reader.option("maxFilesPerTrigger", max_files_per_trigger)
@@ -62,19 +63,19 @@ def stream_lines(
 
 def read_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
     """The same rows from given files (as the source's log names them: URIs, their names
-    %-encoded), as a batch DataFrame, with the byte each row's part of its file starts at
-    (BLOCK_START), so that its lines can be numbered, and the file's size (FILE_SIZE)."""
-    text = spark.read.format("text").load([_GLOB.sub(r"\\\1", unquote(path)) for path in paths])
-    block_start, size = F.col("_metadata.file_block_start"), F.col("_metadata.file_size")
-    return _with_file(text, block_start.alias(BLOCK_START), size.alias(FILE_SIZE))
+    %-encoded), as a batch DataFrame."""
+    return _with_file(spark.read.format("text").load([_GLOB.sub(r"\\\1", unquote(path)) for path in paths]))
 
 
 # Characters Hadoop reads as a pattern in a path: escaped, a '[' or '*' in a name is itself.
 _GLOB = re.compile(r"([\\*?\[\]{}])")
 
 
-def _with_file(text: DataFrame, *more: Column) -> DataFrame:
-    return text.select(F.col("value").alias(LINE), F.col("_metadata.file_path").alias(SOURCE_FILE), *more)
+def _with_file(text: DataFrame) -> DataFrame:
+    """Each line with its file, the byte its part of the file starts at (BLOCK_START: Spark
+    reads a large file in parts), so that its lines can be numbered, and the file's size."""
+    metadata = {SOURCE_FILE: "file_path", BLOCK_START: "file_block_start", FILE_SIZE: "file_size"}
+    return text.select(F.col("value").alias(LINE), *(F.col(f"_metadata.{m}").alias(c) for c, m in metadata.items()))
 
 
 def infer_schema(spark: SparkSession, path: str) -> dict[str, str]:

@@ -4,6 +4,7 @@ checkpoint.py  what Spark's checkpoint and sink log say (read only)
 ledger.py      the pipeline's own files beside them (contract, accounts, Spark's counts)
 progress.py    a line per batch as it completes
 accounting.py  exact rows per batch: input = used + quarantined + late + duplicates
+accountant.py  the run's accounts: batches accounted beside the query, stored, reported
 report.py      the run report
 runner.py      lock -> check -> recover -> query -> account -> report
 """

@@ -3,7 +3,7 @@
 declaration.json   the checkpoint contract the checkpoint was started with
 schema.json        the schema inferred by the first run, for `schema: infer` sources
 accounting/N       batch N's exact row account, written once the batch is accounted
-metrics/N          what only Spark counted in batch N, kept from its progress
+metrics/N          batch N's lines read per source and what only Spark counted, from its progress
 retention.json     how far retention has looked at accounted batches (jobs/run/retention.py)
 lock               one run at a time (jobs/lake/locks.py)
 """
@@ -41,10 +41,10 @@ class Ledger:
         fs.write_json(join(self.uri, "accounting", str(batch_id)), account)
 
     # Spark's own counts of a batch, kept from its progress event (Spark does not keep them).
-    def write_metrics(self, batch_id: int, metrics: dict[str, int]) -> None:
+    def write_metrics(self, batch_id: int, metrics: dict[str, Any]) -> None:
         fs.write_json(join(self.uri, "metrics", str(batch_id)), metrics)
 
-    def read_metrics(self, batch_id: int) -> dict[str, int] | None:
+    def read_metrics(self, batch_id: int) -> dict[str, Any] | None:
         """None when the run that committed the batch stopped before its progress was seen."""
         uri = join(self.uri, "metrics", str(batch_id))
         return fs.read_json(uri) if fs.exists(uri) else None

@@ -1,4 +1,5 @@
-"""A running query's progress: a line per batch as it completes, and what only Spark counts.
+"""A running query's progress: a line per batch as it completes, the lines it read, and what
+only Spark counts.
 
 The query's own `recentProgress` is read, not a listener's events: it is updated before
 the batch's commit returns, so when the query ends every batch it ran is in it.
@@ -12,7 +13,6 @@ from typing import Any
 from pyspark.sql.streaming import StreamingQuery
 
 from jobs.flow.patterns import Pattern
-from jobs.run.ledger import Ledger
 
 
 def state_rows_of(progress: Any) -> int:
@@ -43,25 +43,24 @@ def progress_line(progress: Any, pattern: Pattern) -> str:
 
 class ProgressWatch:
     """Follows a running query: prints each new batch's progress as it completes, and keeps
-    what only Spark counted in the ledger."""
+    each batch's metrics: the lines each source read (what the query's own count must add up
+    to, jobs/run/accounting.py) and what only Spark counted."""
 
-    def __init__(self, query: StreamingQuery, pattern: Pattern, ledger: Ledger, echo: Callable[[str], None]):
+    def __init__(self, query: StreamingQuery, pattern: Pattern, echo: Callable[[str], None]):
         self.query = query
         self.pattern = pattern
-        self.ledger = ledger
         self.echo = echo
-        self.seen: set[int] = set()
+        self.metrics: dict[int, dict[str, Any]] = {}  # of each batch seen
         self.last_state_rows: int | None = None
 
     def poll(self) -> None:
         for progress in self.query.recentProgress:
             # Idle progress events (no batch ran) carry no addBatch duration.
-            if progress.batchId in self.seen or "addBatch" not in (progress.durationMs or {}):
+            if progress.batchId in self.metrics or "addBatch" not in (progress.durationMs or {}):
                 continue
-            self.seen.add(progress.batchId)
             if progress.stateOperators:
                 self.last_state_rows = state_rows_of(progress)
-            if self.pattern.spark_counts:
-                counted = spark_counts(progress)
-                self.ledger.write_metrics(progress.batchId, {name: counted[name] for name in self.pattern.spark_counts})
+            counted = spark_counts(progress)
+            metrics = {name: counted[name] for name in self.pattern.spark_counts}
+            self.metrics[progress.batchId] = metrics | {"lines_read": [s.numInputRows for s in progress.sources]}
             self.echo(progress_line(progress, self.pattern))

@@ -68,6 +68,9 @@ class BatchAccount(BaseModel):
     missing_files: list[str] = Field(default_factory=list)
     committed_at: str | None = None
     files: list[FileAccount] | None = None
+    # Its files were read again to account it: the query's own count was not at hand
+    # (an interrupted run committed it), or did not add up (jobs/run/accounting.py).
+    read_again: bool = False
 
     _upgrade = model_validator(mode="before")(_from_version_1)
 

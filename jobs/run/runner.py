@@ -26,16 +26,18 @@ from jobs.flow.patterns import pattern_of
 from jobs.flow.query import source_landings, start_query
 from jobs.flow.sink import Trigger
 from jobs.flow.source import check_inferred, infer_schema, landing_path
+from jobs.flow.tally import Tally
 from jobs.lake import fs
 from jobs.lake.layout import Locations, StorageError
 from jobs.lake.locks import AlreadyRunning, CheckpointLock, LeaseLost, S3Lease, checkpoint_lock
+from jobs.run.accountant import Accountant
 from jobs.run.accounting import account_batches
 from jobs.run.audit import remove_stray_output, skipped_files
 from jobs.run.checkpoint import CheckpointLog, ms_to_iso
 from jobs.run.failure import failure_cause, one_line
 from jobs.run.ledger import IncompatibleCheckpoint, Ledger, check_contract, with_recorded_schema
 from jobs.run.progress import ProgressWatch
-from jobs.run.report import BatchAccount, RunReport, save, tied_files
+from jobs.run.report import BatchAccount, RunReport, save
 from jobs.run.retention import apply_retention
 from jobs.units import new_run_id
 
@@ -122,22 +124,25 @@ class _Run:
         self.log = CheckpointLog(locations.checkpoint, locations.output)
         self.ledger = Ledger(locations.ledger)
         self.dimension: DataFrame | None = None
-        self.accounts: list[BatchAccount] = []  # of the batches this run reports
+        self.tally = Tally(spark)  # the query's count of every row it reads
+        processing_time = options.trigger.kind == "processing-time"
+        self.accountant = Accountant(self.account, self.log, self.ledger, lock, report, processing_time)
 
-    def account(self, batch_ids: list[int]) -> None:
-        accounts = account_batches(
+    def account(self, batch_ids: list[int], store: bool) -> list[BatchAccount]:
+        """Account these committed batches (jobs/run/accounting.py)."""
+        quarantine, run_id = self.locations.quarantine, self.report.run_id
+        return account_batches(
             self.spark,
             self.pipeline,
             self.log,
             self.ledger,
-            self.locations.quarantine,
+            quarantine,
             batch_ids,
-            self.report.run_id,
+            run_id,
+            self.tally,
             self.dimension,
+            store,
         )
-        self.report.add_batches(accounts)
-        self.accounts += accounts
-        self.report.tied_files = tied_files(self.accounts)
 
     def prepare(self) -> None:
         """The recorded (or now inferred) schema, the dimension, the contract, and batches an
@@ -160,7 +165,7 @@ class _Run:
         if pending:
             echo(f"  accounting batches {pending}, committed by an interrupted earlier run")
             self.report.recovered_batch_ids = pending
-            self.account(pending)
+            self.accountant.account(pending)
 
     def limits(self) -> Limits:
         from jobs.session import heap_bytes
@@ -182,7 +187,6 @@ class _Run:
         options, pattern = self.options, pattern_of(self.pipeline)
         limits = self.limits()
         landings = [options.listed(landing) for landing in source_landings(self.pipeline, self.locations.landing)]
-        accounted_through = max(self.log.committed_batches(), default=-1)
         query = start_query(
             self.spark,
             self.pipeline,
@@ -193,8 +197,9 @@ class _Run:
             limits.max_files,
             limits.max_bytes,
             self.dimension,
+            self.tally,
         )
-        watch = ProgressWatch(query, pattern, self.ledger, self.echo)
+        watch = ProgressWatch(query, pattern, self.echo)
         interrupted: BaseException | None = None
         try:
             while not query.awaitTermination(options.poll_s):
@@ -202,16 +207,7 @@ class _Run:
                     raise KeyboardInterrupt
                 self.lock.check()
                 watch.poll()
-                if options.trigger.kind == "processing-time":
-                    # A batch with counts only Spark knows is accounted once its progress was seen.
-                    new = [
-                        b
-                        for b in self.log.committed_batches()
-                        if b > accounted_through and (b in watch.seen or not pattern.spark_counts)
-                    ]
-                    if new:
-                        self.account(new)
-                        accounted_through = new[-1]
+                self.accountant.follow(watch.metrics)
         except BaseException as error:  # committed batches are accounted whatever ended the query
             interrupted = error
             if isinstance(error, KeyboardInterrupt):
@@ -226,9 +222,9 @@ class _Run:
 
         watch.poll()
         try:
-            self.lock.check()  # no accounting written by a run that lost its lease
+            self.accountant.finish(watch.metrics)
             committed = self.log.committed_batches()
-            self.account([b for b in committed if b > accounted_through])
+            self.accountant.account([b for b in committed if b > self.accountant.accounted_through])
             self.report.watermark = ms_to_iso(self.log.next_watermark_ms(committed[-1])) if committed else None
             self.report.state_rows = watch.last_state_rows
             if self.report.state_rows is None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from jobs.flow.decode import RECORD_LIMIT
 from jobs.run.checkpoint import CheckpointLog
+from jobs.run.ledger import Ledger
 from tests.helpers import event, land, run_pipeline
 
 BAD_LINES = {
@@ -47,6 +48,7 @@ def test_every_kind_of_bad_record_is_quarantined_with_file_line_and_reason(spark
     assert by_line == expected
     assert len(rows) == 7
     assert {(r["run_id"], r["batch_id"]) for r in rows} == {(report.run_id, 0)}
+    assert Ledger(locations.ledger).read_account(0)["read_again"] is False  # counted as the query read it
 
 
 def test_accounting_a_batch_again_rewrites_the_same_quarantine(spark, clickstream, locations, quiet):
@@ -62,6 +64,7 @@ def test_accounting_a_batch_again_rewrites_the_same_quarantine(spark, clickstrea
 
     assert report.recovered_batch_ids == CheckpointLog(locations.checkpoint, locations.output).committed_batches()
     assert (report.input_rows, report.quarantined_rows) == (3, 2)
+    assert Ledger(locations.ledger).read_account(0)["read_again"] is True  # its count died with the run
     again = quarantine_rows(locations.quarantine)
     assert {r.pop("run_id") for r in again} == {report.run_id}  # the run that accounted them
     assert sorted(map(str, again)) == sorted(str({k: v for k, v in r.items() if k != "run_id"}) for r in first)

@@ -12,6 +12,7 @@ from jobs.flow.parse import parse_events, usable
 from jobs.flow.patterns import pattern_of
 from jobs.flow.query import start_query
 from jobs.flow.sink import Trigger
+from jobs.flow.tally import Tally
 from jobs.run.accounting import account_batches
 from jobs.run.checkpoint import CheckpointLog
 from jobs.run.ledger import Ledger
@@ -136,7 +137,7 @@ def test_late_rows_match_sparks_own_count_when_no_two_share_a_window(spark, clic
 
     log, ledger = CheckpointLog(locations.checkpoint, locations.output), Ledger(locations.ledger)
     new = [b for b in log.committed_batches() if b not in ledger.accounted_batches()]
-    accounts = account_batches(spark, clickstream, log, ledger, locations.quarantine, new, "r")
+    accounts = account_batches(spark, clickstream, log, ledger, locations.quarantine, new, "r", Tally(spark))
     assert dropped_by_spark == 5
     assert sum(a.late_rows_dropped for a in accounts) == 5
 

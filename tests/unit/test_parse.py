@@ -13,10 +13,9 @@ from pyspark.testing import assertDataFrameEqual
 
 from jobs.columns import EVENT_TIME
 from jobs.declare.parts import Source, Window
-from jobs.flow.parse import parse_events, quarantined, usable
+from jobs.flow.parse import parse_events, usable
 from jobs.flow.patterns import pattern_of
 from jobs.flow.patterns.window import latest_window_end
-from jobs.run.accounting import classified
 from tests.helpers import event
 
 
@@ -34,7 +33,8 @@ def source(
 
 
 def lines_df(spark, lines, source_file="landing/f.json"):
-    return spark.createDataFrame([(line, source_file) for line in lines], "line string, source_file string")
+    # One partition: a file part is read by one task, which numbers its lines.
+    return spark.createDataFrame([(line, source_file) for line in lines], "line string, source_file string").coalesce(1)
 
 
 @pytest.mark.parametrize(
@@ -77,10 +77,14 @@ def test_parse_events_reads_offsets_as_utc_and_drops_blank_lines(spark, clickstr
     ]
 
 
-def test_quarantined_keeps_file_line_reason_and_detail(spark, clickstream):
-    parsed = parse_events(lines_df(spark, ["{broken", event("u1", "2023-07-30T10:00:20Z")]), clickstream.source)
-    assert [tuple(r) for r in quarantined(parsed).collect()] == [
-        ("landing/f.json", None, "{broken", "malformed_json", "JSON is malformed: object keys must be strings (byte 1)")
+def test_a_quarantined_record_keeps_file_line_number_line_reason_and_detail(spark, clickstream):
+    lines = ["{broken", "", event("u1", "2023-07-30T10:00:20Z"), "[]"]
+    parsed = parse_events(lines_df(spark, lines), clickstream.source)
+    columns = ["source_file", "line_number", "line", "quarantine_reason", "quarantine_detail"]
+    bad = parsed.where("quarantine_reason IS NOT NULL").select(*columns).orderBy("line_number")
+    assert [tuple(r) for r in bad.collect()] == [
+        ("landing/f.json", 1, "{broken", "malformed_json", "JSON is malformed: object keys must be strings (byte 1)"),
+        ("landing/f.json", 4, "[]", "not_a_json_object", "a JSON array"),
     ]
     assert usable(parsed).count() == 1
 
@@ -135,17 +139,14 @@ def test_latest_window_end_for_tumbling_and_sliding(spark):
     assert sliding == datetime(2023, 7, 30, 10, 15)  # the window 10:05-10:15
 
 
-def test_classify_rows_late_at_or_before_the_watermark(spark, clickstream):
-    lines = [
-        event("u1", "2023-07-30T10:04:59Z"),  # window ends 10:05 == watermark: late
-        event("u1", "2023-07-30T10:05:00Z"),  # window ends 10:06: kept
-        "{broken",
-    ]
-    parsed = parse_events(lines_df(spark, lines), clickstream.source).withColumn(
-        "wm", F.lit(datetime(2023, 7, 30, 10, 5))
-    )
-    fates = [r.fate for r in classified(parsed, clickstream, "wm").orderBy("line").collect()]
-    assert sorted(fates) == ["late", "quarantined", "used"]
+@pytest.mark.parametrize(
+    ("event_time", "late_at"),
+    [("10:04:59", "10:05:00"), ("10:05:00", "10:06:00")],  # a row is late when its window ended by the watermark
+)
+def test_a_window_pipeline_counts_a_row_late_once_its_window_ended(spark, clickstream, event_time, late_at):
+    row = spark.createDataFrame([(datetime.fromisoformat(f"2023-07-30T{event_time}"),)], "t timestamp")
+    found = row.select(pattern_of(clickstream).late_at(F.col("t"))).first()[0]
+    assert found == datetime.fromisoformat(f"2023-07-30T{late_at}")
 
 
 def test_a_value_of_the_wrong_type_is_quarantined(spark):

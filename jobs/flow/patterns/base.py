@@ -94,12 +94,11 @@ class Pattern(ABC):
     def table(self, *events: DataFrame) -> DataFrame:
         """Usable events (one DataFrame per source) -> output rows, batch or streaming alike."""
 
-    def late(self, event_time: Column, watermark: Column) -> Column:
-        """Whether a usable event at `event_time` is dropped as late by a batch that drops
-        rows against `watermark` (what the accounting counts as late)."""
-        from pyspark.sql import functions as F
-
-        return F.lit(False)
+    def late_at(self, event_time: Column) -> Column | None:
+        """The time at or before which the batch's watermark makes a usable event at
+        `event_time` late (what the accounting counts as late); None: it never is, or
+        Spark counts it (`spark_counts`)."""
+        return None
 
     def state_rows(self, spark: SparkSession, checkpoint: str) -> int:
         """The rows in state now, read from the checkpoint (when no batch ran to say so)."""

@@ -67,7 +67,5 @@ class ProcessPattern(Pattern):
             timeout,
         )
 
-    def late(self, event_time: Column, watermark: Column) -> Column:
-        if self.processor.event_time_timeout:
-            return event_time <= watermark
-        return super().late(event_time, watermark)
+    def late_at(self, event_time: Column) -> Column | None:
+        return event_time if self.processor.event_time_timeout else None

@@ -100,10 +100,10 @@ class WindowPattern(Pattern):
         )
         return self.with_partition(table, "window_start")
 
-    def late(self, event_time: Column, watermark: Column) -> Column:
+    def late_at(self, event_time: Column) -> Column:
         if self.pipeline.deduplicate:
-            return event_time <= watermark
-        return latest_window_end(event_time, self.pipeline.window) <= watermark
+            return event_time
+        return latest_window_end(event_time, self.pipeline.window)
 
     def held_rows(self, spark: SparkSession, checkpoint: str, schema: StructType) -> DataFrame:
         from pyspark.sql import functions as F

@@ -1,0 +1,194 @@
+"""Each batch's rows, counted as the query reads them, so that accounting a batch needs no
+second read of its files (jobs/run/accounting.py).
+
+Spark's Python workers add to one accumulator per run (`Tally`):
+
+    the decoder (decode.py)     per landed file: the lines it read (blank ones too), its size
+    `counted` (after parsing)   per landed file: its records; the quarantined ones, with where
+                                they are in the file, the line, the reason and its detail; and
+                                for each usable record the time at or before which its pattern
+                                drops it as late (`late_at`: the watermark that decides is only
+                                known once the batch has run)
+
+A task's counts are kept per (batch, stage, partition) and task attempt, so that a task
+Spark ran again (after losing an executor) counts once. The batch is the local property
+Spark sets on every job of a micro-batch; reading a batch again sets it too (`for_batch`).
+Nothing is written by the workers: the counts travel with the tasks' results to the driver,
+which holds a batch's counts (its quarantined lines included) until the batch is accounted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark import AccumulatorParam, TaskContext
+
+from jobs.columns import BLOCK_START, LINE, LINE_NUMBER, QUARANTINE_DETAIL, QUARANTINE_REASON, SOURCE_FILE
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, SparkSession
+
+BATCH_ID = "streaming.sql.batchId"  # the local property Spark sets for a micro-batch's jobs
+
+
+@dataclass(slots=True)
+class Quarantined:
+    """A record that cannot be used, where the decoder read it: the part of the file (its
+    first byte) and the line's number in that part (jobs/flow/lines.py numbers it in the file)."""
+
+    block_start: int
+    line_in_block: int
+    line: str | None
+    reason: str
+    detail: str | None
+
+
+@dataclass(slots=True)
+class FileCount:
+    """One landed file's rows, as far as some tasks read it."""
+
+    size_bytes: int | None = None
+    lines: int = 0  # read by the decoder, blank ones too
+    records: int = 0  # counted after parsing: every line but the blank ones
+    late_at_us: list[np.ndarray] = field(default_factory=list)  # distinct late_at of usable records...
+    late_at_counts: list[np.ndarray] = field(default_factory=list)  # ... and how many have each
+    quarantined: list[Quarantined] = field(default_factory=list)
+
+    def merge(self, other: FileCount) -> None:
+        self.size_bytes = other.size_bytes if self.size_bytes is None else self.size_bytes
+        self.lines += other.lines
+        self.records += other.records
+        self.late_at_us += other.late_at_us
+        self.late_at_counts += other.late_at_counts
+        self.quarantined += other.quarantined
+
+    def late(self, watermark_ms: int) -> int:
+        """Usable records at or before `watermark_ms` by their pattern's rule."""
+        if not self.late_at_us:
+            return 0
+        values, counts = np.concatenate(self.late_at_us), np.concatenate(self.late_at_counts)
+        return int(counts[values <= watermark_ms * 1000].sum())
+
+
+Files = dict[str, FileCount]  # landed file (as Spark names it in `_metadata`) -> its counts
+
+
+def _merge_files(total: Files, more: Files) -> None:
+    for file, count in more.items():
+        total.setdefault(file, FileCount()).merge(count)
+
+
+class TaskCounts(AccumulatorParam):
+    """(batch, stage, partition) -> task attempt -> Files."""
+
+    def zero(self, value: Any) -> dict:
+        return {}
+
+    def addInPlace(self, total: dict, more: dict) -> dict:
+        for task, attempts in more.items():
+            for attempt, files in attempts.items():
+                _merge_files(total.setdefault(task, {}).setdefault(attempt, {}), files)
+        return total
+
+
+class Tally:
+    """One run's counts of every batch it read, from the tasks that read them."""
+
+    def __init__(self, spark: SparkSession):
+        self._accumulator = spark.sparkContext.accumulator({}, TaskCounts())
+
+    def add(self, files: Files) -> None:
+        """In a task: count these rows for the batch the task belongs to."""
+        context = TaskContext.get()
+        batch = int(context.getLocalProperty(BATCH_ID))
+        task = (batch, context.stageId(), context.partitionId())
+        self._accumulator.add({task: {context.taskAttemptId(): files}})
+
+    def take(self, batch_id: int) -> Files:
+        """On the driver, once the batch committed: its counts, forgotten here. Empty when
+        no task of it counted a line."""
+        return take_batch(self._accumulator.value, batch_id)
+
+
+def take_batch(counts: dict, batch_id: int) -> Files:
+    """A batch's counts, one attempt of each task, taken out of `counts` (which the tasks
+    of later batches add to meanwhile)."""
+    found: Files = {}
+    for task in [t for t in list(counts) if t[0] == batch_id]:
+        attempts = counts.pop(task)
+        _merge_files(found, attempts[min(attempts)])
+    return found
+
+
+@contextlib.contextmanager
+def for_batch(spark: SparkSession, batch_id: int) -> Iterator[None]:
+    """Jobs started inside count their rows for `batch_id` (reading a batch again)."""
+    context = spark.sparkContext
+    context.setLocalProperty(BATCH_ID, str(batch_id))
+    try:
+        yield
+    finally:
+        context.setLocalProperty(BATCH_ID, None)
+
+
+def counted(tally: Tally, late_at: Column | None) -> Column:
+    """Whether each parsed record is usable (the filter before the pattern), every record
+    counted in `tally` on its way through: only the quarantined ones bring their line."""
+    from pyspark.sql import functions as F
+
+    quarantined = F.col(QUARANTINE_REASON).isNotNull()
+    where = [F.when(quarantined, F.col(c)) for c in (BLOCK_START, LINE_NUMBER, LINE, QUARANTINE_DETAIL)]
+    late = F.lit(None).cast("timestamp") if late_at is None else late_at
+    with warnings.catch_warnings():  # PySpark prefers type hints, which it cannot read from a class
+        warnings.simplefilter("ignore", UserWarning)
+        count = F.arrow_udf(RowCounter(tally), "boolean", F.ArrowUDFType.SCALAR).asNondeterministic()
+    return count(F.col(SOURCE_FILE), late, F.col(QUARANTINE_REASON), *where)
+
+
+@dataclass(frozen=True)
+class RowCounter:
+    """For `counted`: the columns of an Arrow batch of parsed records -> whether each is
+    usable; what the batch holds is added to the tally, per file."""
+
+    tally: Tally
+
+    def __call__(
+        self,
+        source_file: pa.Array,
+        late_at: pa.Array,
+        reason: pa.Array,
+        block_start: pa.Array,
+        line_number: pa.Array,
+        line: pa.Array,
+        detail: pa.Array,
+    ) -> pa.Array:
+        usable = pc.is_null(reason)
+        files: Files = {}
+        records = pc.value_counts(source_file)
+        for file, n in zip(records.field("values").to_pylist(), records.field("counts").to_pylist(), strict=True):
+            files[file] = FileCount(records=n)
+        timed = pc.and_(usable, pc.is_valid(late_at))
+        if pc.any(timed).as_py():
+            grouped = (
+                pa.table({"file": source_file.filter(timed), "at": late_at.filter(timed).cast(pa.int64())})
+                .group_by(["file", "at"])
+                .aggregate([([], "count_all")])
+            )
+            for file in pc.unique(grouped.column("file")).to_pylist():
+                mine = grouped.filter(pc.equal(grouped.column("file"), file))
+                files[file].late_at_us.append(mine.column("at").to_numpy())
+                files[file].late_at_counts.append(mine.column("count_all").to_numpy())
+        bad = pc.invert(usable)
+        if pc.any(bad).as_py():
+            columns = (source_file, block_start, line_number, line, reason, detail)
+            for file, start, number, text, why, more in zip(*(c.filter(bad).to_pylist() for c in columns), strict=True):
+                files[file].quarantined.append(Quarantined(start, number, text, why, more))
+        self.tally.add(files)
+        return usable
