@@ -1,6 +1,6 @@
 """`make bench`: the product against Spark itself and DuckDB, on a backlog of any size.
 
-    python -m benchmarks.scale [--events 4000000] [--files 400] [--rounds 3] [--only backlog|incremental|state|rocksdb]
+    python -m benchmarks.scale [--events 4000000] [--files 400] [--rounds 3] [--only backlog|incremental|state|rocksdb|stages]
 
 1. Backlog: deterministic clickstream data (benchmarks/clickstream_data.py), then, in
    interleaved rounds on the same files: the product's `python -m jobs run clickstream`
@@ -10,6 +10,7 @@
 2. Incremental: the cost of a run with 1 new file after 0, 1,000 and 10,000 processed files.
 3. State: state rows over 20 runs of steady input.
 4. RocksDB: the backlog run with the RocksDB state store against the default one.
+5. Stages: what each step of the product's flow costs (benchmarks/stages.py).
 
 Every Spark process gets the same driver memory (--memory, default Spark's own 1g).
 Figures, not assertions: README's Performance section quotes what this printed.
@@ -170,13 +171,19 @@ def rocksdb(events: int, files: int, memory: str) -> None:
         print(f"  {store:8} {result.seconds:7.1f} s  {gib(result.peak_rss)}", flush=True)
 
 
+def stages(events: int, files: int, memory: str) -> None:
+    """What each step of the flow costs, on the backlog's files (its own Spark application)."""
+    data = generate(WORK / f"landing-{events}-{files}", events, files)
+    print(_checked("the stages", measure([PY, "-m", "benchmarks.stages", str(data), "--memory", memory])).stdout)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=4_000_000)
     parser.add_argument("--files", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--memory", default="1g", help="driver memory of every Spark process (default: %(default)s)")
-    parser.add_argument("--only", choices=("backlog", "incremental", "state", "rocksdb"))
+    parser.add_argument("--only", choices=("backlog", "incremental", "state", "rocksdb", "stages"))
     args = parser.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
     if args.only in (None, "backlog"):
@@ -187,6 +194,8 @@ def main() -> None:
         state()
     if args.only in (None, "rocksdb"):
         rocksdb(args.events, args.files, args.memory)
+    if args.only in (None, "stages"):
+        stages(args.events, args.files, args.memory)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
 """The data flow, in order: landing -> lines -> events -> a pattern -> the table (Spark).
 
 source.py    landing -> lines (streaming and batch alike); inferred schemas
-parse.py     lines -> typed events, each with the reason it cannot be used
+parse.py     lines -> typed events, each with the reason it cannot be used (decode.py
+             reads each line strictly in Spark's Python workers; lines.py numbers lines)
 enrich.py    events + a dimension's columns (a stream-static join)
 patterns/    events -> output rows: one module per pattern (window, process, join, events)
 sink.py      output rows -> the Parquet table, and reading back what it committed
+tally.py     every row counted as the query reads it, for the accounting (jobs/run/)
 query.py     the whole flow for one pipeline
 """

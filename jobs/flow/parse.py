@@ -80,7 +80,8 @@ def parse_events(lines: DataFrame, source: Source, tally: Tally | None = None) -
     adds where in the file each line was read from, and the file's size), which are kept.
     Blank lines are not records and are dropped. Added: every declared field,
     `event_time`, `quarantine_reason` (null for a usable record), `quarantine_detail` and
-    `line_number` (in the part of the file Spark read; jobs/flow/lines.py).
+    `line_number` (in the part of the file Spark read; jobs/flow/lines.py). `line` keeps
+    the line as landed for a record that cannot be used, and is null for the others.
 
     Fields the schema does not have are ignored, except for an inferred schema whose
     declaration says otherwise: `new_fields: fail` fails the batch (nothing of it is
@@ -116,11 +117,13 @@ def parse_events(lines: DataFrame, source: Source, tally: Tally | None = None) -
         F.concat(F.lit(f"{time_field}: "), F.col(time_field).cast("string"), F.lit(f" is not {time_format}")),
     )
     internal = (REASON, DETAIL, NEW_FIELDS, NEW_VALUES)
-    # The line as landed: bytes that are not UTF-8 in base64, rather than replaced; of a line
-    # over the size limit, its start (the whole line stays in its file, at its line number).
+    # The line as landed, for the quarantine only: bytes that are not UTF-8 in base64, rather
+    # than replaced; of a line over the size limit, its start (the whole line stays in its
+    # file, at its line number).
     in_base64 = F.regexp_replace(F.base64(LINE), r"\r\n", "")  # Spark's base64 breaks lines at 76
     line = (
-        F.when(F.col(REASON) == "invalid_encoding", in_base64)
+        F.when(reason.isNull(), F.lit(None).cast("string"))
+        .when(F.col(REASON) == "invalid_encoding", in_base64)
         .when(F.col(REASON) == "record_too_large", F.substring(LINE, 1, TOO_LARGE_KEPT).cast("string"))
         .otherwise(F.col(LINE).cast("string"))
     )

@@ -40,7 +40,7 @@ def usable_events(
         events = enrich(events, dimension, pipeline.enrich)
     if tally is None:
         return usable(events)
-    return usable(events, counted(tally, pattern_of(pipeline).late_at(F.col(EVENT_TIME))))
+    return usable(counted(events, tally, pattern_of(pipeline).late_at(F.col(EVENT_TIME))))
 
 
 def pipeline_table(

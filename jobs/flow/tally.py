@@ -33,7 +33,7 @@ from pyspark import AccumulatorParam, TaskContext
 from jobs.columns import BLOCK_START, LINE, LINE_NUMBER, QUARANTINE_DETAIL, QUARANTINE_REASON, SOURCE_FILE
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 BATCH_ID = "streaming.sql.batchId"  # the local property Spark sets for a micro-batch's jobs
 
@@ -138,9 +138,9 @@ def for_batch(spark: SparkSession, batch_id: int) -> Iterator[None]:
         context.setLocalProperty(BATCH_ID, None)
 
 
-def counted(tally: Tally, late_at: Column | None) -> Column:
-    """Whether each parsed record is usable (the filter before the pattern), every record
-    counted in `tally` on its way through: only the quarantined ones bring their line."""
+def counted(parsed: DataFrame, tally: Tally, late_at: Column | None) -> DataFrame:
+    """Parsed records -> the usable ones, every record counted in `tally` on its way
+    through: only the quarantined ones bring their line."""
     from pyspark.sql import functions as F
 
     quarantined = F.col(QUARANTINE_REASON).isNotNull()
@@ -149,7 +149,10 @@ def counted(tally: Tally, late_at: Column | None) -> Column:
     with warnings.catch_warnings():  # PySpark prefers type hints, which it cannot read from a class
         warnings.simplefilter("ignore", UserWarning)
         count = F.arrow_udf(RowCounter(tally), "boolean", F.ArrowUDFType.SCALAR).asNondeterministic()
-    return count(F.col(SOURCE_FILE), late, F.col(QUARANTINE_REASON), *where)
+    # A column, then a filter on it: as a filter, Spark would push the count below the
+    # parse and evaluate each parsed value again for it.
+    usable = count(F.col(SOURCE_FILE), late, F.col(QUARANTINE_REASON), *where)
+    return parsed.withColumn("_usable", usable).where("_usable").drop("_usable")
 
 
 @dataclass(frozen=True)
