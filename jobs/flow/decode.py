@@ -87,7 +87,7 @@ class LineDecoder:
         read: Files = {}  # per file, the lines read and its size, for the tally
         counted: dict[tuple[str, int], int] = {}  # lines read of each block so far
         for batch in batches:
-            yield self._decoded(batch, reader, _numbers(batch, counted, read))
+            yield self._decoded(batch, reader, _numbers(batch, counted, read), read)
         if self.tally is not None:
             self.tally.add(read)
 
@@ -98,7 +98,7 @@ class LineDecoder:
             for name, kind in self.fields
         ]
 
-    def _decoded(self, batch: pa.RecordBatch, reader: _Reader, numbers: pa.Array) -> pa.RecordBatch:
+    def _decoded(self, batch: pa.RecordBatch, reader: _Reader, numbers: pa.Array, read: Files) -> pa.RecordBatch:
         raws = batch.column(LINE)
         lines: list[bytes] = raws.to_pylist()
         records: list[Any] = [None] * len(lines)
@@ -125,6 +125,8 @@ class LineDecoder:
         blank = [row for row, line in careful.items() if line is None]
         kept = None
         if blank:  # a blank line is not a record
+            for row in blank:
+                read[batch.column(SOURCE_FILE)[row].as_py()].blank += 1
             gone = set(blank)
             kept = pa.array([row for row in range(len(lines)) if row not in gone], pa.int64())
             records, reasons, details, new_keys, new_values = (

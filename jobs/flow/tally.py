@@ -56,6 +56,7 @@ class FileCount:
 
     size_bytes: int | None = None
     lines: int = 0  # read by the decoder, blank ones too
+    blank: int = 0  # ... of which blank (not records)
     records: int = 0  # counted after parsing: every line but the blank ones
     late_at_us: list[np.ndarray] = field(default_factory=list)  # distinct late_at of usable records...
     late_at_counts: list[np.ndarray] = field(default_factory=list)  # ... and how many have each
@@ -64,6 +65,7 @@ class FileCount:
     def merge(self, other: FileCount) -> None:
         self.size_bytes = other.size_bytes if self.size_bytes is None else self.size_bytes
         self.lines += other.lines
+        self.blank += other.blank
         self.records += other.records
         self.late_at_us += other.late_at_us
         self.late_at_counts += other.late_at_counts

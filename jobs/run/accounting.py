@@ -84,14 +84,17 @@ def _by_file(counts: Files) -> Files:
 
 
 def counts_that_add_up(counts: Files, listed: list[dict[str, int]], lines_read: list[int] | None) -> Files | None:
-    """The counts the query made of a batch, if they add up, per source, to the lines Spark
-    says the batch read (None: they do not, or the batch's progress was never seen)."""
+    """The counts made of a batch, if they add up: per source, to the lines Spark says the
+    batch read, and per file, the records to its lines but the blank ones. None: they do
+    not (a task's count is missing), or what Spark read is not known."""
     if lines_read is None or len(lines_read) != len(listed):
         return None
     files = _by_file(counts)
     for entries, read in zip(listed, lines_read, strict=True):
         if sum(files[name].lines for name in map(from_spark, entries) if name in files) != read:
             return None
+    if any(count.records != count.lines - count.blank for count in files.values()):
+        return None
     return files
 
 
@@ -118,29 +121,43 @@ def _read_again(
 ) -> tuple[Files, set[str]]:
     """Count a batch by reading its files again with the same flow; and the files gone
     since it ran, whose rows can no longer be known."""
-    tally.take(batch_id)  # what an unfinished count left behind
     paths = [list(entries) for entries in listed]
     missing: set[str] = set()
-    try:
-        _count(spark, pipeline, dimension, tally, batch_id, paths)
-    except Exception as error:
-        missing = (
-            {p for ps in paths for p in ps if not fs.exists(from_spark(p))} if _names_a_missing_file(error) else set()
-        )
-        if not missing:
-            raise
-        tally.take(batch_id)  # the failed jobs may have counted some of their tasks
-        _count(spark, pipeline, dimension, tally, batch_id, [[p for p in ps if p not in missing] for ps in paths])
-    return _by_file(tally.take(batch_id)), missing
+    for _ in range(2):  # a count that does not add up is made once more
+        try:
+            counted = _count(spark, pipeline, dimension, tally, batch_id, paths)
+        except Exception as error:
+            gone = {p for ps in paths for p in ps if not fs.exists(from_spark(p))}
+            if not (_names_a_missing_file(error) and gone):
+                raise
+            missing |= gone
+            paths = [[p for p in ps if p not in gone] for ps in paths]
+            counted = _count(spark, pipeline, dimension, tally, batch_id, paths)
+        if counted is not None:
+            return counted, missing
+    raise RuntimeError(
+        f"batch {batch_id}: its rows, read again, did not add up to the lines Spark read; "
+        "nothing of it was accounted, and the next run tries again"
+    )
 
 
-def _count(spark, pipeline, dimension, tally: Tally, batch_id: int, paths: list[list[str]]) -> None:
-    """Run each source's part of the flow over its files, counting the rows for the batch."""
+def _count(spark, pipeline, dimension, tally: Tally, batch_id: int, paths: list[list[str]]) -> Files | None:
+    """Run each source's part of the flow over its files, counting the rows for the batch;
+    the counts, if they add up to what Spark read (None: they did not)."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    tally.take(batch_id)  # what an unfinished count left behind
+    lines_read = []
     for source, files in enumerate(paths):
+        read = Observation(f"lines-{batch_id}-{source}")
         if files:
-            events = usable_events(pipeline, source, read_lines(spark, files), dimension, tally)
+            lines = read_lines(spark, files).observe(read, F.count(F.lit(1)).alias("lines"))
+            events = usable_events(pipeline, source, lines, dimension, tally)
             with for_batch(spark, batch_id):
                 events.write.format("noop").mode("overwrite").save()
+        lines_read.append(read.get["lines"] if files else 0)
+    return counts_that_add_up(tally.take(batch_id), [dict.fromkeys(files, 0) for files in paths], lines_read)
 
 
 def _names_a_missing_file(error: Exception) -> bool:

@@ -68,8 +68,14 @@ def test_a_task_spark_ran_twice_counts_once_and_later_batches_stay():
 
 
 def test_a_count_is_used_only_when_it_adds_up_to_the_lines_spark_read():
-    counts = {"file:/l/a.json": FileCount(lines=3, records=2), "file:/l/b.json": FileCount(lines=2, records=2)}
+    def counts(records_of_a: int = 2) -> dict:
+        return {
+            "file:/l/a.json": FileCount(lines=3, blank=1, records=records_of_a),
+            "file:/l/b.json": FileCount(lines=2, records=2),
+        }
+
     listed = [{"file:///l/a.json": 1, "file:///l/b.json": 2}]  # as the source's log names them
-    assert counts_that_add_up(dict(counts), listed, [5]) is not None
-    assert counts_that_add_up(dict(counts), listed, [6]) is None  # a task's count is missing
-    assert counts_that_add_up(dict(counts), listed, None) is None  # the batch's progress was never seen
+    assert counts_that_add_up(counts(), listed, [5]) is not None
+    assert counts_that_add_up(counts(), listed, [6]) is None  # a task's count is missing
+    assert counts_that_add_up(counts(records_of_a=1), listed, [5]) is None  # ... or part of it
+    assert counts_that_add_up(counts(), listed, None) is None  # the batch's progress was never seen
