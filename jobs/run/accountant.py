@@ -11,11 +11,12 @@ A run that goes on until stopped (processing-time) stores them as it goes.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable
 from typing import Any
 
-from jobs.lake.locks import CheckpointLock, S3Lease
+from jobs.lake.locks import CheckpointLock, LeaseLost, S3Lease
 from jobs.run.checkpoint import CheckpointLog
 from jobs.run.ledger import Ledger
 from jobs.run.report import BatchAccount, RunReport, tied_files
@@ -50,12 +51,12 @@ class Accountant:
     def account(self, batch_ids: list[int]) -> None:
         """Account these committed batches now, store and report them."""
         self._reported(self._account_batches(batch_ids, True))
+        self.accounted_through = max([self.accounted_through, *batch_ids])
 
     def follow(self, seen: dict[int, dict[str, Any]]) -> None:
         """From the runner's loop: account the batches committed since, whose progress was
         seen (`seen`: the metrics of each), beside the query, unless a call is under way."""
-        if self._error is not None:
-            raise AccountingFailed(str(self._error)) from self._error
+        self._raise_failure()
         busy = self._thread is not None and self._thread.is_alive()
         if busy or not any(b > self.accounted_through for b in seen):
             return
@@ -68,25 +69,44 @@ class Accountant:
         except BaseException as error:  # noqa: BLE001 - raised in the runner's loop (follow, finish)
             self._error = error
 
-    def finish(self, seen: dict[int, dict[str, Any]]) -> None:
-        """After the query: once the call under way (if any) is done, account the rest of
-        what was seen, and store everything accounted beside the query."""
+    def wait(self) -> None:
+        """Until the call under way, if any, is done."""
         if self._thread is not None:
             self._thread.join()
+
+    def _raise_failure(self) -> None:
+        if isinstance(self._error, LeaseLost):
+            raise self._error  # the runner's fence
         if self._error is not None:
             raise AccountingFailed(str(self._error)) from self._error
+
+    def finish(self, seen: dict[int, dict[str, Any]]) -> None:
+        """After the query: once the call under way (if any) is done, account the rest of
+        what was seen, store everything accounted beside the query, then account (and
+        store) every committed batch left: those whose progress was not seen, and the ones
+        after them, read again where their counts are not at hand."""
+        self.wait()
+        self._raise_failure()
         self._lock.check()  # no accounting written by a run that lost its lease
         self._account_seen(seen)
         for account in self._unstored:
             self._ledger.write_account(account.batch_id, account.model_dump())
         self._reported(self._unstored)
         self._unstored = []
+        left = [b for b in self._log.committed_batches() if b > self.accounted_through]
+        for b in left:
+            if b in seen:
+                self._ledger.write_metrics(b, seen[b])
+        if left:
+            self.account(left)
 
     def _account_seen(self, seen: dict[int, dict[str, Any]]) -> None:
         after = self.accounted_through
         if not any(b > after for b in seen):
             return
-        new = [b for b in self._log.committed_batches() if b > after and b in seen]
+        committed = [b for b in self._log.committed_batches() if b > after]
+        # In order: a batch whose progress was not seen waits for `finish`, and so do those after it.
+        new = list(itertools.takewhile(seen.__contains__, committed))
         if not new:
             return
         self._lock.check()

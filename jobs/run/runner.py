@@ -224,7 +224,6 @@ class _Run:
         try:
             self.accountant.finish(watch.metrics)
             committed = self.log.committed_batches()
-            self.accountant.account([b for b in committed if b > self.accountant.accounted_through])
             self.report.watermark = ms_to_iso(self.log.next_watermark_ms(committed[-1])) if committed else None
             self.report.state_rows = watch.last_state_rows
             if self.report.state_rows is None:

@@ -1,0 +1,90 @@
+"""A run's accounts as the query commits batches (jobs/run/accountant.py), with the
+accounting, the checkpoint's log, the ledger and the lock as fakes: which batches are
+accounted when, stored when, and reported once."""
+
+from __future__ import annotations
+
+from jobs.run.accountant import Accountant
+from jobs.run.report import BatchAccount, RunReport
+
+
+class Log:
+    def __init__(self, committed):
+        self.committed = committed
+
+    def committed_batches(self):
+        return list(self.committed)
+
+
+class Ledger:
+    def __init__(self):
+        self.accounts, self.metrics = {}, {}
+
+    def write_account(self, batch_id, account):
+        self.accounts[batch_id] = account
+
+    def write_metrics(self, batch_id, metrics):
+        self.metrics[batch_id] = metrics
+
+
+class Lock:
+    def check(self):
+        pass
+
+
+def account(batch_id: int) -> BatchAccount:
+    return BatchAccount(
+        batch_id=batch_id, late_watermark_ms=0, input_files=1, input_rows=3, used_rows=3,
+        quarantined_rows=0, late_rows_dropped=0, output_rows=1,
+    )  # fmt: skip
+
+
+def accountant(committed_before: list[int], store_as_it_goes: bool = False):
+    log, ledger, calls = Log(committed_before), Ledger(), []
+
+    def account_batches(batch_ids, store):
+        calls.append((list(batch_ids), store))
+        for b in batch_ids:
+            if store:
+                ledger.write_account(b, account(b).model_dump())
+        return [account(b) for b in batch_ids]
+
+    report = RunReport(run_id="r", pipeline="p", trigger="available-now", started_at="2026-11-23T00:00:00+00:00")
+    return Accountant(account_batches, log, ledger, Lock(), report, store_as_it_goes), log, ledger, calls, report
+
+
+def seen(*batch_ids: int) -> dict:
+    return {b: {"lines_read": [3]} for b in batch_ids}
+
+
+def test_batches_seen_are_accounted_beside_the_query_and_stored_when_it_ends():
+    books, log, ledger, calls, report = accountant([0, 1])  # committed by earlier runs
+    log.committed += [2, 3]
+    books.follow(seen(2, 3))
+    books.wait()
+    assert calls == [([2, 3], False)] and ledger.accounts == {}  # a kill now claims nothing
+    books.finish(seen(2, 3))
+    assert sorted(ledger.accounts) == [2, 3] and sorted(ledger.metrics) == [2, 3]
+    assert (report.batch_ids, report.input_rows) == ([2, 3], 6)
+
+
+def test_a_batch_whose_progress_was_not_seen_is_accounted_at_the_end_with_those_after_it():
+    books, log, ledger, calls, report = accountant([])
+    log.committed += [0, 1, 2]
+    books.follow(seen(1, 2))  # batch 0's progress was missed
+    books.wait()
+    assert calls == []
+    books.finish(seen(1, 2))
+    assert calls == [([0, 1, 2], True)]  # read again where no count is at hand, and stored
+    assert sorted(ledger.metrics) == [1, 2]  # so that batches 1 and 2 use the query's counts
+    assert report.batch_ids == [0, 1, 2]
+
+
+def test_a_run_that_goes_on_until_stopped_stores_its_accounts_as_it_goes():
+    books, log, ledger, calls, report = accountant([], store_as_it_goes=True)
+    log.committed += [0]
+    books.follow(seen(0))
+    books.wait()
+    assert calls == [([0], True)] and sorted(ledger.accounts) == [0] and report.batch_ids == [0]
+    books.finish(seen(0))
+    assert report.batch_ids == [0]  # reported once
