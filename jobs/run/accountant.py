@@ -74,6 +74,12 @@ class Accountant:
         if self._thread is not None:
             self._thread.join()
 
+    def settle(self) -> None:
+        """When the query ended early: a run that stores as it goes finishes the call under
+        way, so that every account it stored is claimed by its report (and none twice)."""
+        if self._store_as_it_goes:
+            self.wait()
+
     def _raise_failure(self) -> None:
         if isinstance(self._error, LeaseLost):
             raise self._error  # the runner's fence

@@ -212,7 +212,9 @@ class _Run:
             interrupted = error
             if isinstance(error, KeyboardInterrupt):
                 self.echo("  stopping: the batch in flight, if any, is redone by the next run")
-            if not _stopped(query):
+            stopped = _stopped(query)
+            self.accountant.settle()
+            if not stopped:
                 self.echo(
                     "  the query's JVM is gone (it died, or did not stop in time); the next run accounts its batches"
                 )

@@ -4,6 +4,8 @@ accounted when, stored when, and reported once."""
 
 from __future__ import annotations
 
+import threading
+
 from jobs.run.accountant import Accountant
 from jobs.run.report import BatchAccount, RunReport
 
@@ -39,11 +41,12 @@ def account(batch_id: int) -> BatchAccount:
     )  # fmt: skip
 
 
-def accountant(committed_before: list[int], store_as_it_goes: bool = False):
+def accountant(committed_before: list[int], store_as_it_goes: bool = False, before_store=lambda: None):
     log, ledger, calls = Log(committed_before), Ledger(), []
 
     def account_batches(batch_ids, store):
         calls.append((list(batch_ids), store))
+        before_store()
         for b in batch_ids:
             if store:
                 ledger.write_account(b, account(b).model_dump())
@@ -88,3 +91,19 @@ def test_a_run_that_goes_on_until_stopped_stores_its_accounts_as_it_goes():
     assert calls == [([0], True)] and sorted(ledger.accounts) == [0] and report.batch_ids == [0]
     books.finish(seen(0))
     assert report.batch_ids == [0]  # reported once
+
+
+def test_a_run_stopped_while_it_stores_an_account_claims_it_in_its_report():
+    storing, go_on = threading.Event(), threading.Event()
+
+    def slow_store():
+        storing.set()
+        go_on.wait(5)
+
+    books, log, ledger, _, report = accountant([], store_as_it_goes=True, before_store=slow_store)
+    log.committed += [0]
+    books.follow(seen(0))
+    storing.wait(5)  # the run is stopped (or fenced) now, mid-store
+    threading.Timer(0.2, go_on.set).start()
+    books.settle()
+    assert sorted(ledger.accounts) == [0] and report.batch_ids == [0]
