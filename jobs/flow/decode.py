@@ -128,10 +128,10 @@ class LineDecoder:
             for row in blank:
                 read[batch.column(SOURCE_FILE)[row].as_py()].blank += 1
             gone = set(blank)
-            kept = pa.array([row for row in range(len(lines)) if row not in gone], pa.int64())
+            rows = [row for row in range(len(lines)) if row not in gone]
+            kept = pa.array(rows, pa.int64())
             records, reasons, details, new_keys, new_values = (
-                [values[row] for row in kept.to_pylist()]
-                for values in (records, reasons, details, new_keys, new_values)
+                [values[row] for row in rows] for values in (records, reasons, details, new_keys, new_values)
             )
 
         def taken(column: pa.Array) -> pa.Array:

@@ -21,8 +21,9 @@ from jobs.run.checkpoint import CheckpointLog
 from jobs.run.ledger import Ledger
 from jobs.run.report import BatchAccount, RunReport, tied_files
 
-# (batch ids, whether to store the accounts in the ledger) -> their accounts
-AccountBatches = Callable[[list[int], bool], list[BatchAccount]]
+# (batch ids, whether to store the accounts in the ledger, the metrics of the batches whose
+# progress was seen) -> their accounts (jobs/run/accounting.py `account_batches`)
+AccountBatches = Callable[[list[int], bool, dict[int, dict[str, Any]]], list[BatchAccount]]
 
 
 class AccountingFailed(RuntimeError):
@@ -48,9 +49,10 @@ class Accountant:
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
 
-    def account(self, batch_ids: list[int]) -> None:
-        """Account these committed batches now, store and report them."""
-        self._reported(self._account_batches(batch_ids, True))
+    def account(self, batch_ids: list[int], seen: dict[int, dict[str, Any]] | None = None) -> None:
+        """Account these committed batches now (`seen`: the metrics of those whose progress
+        was seen), store and report them."""
+        self._reported(self._account_batches(batch_ids, True, seen or {}))
         self.accounted_through = max([self.accounted_through, *batch_ids])
 
     def follow(self, seen: dict[int, dict[str, Any]]) -> None:
@@ -100,11 +102,8 @@ class Accountant:
         self._reported(self._unstored)
         self._unstored = []
         left = [b for b in self._log.committed_batches() if b > self.accounted_through]
-        for b in left:
-            if b in seen:
-                self._ledger.write_metrics(b, seen[b])
         if left:
-            self.account(left)
+            self.account(left, seen)
 
     def _account_seen(self, seen: dict[int, dict[str, Any]]) -> None:
         after = self.accounted_through
@@ -116,9 +115,7 @@ class Accountant:
         if not new:
             return
         self._lock.check()
-        for b in new:
-            self._ledger.write_metrics(b, seen[b])
-        accounts = self._account_batches(new, self._store_as_it_goes)
+        accounts = self._account_batches(new, self._store_as_it_goes, seen)
         if self._store_as_it_goes:
             self._reported(accounts)
         else:

@@ -26,6 +26,8 @@ ledger, jobs/run/files.py).
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 from pyspark.sql import DataFrame, SparkSession
 
@@ -53,17 +55,26 @@ def account_batches(
     tally: Tally,
     dimension: DataFrame | None = None,
     store: bool = True,
+    seen: dict[int, dict[str, Any]] | None = None,
 ) -> list[BatchAccount]:
     """Account each committed batch not yet accounted; returns the accounts of `batch_ids`.
     Their quarantined records, and their accounts, name `run_id`, the run that accounted them.
-    With `store=False` the accounts are not stored in the ledger: the caller does that."""
+    With `store=False` the accounts are not stored in the ledger: the caller does that.
+    `seen`: the metrics of the batches whose progress this run saw (jobs/run/progress.py),
+    kept in the ledger first, for a run that stops before it stores their accounts; the
+    metrics of the others are read from the ledger."""
+    seen = seen or {}
     todo = sorted(set(batch_ids) - ledger.accounted_batches())
     committed_ms = log.commit_times_ms() if todo else {}
     accounts = {}
     for b in todo:
         # Per source, the files the batch read (a stream-stream join reads two: sources/0 and 1).
         listed = [log.source_entries(b, s) for s in range(len(pattern_of(pipeline).sources))]
-        metrics = ledger.read_metrics(b) or {}
+        if b in seen:
+            metrics = seen[b]
+            ledger.write_metrics(b, metrics)
+        else:
+            metrics = ledger.read_metrics(b) or {}
         files, missing = counts_that_add_up(tally.take(b), listed, metrics.get("lines_read")), set()
         read_again = files is None
         if files is None:

@@ -50,17 +50,23 @@ class ProgressWatch:
         self.query = query
         self.pattern = pattern
         self.echo = echo
-        self.metrics: dict[int, dict[str, Any]] = {}  # of each batch seen
+        self.metrics: dict[int, dict[str, Any]] = {}  # of each batch seen and not yet forgotten
+        self.last_seen = -1  # batch
         self.last_state_rows: int | None = None
 
     def poll(self) -> None:
         for progress in self.query.recentProgress:
             # Idle progress events (no batch ran) carry no addBatch duration.
-            if progress.batchId in self.metrics or "addBatch" not in (progress.durationMs or {}):
+            if progress.batchId <= self.last_seen or "addBatch" not in (progress.durationMs or {}):
                 continue
+            self.last_seen = progress.batchId
             if progress.stateOperators:
                 self.last_state_rows = state_rows_of(progress)
             counted = spark_counts(progress)
             metrics = {name: counted[name] for name in self.pattern.spark_counts}
             self.metrics[progress.batchId] = metrics | {"lines_read": [s.numInputRows for s in progress.sources]}
             self.echo(progress_line(progress, self.pattern))
+
+    def forget_through(self, batch_id: int) -> None:
+        """Drop the metrics of batches up to `batch_id` (accounted: no longer needed)."""
+        self.metrics = {b: m for b, m in self.metrics.items() if b > batch_id}

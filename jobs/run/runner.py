@@ -128,20 +128,20 @@ class _Run:
         processing_time = options.trigger.kind == "processing-time"
         self.accountant = Accountant(self.account, self.log, self.ledger, lock, report, processing_time)
 
-    def account(self, batch_ids: list[int], store: bool) -> list[BatchAccount]:
+    def account(self, batch_ids: list[int], store: bool, seen: dict[int, dict[str, Any]]) -> list[BatchAccount]:
         """Account these committed batches (jobs/run/accounting.py)."""
-        quarantine, run_id = self.locations.quarantine, self.report.run_id
         return account_batches(
             self.spark,
             self.pipeline,
             self.log,
             self.ledger,
-            quarantine,
+            self.locations.quarantine,
             batch_ids,
-            run_id,
+            self.report.run_id,
             self.tally,
             self.dimension,
             store,
+            seen,
         )
 
     def prepare(self) -> None:
@@ -208,6 +208,7 @@ class _Run:
                 self.lock.check()
                 watch.poll()
                 self.accountant.follow(watch.metrics)
+                watch.forget_through(self.accountant.accounted_through)  # a long run holds only what it needs
         except BaseException as error:  # committed batches are accounted whatever ended the query
             interrupted = error
             if isinstance(error, KeyboardInterrupt):

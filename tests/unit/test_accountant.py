@@ -20,13 +20,10 @@ class Log:
 
 class Ledger:
     def __init__(self):
-        self.accounts, self.metrics = {}, {}
+        self.accounts = {}
 
     def write_account(self, batch_id, account):
         self.accounts[batch_id] = account
-
-    def write_metrics(self, batch_id, metrics):
-        self.metrics[batch_id] = metrics
 
 
 class Lock:
@@ -44,8 +41,9 @@ def account(batch_id: int) -> BatchAccount:
 def accountant(committed_before: list[int], store_as_it_goes: bool = False, before_store=lambda: None):
     log, ledger, calls = Log(committed_before), Ledger(), []
 
-    def account_batches(batch_ids, store):
-        calls.append((list(batch_ids), store))
+    def account_batches(batch_ids, store, seen):
+        # (batches, stored, those of them whose metrics from the query's progress were handed over)
+        calls.append((list(batch_ids), store, [b for b in batch_ids if b in seen]))
         before_store()
         for b in batch_ids:
             if store:
@@ -65,9 +63,9 @@ def test_batches_seen_are_accounted_beside_the_query_and_stored_when_it_ends():
     log.committed += [2, 3]
     books.follow(seen(2, 3))
     books.wait()
-    assert calls == [([2, 3], False)] and ledger.accounts == {}  # a kill now claims nothing
+    assert calls == [([2, 3], False, [2, 3])] and ledger.accounts == {}  # a kill now claims nothing
     books.finish(seen(2, 3))
-    assert sorted(ledger.accounts) == [2, 3] and sorted(ledger.metrics) == [2, 3]
+    assert sorted(ledger.accounts) == [2, 3] and len(calls) == 1
     assert (report.batch_ids, report.input_rows) == ([2, 3], 6)
 
 
@@ -78,8 +76,9 @@ def test_a_batch_whose_progress_was_not_seen_is_accounted_at_the_end_with_those_
     books.wait()
     assert calls == []
     books.finish(seen(1, 2))
-    assert calls == [([0, 1, 2], True)]  # read again where no count is at hand, and stored
-    assert sorted(ledger.metrics) == [1, 2]  # so that batches 1 and 2 use the query's counts
+    # Stored; batch 0 read again (no count at hand), batches 1 and 2 with the query's counts.
+    assert calls == [([0, 1, 2], True, [1, 2])]
+    assert sorted(ledger.accounts) == [0, 1, 2]
     assert report.batch_ids == [0, 1, 2]
 
 
@@ -88,7 +87,7 @@ def test_a_run_that_goes_on_until_stopped_stores_its_accounts_as_it_goes():
     log.committed += [0]
     books.follow(seen(0))
     books.wait()
-    assert calls == [([0], True)] and sorted(ledger.accounts) == [0] and report.batch_ids == [0]
+    assert calls == [([0], True, [0])] and sorted(ledger.accounts) == [0] and report.batch_ids == [0]
     books.finish(seen(0))
     assert report.batch_ids == [0]  # reported once
 
