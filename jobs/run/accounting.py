@@ -12,9 +12,11 @@ file is read again.
 
 A batch whose counts this run does not hold, or whose counts do not add up to the lines
 Spark says it read, is read again: the files the checkpoint says it read, through the same
-flow and the same count. That is a batch an interrupted earlier run committed, or one
-whose progress this run did not see. Its Spark counts are then unknown if that run did
-not record them (duplicates None; a join's late rows stay counted as used).
+flow and the same count. That is a batch an interrupted earlier run committed, one whose
+progress this run did not see, or one Spark redid without reading it: a run that died
+between the file sink's commit of a batch and Spark's leaves a batch the next run redoes,
+and the sink, which has its output already, skips it. Its Spark counts are then unknown if
+no run recorded them (duplicates None; a join's late rows stay counted as used).
 
 The quarantined records of a batch are written to <quarantine>/batch_id=N/ (file, line
 number, the line, reason and detail, and the run that accounted them), replacing whatever
@@ -70,12 +72,14 @@ def account_batches(
     for b in todo:
         # Per source, the files the batch read (a stream-stream join reads two: sources/0 and 1).
         listed = [log.source_entries(b, s) for s in range(len(pattern_of(pipeline).sources))]
-        if b in seen:
-            metrics = seen[b]
+        counts, metrics = tally.take(b), seen.get(b)
+        if metrics is not None and _read_nothing_of(counts, listed, metrics):
+            metrics = None  # what Spark counted of the batch in this run is not the batch's
+        if metrics is not None:
             ledger.write_metrics(b, metrics)
         else:
             metrics = ledger.read_metrics(b) or {}
-        files, missing = counts_that_add_up(tally.take(b), listed, metrics.get("lines_read")), set()
+        files, missing = counts_that_add_up(counts, listed, metrics.get("lines_read")), set()
         read_again = files is None
         if files is None:
             files, missing = _read_again(spark, pipeline, dimension, tally, b, listed)
@@ -107,6 +111,16 @@ def counts_that_add_up(counts: Files, listed: list[dict[str, int]], lines_read: 
     if any(count.records != count.lines - count.blank for count in files.values()):
         return None
     return files
+
+
+def _read_nothing_of(counts: Files, listed: list[dict[str, int]], metrics: dict[str, Any]) -> bool:
+    """Whether the query ran the batch without reading a line of its files, which are not
+    all empty: its sink skipped the batch, having its output already from a run that died
+    between the sink's commit and Spark's. Its files are read again, and what Spark counted
+    (none dropped as duplicates or late) is not the batch's."""
+    if counts or any(metrics["lines_read"]):
+        return False
+    return any(fs.size(from_spark(path)) != 0 for entries in listed for path in entries)
 
 
 def _uncounted(files: Files, listed: list[dict[str, int]]) -> set[str]:

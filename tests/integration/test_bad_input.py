@@ -173,3 +173,29 @@ def test_records_up_to_the_limit_are_used_and_larger_ones_quarantined_as_too_lar
     # Its quarantine record keeps its first MiB; the whole line stays in its file, at its number.
     assert (row["line_number"], row["reason"], row["line"] == too_big[: 2**20]) == (2, "record_too_large", True)
     assert row["detail"] == f"{len(too_big):,} bytes; the limit is {RECORD_LIMIT:,}; its first 1,048,576 are kept"
+
+
+def test_a_batch_whose_output_committed_but_not_its_checkpoint_is_accounted_from_its_files(
+    spark, clickstream, locations, quiet
+):
+    """A run that died after the file sink committed a batch's output but before Spark
+    wrote the batch's commit: the next run redoes the batch, whose sink skips it without
+    reading a line (it has the output already). Its rows are counted by reading its files
+    again, not taken as the none the query read."""
+    land(locations.landing, {"a.json": [event("u1", "2023-07-30T10:00:20Z")]})
+    run_pipeline(spark, clickstream, locations, quiet)
+    # Not past the watermark's time: no batch without data follows this one.
+    land(locations.landing, {"b.json": [event("u2", "2023-07-30T10:00:10Z"), "{bad", "[]"]})
+    (redone,) = run_pipeline(spark, clickstream, locations, quiet).batch_ids
+    # As if that run had died after its sink committed the batch, before Spark's commit.
+    for name in (str(redone), f".{redone}.crc"):
+        (Path(locations.checkpoint) / "commits" / name).unlink()
+    (Path(locations.ledger) / "accounting" / str(redone)).unlink()
+
+    report = run_pipeline(spark, clickstream, locations, quiet)
+
+    assert (report.batch_ids, report.recovered_batch_ids, report.input_rows) == ([redone], [], 3)
+    account = Ledger(locations.ledger).read_account(redone)
+    assert (account["input_files"], account["input_rows"], account["quarantined_rows"]) == (1, 3, 2)
+    assert account["read_again"] is True  # the query read none of it
+    assert len(quarantine_rows(locations.quarantine)) == 2

@@ -18,6 +18,7 @@ from jobs.lake import s3
 from jobs.lake.layout import Locations, split_bucket
 from jobs.lake.locks import AlreadyRunning, S3Lease
 from jobs.run.checkpoint import CheckpointLog
+from jobs.run.ledger import Ledger
 from jobs.run.report import load_reports
 from tests.helpers import REPO, event, land, python_cmd, table_rows
 from tests.model import ClickstreamModel
@@ -75,7 +76,11 @@ def _assert_exactly_once(spark, locations: Locations, files: dict[str, list[str]
     model.run(list(files.values()))
     assert table_rows(spark, locations.output) == model.rows()
     reports = load_reports(locations.runs)
-    assert sum(r.input_rows for r in reports) == sum(len(lines) for lines in files.values())
+    ledger = Ledger(locations.ledger)
+    # What each run claimed, and each batch's account: what a failure needs to be explained.
+    claimed = [(r.status, r.batch_ids, r.input_rows) for r in reports]
+    accounted = [(b, ledger.read_account(b)["input_rows"]) for b in sorted(ledger.accounted_batches())]
+    assert sum(r.input_rows for r in reports) == sum(len(lines) for lines in files.values()), (claimed, accounted)
 
 
 @contextlib.contextmanager
