@@ -7,9 +7,6 @@ export PYTHONDONTWRITEBYTECODE :=
 export JOBS_CACHE_DIR := $(CURDIR)/.cache
 # pytest workers: most test time is JVM start-up and waiting, not CPU, so more workers than cores.
 TEST_WORKERS ?= 3
-# A module is one worker's unit of work, handed out in the order tests/conftest.py sets
-# (longest first); xdist's own reorder (by test count) would start many short tests first.
-TEST_ORDER := --dist loadscope --no-loadscope-reorder
 
 .PHONY: help venv assets browser s3-jars s3-up s3-down cluster cluster-stop airflow airflow-stop demo demo-s3 report test test-fast bench bench-cluster bench-ledger bench-dags lint format lock clean
 
@@ -78,10 +75,10 @@ report: venv assets
 	$(PY) -m jobs report $(if $(ROOT),--root $(ROOT),)
 
 test: venv lint assets browser s3-jars
-	$(PY) -m pytest -n $(TEST_WORKERS) $(TEST_ORDER)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope
 
 test-fast: venv assets browser s3-jars
-	$(PY) -m pytest -n $(TEST_WORKERS) $(TEST_ORDER) -m "not slow"
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope -m "not slow"
 
 # Figures, not a test: about 17 minutes on 2 cores at the default 4 M events (benchmarks/scale.py).
 bench: venv

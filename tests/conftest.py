@@ -30,6 +30,9 @@ logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 def pytest_configure(config):
+    # xdist hands out modules by their number of tests unless told not to; LONGEST_FIRST
+    # (below) is the order wanted, so the collection order is kept.
+    config.option.loadscopereorder = False
     if _OWN_JAVA_OPTIONS and not hasattr(config, "workerinput"):  # xdist's workers inherit it
         cache = Path(os.environ["JOBS_CACHE_DIR"])
         if not jvm_archive.archive_path(cache).exists():
@@ -125,8 +128,7 @@ def quiet() -> list[str]:
 
 # The longest modules, measured (worker seconds, 3 workers on 2 cores, 2026-11-24): they
 # start first. Under `--dist loadscope` each module is one unit of work for one worker, and
-# a long one started last would run alone at the end. The Makefile's --no-loadscope-reorder
-# keeps this order; xdist would otherwise hand out modules by their number of tests.
+# a long one started last would run alone at the end (pytest_configure keeps this order).
 LONGEST_FIRST = (
     "tests/cluster/test_cluster.py",  # 360 s
     "tests/integration/test_s3_faults.py",  # 327 s
