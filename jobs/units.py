@@ -38,6 +38,24 @@ def parse_duration_s(text: object, what: str = "duration") -> int:
     return seconds
 
 
+def duration_words(seconds: int) -> str:
+    """300 -> '5 minutes', 86400 -> '1 day': the largest whole unit, as a declaration writes it."""
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size} {unit}{'s' if seconds != size else ''}"
+    return f"{seconds} second{'s' if seconds != 1 else ''}"
+
+
+def duration(seconds: float | None) -> str:
+    """A duration for a person: 45 s, 12 min, 3.2 h, 4.0 d, 2.3 y."""
+    if seconds is None:
+        return "-"
+    for unit, size in (("y", 365.25 * 86400), ("d", 86400), ("h", 3600)):
+        if abs(seconds) >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds / 60:.0f} min" if abs(seconds) >= 60 else f"{seconds:.0f} s"
+
+
 def spark_duration(seconds: int) -> str:
     """A duration string Spark parses the same way everywhere ('300 seconds')."""
     return f"{seconds} seconds"

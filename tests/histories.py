@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
 from pyspark.errors import AnalysisException
 
@@ -37,6 +38,8 @@ def _cell(value):
         return value.replace(tzinfo=UTC)
     if isinstance(value, float):
         return round(value, 6)
+    if isinstance(value, Decimal) and value == value.to_integral_value():
+        return int(value)  # an exact sum of whole numbers (decimal(38,0))
     return value
 
 
@@ -98,9 +101,10 @@ class History:
             raise self.error
 
 
-def run_histories(spark, root: str, names: list[str]) -> dict[str, History]:
-    """Each named pipeline through its sample arrivals on one root: in this process, then
-    the last arrival of all of them by one fresh process, then nothing new again."""
+def run_histories(spark, root: str, names: list[str], arrivals_of=samples.arrivals) -> dict[str, History]:
+    """Each named pipeline through its arrivals (`arrivals_of(name)`: the demo's samples by
+    default) on one root: in this process, then the last arrival of all of them by one
+    fresh process, then nothing new again."""
     found = {name: History(declare.load(name), Locations.resolve(name, root=root)) for name in names}
 
     def in_process(history: History) -> Run:
@@ -109,7 +113,7 @@ def run_histories(spark, root: str, names: list[str]) -> dict[str, History]:
         return Run(report, verdict, table(spark, history.pipeline, history.locations))
 
     for history in found.values():
-        arrivals = samples.arrivals(history.pipeline.name)
+        arrivals = arrivals_of(history.pipeline.name)
         try:
             for number, arrival in enumerate(arrivals[:-1], start=1):
                 BEFORE_RUN.get(history.pipeline.name, lambda *_: None)(history.locations, number)

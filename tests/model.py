@@ -13,17 +13,27 @@ Structured Streaming's documented rules for append-mode windowed aggregation:
   whose event time is at or before the previous batch's watermark is late; a row whose
   identity was seen and is still kept is a duplicate; an identity is kept until the
   watermark reaches its first event time + the delay.
+
+What a record must be to be used, as the README states it: strict JSON (no NaN or
+Infinity, no lone surrogate escapes) nested at most 64 deep; each declared field of its
+declared JSON type and range (a long within 64 bits, a double finite); an event time from
+year 1 to 9999 and at most a day after now (the batch's time); for a processor, within
+what pandas holds (1677-09-22 to 2262-04-11).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MAX_DEPTH = 64
+MAX_FUTURE = timedelta(days=1)
+PANDAS_TIMES = (datetime(1677, 9, 22, tzinfo=UTC), datetime(2262, 4, 11, tzinfo=UTC))
 
 
 @dataclass(frozen=True)
@@ -35,28 +45,81 @@ class Reading:
     value: Any = None
 
 
+def _depth(line: str) -> int:
+    deepest = level = 0
+    in_string = escaped = False
+    for char in line:
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (char == "\\", char != '"')
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            level += 1
+            deepest = max(deepest, level)
+        elif char in "]}":
+            level -= 1
+    return deepest
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(name)
+
+
+def _text_ok(value: Any) -> bool:
+    """No lone surrogate in any string, key or value."""
+    if isinstance(value, str):
+        return not any(0xD800 <= ord(c) <= 0xDFFF for c in value)
+    if isinstance(value, dict):
+        return all(_text_ok(k) and _text_ok(v) for k, v in value.items())
+    return all(_text_ok(v) for v in value) if isinstance(value, list) else True
+
+
 def record(line: str) -> dict | None:
-    """A JSON object, or None for a blank line, broken JSON or a non-object."""
-    try:
-        value = json.loads(line)
-    except json.JSONDecodeError:
+    """A JSON object, or None for a blank line, broken or too deep JSON or a non-object."""
+    if _depth(line) > MAX_DEPTH:
         return None
-    return value if isinstance(value, dict) else None
+    try:
+        value = json.loads(line, parse_constant=_no_constant)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) and _text_ok(value) else None
 
 
 def iso_time(text: Any) -> datetime | None:
-    """ISO-8601, in UTC; no zone means UTC."""
+    """ISO-8601, in UTC; no zone means UTC; not more than a day in the future."""
     try:
         moment = datetime.fromisoformat(text)
     except (TypeError, ValueError):
         return None
-    return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+    moment = moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return moment if moment <= datetime.now(UTC) + MAX_FUTURE else None
+
+
+def is_long(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63
+
+
+def is_double(value: Any) -> bool:
+    """A JSON number a double holds (1e999 is not one)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
+def within_pandas(reading: Reading | None) -> Reading | None:
+    """A processor's reading, None when pandas cannot hold its time."""
+    return reading if reading is not None and PANDAS_TIMES[0] <= reading.moment <= PANDAS_TIMES[1] else None
 
 
 def clickstream_reading(line: str) -> Reading | None:
     """A usable clickstream record, or None if it must be quarantined."""
     found = record(line)
     if found is None or not found.get("user_id"):
+        return None
+    if any(not isinstance(found.get(f), str | None) for f in ("event_id", "user_id", "event", "eventtimestamp")):
         return None
     moment = iso_time(found.get("eventtimestamp"))
     return Reading(moment, (found["user_id"],)) if moment else None
@@ -214,7 +277,7 @@ def keyed_number(line: str, key: str, number: str, time_field: str) -> Reading |
     if found is None or not found.get(key):
         return None
     value = found.get(number)
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if not is_double(value):
         return None
     moment = iso_time(found.get(time_field))
     return Reading(moment, (found[key],), float(value)) if moment else None
@@ -237,13 +300,21 @@ def RackTemperaturesModel() -> WindowModel:
 
 def steps_reading(line: str) -> Reading | None:
     found = record(line)
-    if found is None or found.get("device_id") is None or not isinstance(found.get("num_steps"), int):
+    if found is None or found.get("device_id") is None or not is_long(found.get("num_steps")):
+        return None
+    whole = [found.get(f) for f in ("id", "user_id", "device_id")]
+    fractional = [found.get(f) for f in ("miles_walked", "calories_burnt")]
+    if not all(v is None or is_long(v) for v in whole) or not all(v is None or is_double(v) for v in fractional):
+        return None
+    if not isinstance(found.get("timestamp"), str):
         return None
     try:
-        moment = datetime.strptime(found.get("timestamp") or "", "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
+        moment = datetime.strptime(found["timestamp"], "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
     except ValueError:
         return None
-    return Reading(moment, (), (found["num_steps"], found.get("miles_walked"), found.get("calories_burnt")))
+    if moment > datetime.now(UTC) + MAX_FUTURE:
+        return None
+    return Reading(moment, (), (found["num_steps"], *fractional))
 
 
 def _sum(values: list) -> float | None:
@@ -343,7 +414,7 @@ class RackAlertsModel:
     def run(self, batches: list[list[str]]) -> BatchResult:
         result = BatchResult()
         for lines in batches:
-            readings = [reading for _, reading in usable(lines, rack_reading, result)]
+            readings = [reading for _, reading in usable(lines, lambda line: within_pandas(rack_reading(line)), result)]
             result.used_rows += len(readings)
             for reading in sorted(readings, key=lambda r: r.moment):
                 rack = reading.key[0]
@@ -366,7 +437,7 @@ class RackAlertsModel:
 
 
 def transaction_reading(line: str) -> Reading | None:
-    return keyed_number(line, "userId", "amount", "transactionTime")
+    return within_pandas(keyed_number(line, "userId", "amount", "transactionTime"))
 
 
 @dataclass
@@ -455,6 +526,8 @@ class AdJoinModel(AvailableNowRuns):
         if found is None or not found.get("ad_id"):
             return None
         ident, time_field = ("click_id", "click_time") if side == "clicks" else ("impression_id", "impression_time")
+        if any(not isinstance(found.get(f), str | None) for f in ("ad_id", ident, time_field)):
+            return None  # every field of both sides is declared a string
         moment = iso_time(found.get(time_field))
         if not found.get(ident) or moment is None:
             return None

@@ -108,6 +108,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     options.listed(locations.landing)  # a bad pattern or date is a usage error
     if args.run_id and fs.exists(report_uri(locations.runs, args.run_id)):
         return fail(ExitCode.REFUSED, f"run {args.run_id} already has a report in {locations.runs}; use a new id")
+    if bool(args.quarantine_file) != bool(args.quarantine_reason):
+        raise UsageError("--quarantine-file and --quarantine-reason go together")
+    if args.quarantine_file:
+        refused = _quarantine(pipeline, locations, args.quarantine_file, args.quarantine_reason)
+        if refused:
+            return refused
     check_java()
     try:
         report = runner.run(pipeline, locations, options)
@@ -254,6 +260,24 @@ def _print_table(columns: dict[str, str], rows: list[dict]) -> None:
     for line in [list(columns), *cells]:
         print("  ".join(cell.ljust(width) for cell, width in zip(line[:-1], widths, strict=False)) + "  " + line[-1])
     print(f"{len(rows)} file(s)")
+
+
+def cmd_quarantine_file(args: argparse.Namespace) -> int:
+    pipeline = declare.load(args.pipeline)
+    where = Locations.resolve(pipeline.name, root=args.root, checkpoint=args.checkpoint)
+    return _quarantine(pipeline, where, args.file, args.reason) or ExitCode.OK
+
+
+def _quarantine(pipeline, locations: Locations, file: str, reason: str) -> int | None:
+    """Record a file quarantined by hand; an exit code when that is refused."""
+    from jobs.run.quarantine_file import FileAlreadyRead, quarantine_file
+
+    try:
+        path = quarantine_file(pipeline, locations, file, reason)
+    except FileAlreadyRead as error:
+        return fail(ExitCode.REFUSED, str(error))
+    print(f"{pipeline.name}: {path} is quarantined; the next run quarantines each of its lines unread")
+    return None
 
 
 def cmd_land(args: argparse.Namespace) -> int:

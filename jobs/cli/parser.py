@@ -47,6 +47,12 @@ def build_parser() -> argparse.ArgumentParser:
             "batch per interval, until stopped with Ctrl-C or SIGTERM"
         ),
     )
+    run.add_argument(
+        "--quarantine-file",
+        metavar="FILE",
+        help="first quarantine this landed file's lines, unread (see `quarantine-file`; needs --quarantine-reason)",
+    )
+    run.add_argument("--quarantine-reason", metavar="TEXT", help="why --quarantine-file is quarantined")
     # Admission control (jobs/flow/admission.py): one or the other; by default about a
     # sixteenth of the driver's memory per batch, or what the declaration's spark: block says.
     limit = run.add_mutually_exclusive_group()
@@ -168,6 +174,30 @@ def build_parser() -> argparse.ArgumentParser:
     chosen.add_argument("--output", action="store_true", help="list the output table's committed files instead")
     files.add_argument("--json", action="store_true", help="one JSON object per file, one per line")
     files.set_defaults(handler=handlers.cmd_files)
+
+    quarantine = commands.add_parser(
+        "quarantine-file",
+        help="quarantine every line of a landed file, unread, from the next run on (gets past a stuck batch)",
+        description=(
+            "Record FILE in PIPELINE's ledger: the run that reads it quarantines each of its lines unread, "
+            "with reason file_quarantined and your --reason as the detail, and accounts them exactly. For a "
+            "batch that fails on its data every time it is redone (the run's error names the file and this "
+            "command): the next run redoes the batch, and gets past it. Spark's checkpoint is not touched. "
+            "A file a committed batch already read is refused: quarantining it would change nothing."
+        ),
+    )
+    quarantine.add_argument("pipeline", metavar="PIPELINE", help="a declared pipeline (see `list`)")
+    quarantine.add_argument("file", metavar="FILE", help="the landed file, as the run's error names it")
+    quarantine.add_argument(
+        "--reason", required=True, help="why, in a few words (kept with each line's quarantine record)"
+    )
+    quarantine.add_argument(
+        "--root", default=DEFAULT_ROOT, metavar="URI", help="base of every location (default: %(default)s)"
+    )
+    quarantine.add_argument(
+        "--checkpoint", metavar="URI", help="the checkpoint (default: <root>/checkpoints/<pipeline>)"
+    )
+    quarantine.set_defaults(handler=handlers.cmd_quarantine_file)
 
     land = commands.add_parser(
         "land",

@@ -23,6 +23,8 @@ from jobs.units import ColumnName, Duration, Name, Size
 
 FieldType = Literal["string", "long", "int", "double", "boolean", "timestamp", "date"]
 FIELD_TYPES = get_args(FieldType)
+MAX_DEPTH = 64  # objects and arrays in a record, by default: deeper than real events nest, far below any parser's limit
+MAX_FUTURE_S = 86400  # an event time more than a day after its batch's is quarantined, by default
 
 
 class Part(BaseModel):
@@ -36,6 +38,14 @@ class EventTime(Part):
     # ISO-8601 (a trailing Z or an offset; no zone means UTC), epoch_seconds,
     # epoch_millis, or a Spark datetime pattern such as "yyyy-MM-dd HH:mm:ss".
     format: str = "iso8601"
+    # An event stamped later than its batch's time plus this is quarantined as
+    # event_time_in_future, so that one broken clock cannot move the watermark; 'none': never.
+    max_future_s: Duration | None = Field(MAX_FUTURE_S, alias="max_future")
+
+    @field_validator("max_future_s", mode="before")
+    @classmethod
+    def _none_turns_it_off(cls, value: Any) -> Any:
+        return None if value is None or str(value).strip().lower() == "none" else value
 
 
 class Source(Part):
@@ -53,7 +63,10 @@ class Source(Part):
     # strict: a field takes only its own JSON type (else wrong_field_type); coerce: a string
     # field also takes numbers, booleans, objects and arrays, as their JSON text.
     types: Literal["strict", "coerce"] = "strict"
+    # A record nesting objects and arrays deeper than this is quarantined as too_deeply_nested.
+    max_depth: int = Field(MAX_DEPTH, ge=1, le=500)
     _recorded: dict[str, str] | None = PrivateAttr(default=None)
+    _quarantined_files: tuple[tuple[str, str], ...] = PrivateAttr(default=())
 
     @field_validator("declared_schema", mode="before")
     @classmethod
@@ -101,6 +114,17 @@ class Source(Part):
     def with_recorded_fields(self, fields: dict[str, str]) -> Source:
         source = self.model_copy()
         source._recorded = dict(fields)
+        return source
+
+    @property
+    def quarantined_files(self) -> tuple[tuple[str, str], ...]:
+        """(landed file, reason) of the files quarantined by hand (python -m jobs quarantine-file):
+        their lines are quarantined unread."""
+        return self._quarantined_files
+
+    def with_quarantined_files(self, files: dict[str, str]) -> Source:
+        source = self.model_copy()
+        source._quarantined_files = tuple(sorted(files.items()))
         return source
 
 

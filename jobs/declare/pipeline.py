@@ -195,6 +195,11 @@ class JoinPipeline(PipelineBase):
         for side in (left, right):
             if key not in side.fields:
                 raise ValueError(f"join key {key!r} is not in the {side.name} schema")
+        if left.fields[key] != right.fields[key]:
+            raise ValueError(
+                f"join key {key!r} is a {left.fields[key]} in {left.name} and a {right.fields[key]} in {right.name}; "
+                "declare it with one type on both sides"
+            )
         shared = sorted((set(left.fields) & set(right.fields)) - {key})
         if shared:
             raise ValueError(f"fields {shared} are in both sources; the output keeps one column per name")

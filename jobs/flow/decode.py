@@ -7,9 +7,18 @@ it needed, and stricter:
 
     not UTF-8                         invalid_encoding   (parse.py keeps the line in base64)
     over RECORD_LIMIT bytes           record_too_large   (parse.py keeps its first TOO_LARGE_KEPT bytes)
+    nested deeper than max_depth      too_deeply_nested
     not JSON, or text after it        malformed_json
     JSON, but not an object           not_a_json_object
     a field of another JSON type      wrong_field_type   ("user_id: JSON int where string is declared")
+    or a number outside its type                         ("num_steps: Number out of range (long is declared)")
+    a landed file quarantined by hand file_quarantined   (python -m jobs quarantine-file; its lines are not read)
+    anything else a line makes fail   unreadable         (the exception's class and message)
+
+No line can fail the batch: every error a line causes is caught at that line. Depth is
+checked before any parser recurses (msgspec recurses once per level, and raises
+RecursionError near Python's limit): a cheap upper bound for the whole Arrow batch (the
+count of `{` and `[`), then an exact count for the few lines over it.
 
 A UTF-8 byte order mark and a CR before the line end are accepted; blank lines are not
 records. A key given twice counts once, with its last value (as JSON parsers do). With
@@ -20,6 +29,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -33,6 +43,7 @@ from jobs.columns import BLOCK_START, FILE_SIZE, LINE, LINE_NUMBER, SOURCE_FILE
 from jobs.flow.tally import FileCount, Files, Tally
 
 RECORD_LIMIT = 64 * 2**20  # bytes; README, "Late data and row accounting"
+MAX_DEPTH = 64  # the default of a source's max_depth: deeper than real events nest, far below msgspec's limit
 TOO_LARGE_KEPT = 2**20  # bytes of a line over the limit its quarantine record keeps (parse.py)
 REASON, DETAIL = "_reason", "_detail"
 NEW_FIELDS = "_new_fields"  # keys no declared field names, for new_fields: fail | rescue
@@ -78,16 +89,23 @@ class LineDecoder:
     coerce: bool = False  # a string field takes any JSON value, as its text
     new_fields: bool = False  # also hand back the keys no field names (NEW_FIELDS, NEW_VALUES)
     tally: Tally | None = None
+    max_depth: int = MAX_DEPTH  # a line nested deeper is quarantined, unread
+    # Landed files (as jobs/lake/layout.py names them) whose lines are quarantined unread,
+    # with the reason given (python -m jobs quarantine-file).
+    quarantined_files: tuple[tuple[str, str], ...] = ()
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         # Raw takes null as well, and cannot be in a union.
         nullable = [(name, a if a is msgspec.Raw else a | None, None) for name, a in self._accepted()]
         record = msgspec.defstruct("Record", nullable, gc=False)
-        reader = _Reader(msgspec.json.Decoder(record), dict(self.fields), self.new_fields)
+        reader = _Reader(msgspec.json.Decoder(record), dict(self.fields), self.new_fields, self.max_depth)
         read: Files = {}  # per file, the lines read and its size, for the tally
         counted: dict[tuple[str, int], int] = {}  # lines read of each block so far
         for batch in batches:
-            yield self._decoded(batch, reader, _numbers(batch, counted, read), read)
+            try:
+                yield self._decoded(batch, reader, _numbers(batch, counted, read), read)
+            except Exception as error:  # a bug, not a line: say where, for quarantine-file
+                raise ReadFailed(_where(batch, error)) from error
         if self.tally is not None:
             self.tally.add(read)
 
@@ -105,14 +123,23 @@ class LineDecoder:
         # Lines the quick way cannot take (not JSON, of another type, blank, a byte order mark,
         # not UTF-8, too large, with new fields to find) are read the careful way, one by one.
         careful: dict[int, _Line | None] = {}
+        by_hand = self._quarantined_by_hand(batch)
+        if by_hand:  # unread, but for blank lines (not records)
+            careful = {row: _by_hand(lines[row], why) for row, why in enumerate(by_hand) if why}
         if self.new_fields or not _fits(raws):
-            careful = {row: reader.read(raw) for row, raw in enumerate(lines)}
+            careful |= {row: reader.read(raw) for row, raw in enumerate(lines) if row not in careful}
         else:
             decode = reader.typed.decode
+            deep = _maybe_deeper(raws, self.max_depth)
             for row, raw in enumerate(lines):
+                if row in careful:
+                    continue
+                if deep is not None and deep[row]:
+                    careful[row] = reader.read(raw)
+                    continue
                 try:
                     records[row] = decode(raw)
-                except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+                except Exception:  # noqa: BLE001 - any line msgspec cannot take is read the careful way
                     careful[row] = reader.read(raw)
         reasons: list[str | None] = [None] * len(lines)
         details: list[str | None] = [None] * len(lines)
@@ -140,7 +167,7 @@ class LineDecoder:
         others = [n for n in batch.schema.names if n not in (LINE, FILE_SIZE)]
         columns = [taken(batch.column(n)) for n in others]
         for (name, kind), (_, accepted) in zip(self.fields, self._accepted(), strict=True):
-            values = [getattr(r, name, None) for r in records]
+            values = [None if r is None else getattr(r, name, None) for r in records]
             if accepted is msgspec.Raw:  # handed back as text
                 columns.append(pa.array([None if v is None else _as_text(v) for v in values], pa.string()))
             else:
@@ -151,6 +178,60 @@ class LineDecoder:
             columns += [pa.array(new_keys, pa.list_(pa.string())), pa.array(new_values, pa.string())]
             out += [NEW_FIELDS, NEW_VALUES]
         return pa.RecordBatch.from_arrays(columns, names=out)
+
+    def _quarantined_by_hand(self, batch: pa.RecordBatch) -> list[str | None] | None:
+        """Per row, the reason its file was quarantined by hand; None when no file of the batch was."""
+        if not self.quarantined_files:
+            return None
+        from jobs.lake.layout import from_spark
+
+        reasons = dict(self.quarantined_files)
+        files = batch.column(SOURCE_FILE)
+        by_file = {name: reasons.get(from_spark(name)) for name in pc.unique(files).to_pylist()}
+        if not any(by_file.values()):
+            return None
+        return [by_file[name] for name in files.to_pylist()]
+
+
+def _by_hand(raw: bytes, reason: str) -> _Line | None:
+    return None if not raw.removeprefix(b"\xef\xbb\xbf").strip() else _Line("file_quarantined", reason)
+
+
+class ReadFailed(RuntimeError):
+    """Decoding a batch of lines failed for a reason no line explains (a bug): the message
+    names the file and lines, so that `python -m jobs quarantine-file` can get past it."""
+
+
+def _where(batch: pa.RecordBatch, error: Exception) -> str:
+    files = pc.unique(batch.column(SOURCE_FILE)).to_pylist()
+    last = traceback.extract_tb(error.__traceback__)[-1] if error.__traceback__ else None
+    at = f" (at {last.filename.rsplit('/', 1)[-1]}:{last.lineno})" if last else ""
+    return f"reading {', '.join(files[:3])}{' ...' if len(files) > 3 else ''}: {type(error).__name__}: {error}{at}"
+
+
+def _maybe_deeper(raws: pa.Array, max_depth: int) -> list[bool] | None:
+    """Per line, whether it may nest deeper than `max_depth`: it opens more objects and
+    arrays than that (an upper bound on its depth). None when no line of the batch may."""
+    opened = pc.add(pc.count_substring(raws, "{"), pc.count_substring(raws, "["))
+    over = pc.greater(opened, max_depth)
+    return over.to_pylist() if pc.any(over).as_py() else None
+
+
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKETS = re.compile(rb"[\[\]{}]")
+
+
+def nesting_depth(body: bytes) -> int:
+    """How deeply a JSON text nests objects and arrays (brackets inside strings do not
+    count), without recursing: a line of 100,000 `[` is 100,000 deep."""
+    depth = deepest = 0
+    for bracket in _BRACKETS.findall(_STRING.sub(b"", body)):
+        if bracket in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth = max(depth - 1, 0)
+    return deepest
 
 
 def _fits(raws: pa.Array) -> bool:
@@ -187,8 +268,12 @@ def _numbers(batch: pa.RecordBatch, counted: dict[tuple[str, int], int], read: F
 
 
 def _as_text(raw: msgspec.Raw) -> str | None:
-    """A JSON value as text: a string as it is, anything else as compact JSON."""
-    value = msgspec.json.decode(raw)
+    """A JSON value as text: a string as it is, anything else as compact JSON (as landed,
+    when msgspec cannot read it back: a number beyond a double's range)."""
+    try:
+        value = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return bytes(raw).decode("utf-8", "replace").strip()
     return value if value is None or isinstance(value, str) else msgspec.json.encode(value).decode()
 
 
@@ -206,9 +291,17 @@ class _Reader:
     typed: msgspec.json.Decoder
     kinds: dict[str, str]
     new_fields: bool
+    max_depth: int
 
     def read(self, raw: bytes) -> _Line | None:
-        """One landed line; None for a blank one."""
+        """One landed line; None for a blank one. Never raises: what no reason below
+        foresaw is `unreadable`, with the exception."""
+        try:
+            return self._read(raw)
+        except Exception as error:  # noqa: BLE001 - one line must never fail the batch
+            return _Line("unreadable", f"{type(error).__name__}: {str(error)[:500]}")
+
+    def _read(self, raw: bytes) -> _Line | None:
         if len(raw) > RECORD_LIMIT:
             detail = f"{len(raw):,} bytes; the limit is {RECORD_LIMIT:,}; its first {TOO_LARGE_KEPT:,} are kept"
             return _Line("record_too_large", detail)
@@ -219,6 +312,9 @@ class _Reader:
         body = text.removeprefix("\ufeff")
         if not body.strip():
             return None
+        depth = nesting_depth(raw) if raw.count(b"{") + raw.count(b"[") > self.max_depth else 0
+        if depth > self.max_depth:
+            return _Line("too_deeply_nested", f"{depth:,} levels of objects and arrays; the limit is {self.max_depth}")
         try:
             line = _Line(record=self.typed.decode(body))
         except msgspec.ValidationError as error:
@@ -235,6 +331,10 @@ class _Reader:
         """Why a line that does not fit the declaration is refused: its syntax first."""
         try:
             msgspec.json.decode(body)
+        except (
+            msgspec.ValidationError
+        ):  # (a DecodeError too) valid JSON msgspec will not hold: a number beyond a double
+            pass
         except msgspec.DecodeError as error:
             return "malformed_json", str(error)
         if message.startswith("Expected `object`, got `"):

@@ -62,7 +62,10 @@ def enrich(parsed: DataFrame, dimension: DataFrame, enrichment: Enrichment) -> D
     lookup = dimension.select(
         F.col(enrichment.key).alias("_dimension_key"), *enrichment.columns, F.lit(True).alias(matched)
     )
-    joined = parsed.join(lookup, F.col(enrichment.key) == F.col("_dimension_key"), "left").drop("_dimension_key")
+    # An event's key is read as the dimension's type (what does not read as one matches
+    # nothing): comparing them as they are would cast in ANSI mode, failing on a bad value.
+    key = F.col(enrichment.key).try_cast(dimension.schema[enrichment.key].dataType)
+    joined = parsed.join(lookup, key == F.col("_dimension_key"), "left").drop("_dimension_key")
     if enrichment.unmatched == "quarantine":
         no_match = F.when(F.col(matched).isNull(), F.lit(f"no_match_in_{enrichment.table}"))
         joined = joined.withColumn(QUARANTINE_REASON, F.coalesce(QUARANTINE_REASON, no_match))

@@ -31,19 +31,29 @@ from jobs.flow.decode import (
     spark_type,
 )
 from jobs.flow.tally import Tally
+from jobs.units import duration_words
+
+# An event time is from 0001-01-01 to 9999-12-31 (UTC), what Spark's date functions, Python's
+# datetime and Parquet readers agree on; Spark parses years beyond ("+10000-01-01") too.
+TIME_RANGE = ("0001-01-01 00:00:00", "9999-12-31 23:59:59.999999")
+# Epoch numbers Spark can convert at all (to microseconds in a long): beyond, converting
+# would overflow, which fails the query in ANSI mode.
+_EPOCH_S = (-9e12, 9e12)
 
 
 def _event_time(raw: Column, kind: str, fmt: str) -> Column:
     """Parse the declared event-time field into a UTC timestamp, or null if it cannot be."""
     if kind in ("timestamp", "date"):
-        return raw.cast("timestamp")
+        return raw.try_cast("timestamp")
     if fmt == "iso8601":
         # Spark's own ISO-8601 reading: 'Z', '+02:00' and '+0200' offsets; no zone means UTC.
         return F.try_to_timestamp(raw)
     if fmt == "epoch_seconds":
-        return F.timestamp_seconds(raw.try_cast("double"))
+        seconds = raw.try_cast("double")  # NaN compares above every number: no time
+        return F.when(seconds.between(*_EPOCH_S), F.timestamp_seconds(seconds))
     if fmt == "epoch_millis":
-        return F.timestamp_millis(raw.try_cast("long"))
+        millis = raw.try_cast("long")
+        return F.when(millis.between(int(_EPOCH_S[0] * 1000), int(_EPOCH_S[1] * 1000)), F.timestamp_millis(millis))
     return F.try_to_timestamp(raw, F.lit(fmt))
 
 
@@ -63,6 +73,8 @@ def decoded(lines: DataFrame, source: Source, tally: Tally | None = None) -> Dat
         coerce=source.types == "coerce",
         new_fields=source.new_fields != "ignore",
         tally=tally,
+        max_depth=source.max_depth,
+        quarantined_files=source.quarantined_files,
     )
     out = [(f.name, f.dataType.simpleString()) for f in lines.schema.fields if f.name not in (LINE, FILE_SIZE)]
     out += [(name, spark_type(kind)) for name, kind in source.fields.items()]
@@ -73,7 +85,9 @@ def decoded(lines: DataFrame, source: Source, tally: Tally | None = None) -> Dat
     return lines.withColumn(LINE, F.col(LINE).cast("binary")).mapInArrow(decoder, schema)
 
 
-def parse_events(lines: DataFrame, source: Source, tally: Tally | None = None) -> DataFrame:
+def parse_events(
+    lines: DataFrame, source: Source, tally: Tally | None = None, batch_time: Column | None = None
+) -> DataFrame:
     """Lines of newline-delimited JSON -> one row per record, with the reason it is unusable.
 
     Input columns: `line` (the raw text), `source_file`, and any others (jobs/flow/source.py
@@ -87,6 +101,11 @@ def parse_events(lines: DataFrame, source: Source, tally: Tally | None = None) -
     declaration says otherwise: `new_fields: fail` fails the batch (nothing of it is
     committed) naming the fields and the file; `rescue` keeps them, as a JSON object,
     in `_rescued_data`.
+
+    An event time later than `batch_time` plus the declared `max_future` is quarantined as
+    event_time_in_future. `batch_time` is the micro-batch's time in a streaming query
+    (Spark's `current_timestamp()`, recorded in the offset log and the same when Spark
+    redoes the batch); reading a batch again passes the time the offset log recorded.
     """
     fields = source.fields
     parsed = decoded(lines, source, tally)
@@ -116,6 +135,31 @@ def parse_events(lines: DataFrame, source: Source, tally: Tally | None = None) -
         unparseable & F.col(time_field).isNotNull(),
         F.concat(F.lit(f"{time_field}: "), F.col(time_field).cast("string"), F.lit(f" is not {time_format}")),
     )
+    outside = ~event_time.between(*(F.lit(t).cast("timestamp") for t in TIME_RANGE))
+    reason = reason.when(outside, F.lit("event_time_out_of_range"))
+    detail = detail.when(
+        outside,
+        F.concat(
+            F.lit(f"{time_field}: "),
+            F.col(time_field).cast("string"),
+            F.lit(f" is outside {TIME_RANGE[0][:10]} to {TIME_RANGE[1][:10]}"),
+        ),
+    )
+    max_future_s = source.event_time.max_future_s
+    if max_future_s is not None:
+        now = F.current_timestamp() if batch_time is None else batch_time
+        latest = F.timestamp_seconds(F.unix_seconds(now) + F.lit(max_future_s))
+        future = event_time > latest
+        reason = reason.when(future, F.lit("event_time_in_future"))
+        detail = detail.when(
+            future,
+            F.concat(
+                F.lit(f"{time_field}: "),
+                F.col(time_field).cast("string"),
+                F.lit(f" is more than {duration_words(max_future_s)} after the batch's time "),
+                F.date_format(now, "yyyy-MM-dd'T'HH:mm:ss'Z'"),
+            ),
+        )
     internal = (REASON, DETAIL, NEW_FIELDS, NEW_VALUES)
     # The line as landed, for the quarantine only: bytes that are not UTF-8 in base64, rather
     # than replaced; of a line over the size limit, its start (the whole line stays in its

@@ -13,12 +13,12 @@ accounting's second read of a batch that was not counted as it ran.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import StructType
 
-from jobs.columns import EVENT_TIME, LINE, SOURCE_FILE
+from jobs.columns import EVENT_TIME, LINE, QUARANTINE_DETAIL, QUARANTINE_REASON, SOURCE_FILE
 from jobs.declare import PipelineBase
 from jobs.flow import sink
 from jobs.flow.enrich import enrich
@@ -30,17 +30,31 @@ from jobs.lake.layout import join
 
 
 def usable_events(
-    pipeline: PipelineBase, index: int, lines: DataFrame, dimension: DataFrame | None, tally: Tally | None = None
+    pipeline: PipelineBase,
+    index: int,
+    lines: DataFrame,
+    dimension: DataFrame | None,
+    tally: Tally | None = None,
+    batch_time: Column | None = None,
 ) -> DataFrame:
     """The lines of source `index` (0: the pipeline's own, 1: a join's second), parsed,
-    enriched when the pipeline says so (a join has no enrichment), and the usable ones kept;
-    with a tally, every line is counted in it on the way."""
-    events = parse_events(lines, pattern_of(pipeline).sources[index], tally)
+    enriched when the pipeline says so (a join has no enrichment), refused where the pattern
+    cannot take them, and the usable ones kept; with a tally, every line is counted in it on
+    the way. `batch_time`: the batch's time when a batch is read again (parse.py)."""
+    pattern = pattern_of(pipeline)
+    events = parse_events(lines, pattern.sources[index], tally, batch_time)
     if pipeline.enrich is not None:
         events = enrich(events, dimension, pipeline.enrich)
+    for refused, reason, detail in pattern.refusals():
+        newly = F.col(QUARANTINE_REASON).isNull() & refused
+        events = events.select(
+            *(c for c in events.columns if c not in (QUARANTINE_REASON, QUARANTINE_DETAIL)),
+            F.when(newly, F.lit(reason)).otherwise(F.col(QUARANTINE_REASON)).alias(QUARANTINE_REASON),
+            F.when(newly, detail).otherwise(F.col(QUARANTINE_DETAIL)).alias(QUARANTINE_DETAIL),
+        )
     if tally is None:
         return usable(events)
-    return usable(counted(events, tally, pattern_of(pipeline).late_at(F.col(EVENT_TIME))))
+    return usable(counted(events, tally, pattern.late_at(F.col(EVENT_TIME))))
 
 
 def pipeline_table(
@@ -50,7 +64,7 @@ def pipeline_table(
     events = [
         usable_events(pipeline, index, source_lines, dimension, tally) for index, source_lines in enumerate(lines)
     ]
-    return pattern_of(pipeline).table(*events)
+    return pattern_of(pipeline).table(*events, tally=tally)
 
 
 def output_schema(spark: SparkSession, pipeline: PipelineBase, dimension: DataFrame | None = None) -> StructType:

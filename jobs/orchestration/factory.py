@@ -118,12 +118,15 @@ def publish_report(pipeline: str, root: str, jobs_run_id: str) -> dict[str, Any]
             "late_rows_dropped",
             "output_rows",
             "watermark",
+            "warnings",
         }
     )
     published["validation"] = validation["status"] if validation else None
     published["report"] = report_uri(locations.runs, jobs_run_id)
     for line in json.dumps(published, indent=2).splitlines():
         log.info("%s", line)
+    for warning in report.warnings:
+        log.warning("%s: %s", pipeline, warning)
     return published
 
 
@@ -155,6 +158,14 @@ def pipeline_dag(spec: declare.PipelineBase, root: str) -> DAG:
                 type=["null", "string"],
                 pattern=r"^\d+[kmgtKMGT]?[bB]?$",
                 description="about this much new data per batch (e.g. 64m)",
+            ),
+            "quarantine_file": Param(
+                None,
+                type=["null", "string"],
+                description="a landed file whose batch fails on its data every run: its lines are quarantined unread",
+            ),
+            "quarantine_reason": Param(
+                "quarantined by hand from Airflow", type="string", description="why quarantine_file is quarantined"
             ),
         },
         tags=["jobs", "pipeline"],
@@ -278,8 +289,17 @@ def data_docs(root: str) -> str:
 
 
 @task(trigger_rule=TriggerRule.NONE_FAILED, retries=0)
-def verdict() -> None:
-    """Fails the DAG run when a table failed validation (its task is red too)."""
+def verdict(pipelines: list[str], root: str) -> None:
+    """Fails the DAG run when a table failed validation (its task is red too); says which
+    pipelines' runs warn (a watermark ahead of now, most rows late, a quarantine jump)."""
+    from jobs.run.report import recent_reports
+    from jobs.run.warnings import HISTORY_RUNS, run_warnings
+
+    with environment.task_environment(log):
+        for name in pipelines:
+            runs = recent_reports(Locations.resolve(name, root=root).runs, HISTORY_RUNS)
+            for warning in run_warnings(runs, datetime.now(UTC)):
+                log.warning("%s: %s", name, warning)
     log.info("every validated table passed its `fail` expectations")
 
 
@@ -318,5 +338,5 @@ def data_quality_dag(pipelines: list[str], root: str) -> DAG:
         ]
         docs = data_docs(root)
         checks >> docs
-        [*checks, docs] >> verdict()
+        [*checks, docs] >> verdict(pipelines, root)
     return dag

@@ -87,6 +87,11 @@ class RunPipelineOperator(JobsSubmitOperator):
             args.append(f"--max-files-per-trigger={int(params['max_files_per_trigger'])}")
         if params.get("max_bytes_per_trigger"):
             args.append(f"--max-bytes-per-trigger={params['max_bytes_per_trigger']}")
+        if params.get("quarantine_file"):  # the way past a batch that fails on its data
+            args += [
+                f"--quarantine-file={params['quarantine_file']}",
+                f"--quarantine-reason={params['quarantine_reason']}",
+            ]
         return args
 
     def execute(self, context: Any) -> str:

@@ -3,7 +3,9 @@
 A pipeline is, worst first:
     failing    its last run failed, or its latest validation failed a `fail` check
     stale      its last run is more than STALE_AFTER schedule intervals old
-    warning    its last run was refused or stopped, or its latest validation warned
+    warning    its last run was refused or stopped, or its latest validation warned, or its
+               runs show a watermark ahead of now, most rows dropped as late, or a jump in
+               the quarantine share (jobs/run/warnings.py)
     healthy    none of the above
     never run  no run report yet
 From the run reports and validation results only: no Spark.
@@ -16,6 +18,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from jobs.run.report import RunReport
+from jobs.run.warnings import run_warnings
+from jobs.units import duration
 from jobs.validate.result import ValidationResult
 
 STATUSES = ("failing", "stale", "warning", "healthy", "never run")  # worst first: the overview's order
@@ -84,16 +88,8 @@ def assess(
         status, reason = "warning", f"the last run was {last.status}" + (f": {last.error}" if last.error else "")
     elif verdict == "warned":
         status, reason = "warning", f"the latest validation ({latest.validation_id}) warned"
+    elif warnings := run_warnings(sorted(runs, key=lambda r: r.started_at), now):
+        status, reason = "warning", "; ".join(warnings)
     else:
         status, reason = "healthy", "the last run succeeded" + (f", validation {verdict}" if verdict else "")
     return Health(name, status, reason, last, age, interval, verdict, lag, rows, quarantined)
-
-
-def duration(seconds: float | None) -> str:
-    """A duration for a person: 45 s, 12 min, 3.2 h, 4.0 d, 2.3 y."""
-    if seconds is None:
-        return "-"
-    for unit, size in (("y", 365.25 * 86400), ("d", 86400), ("h", 3600)):
-        if abs(seconds) >= size:
-            return f"{seconds / size:.1f} {unit}"
-    return f"{seconds / 60:.0f} min" if abs(seconds) >= 60 else f"{seconds:.0f} s"

@@ -7,4 +7,8 @@ accounting.py  exact rows per batch: input = used + quarantined + late + duplica
 accountant.py  the run's accounts: batches accounted beside the query, stored, reported
 report.py      the run report
 runner.py      lock -> check -> recover -> query -> account -> report
+failure.py     why a run failed, in one line (and, for a batch failing on its data, the way past it)
+quarantine_file.py  a landed file quarantined by hand: the way past a batch that fails on its data
+warnings.py    what a run that succeeded still gets wrong: a watermark ahead of now, most rows late,
+               a quarantine share that jumped
 """

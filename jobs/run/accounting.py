@@ -82,7 +82,7 @@ def account_batches(
         files, missing = counts_that_add_up(counts, listed, metrics.get("lines_read")), set()
         read_again = files is None
         if files is None:
-            files, missing = _read_again(spark, pipeline, dimension, tally, b, listed)
+            files, missing = _read_again(spark, pipeline, dimension, tally, b, listed, log.batch_time_ms(b))
         missing |= _uncounted(files, listed)
         account = _account(pipeline, log, b, listed, files, missing, metrics, run_id)
         account.committed_at, account.read_again = ms_to_iso(committed_ms.get(b)), read_again
@@ -143,21 +143,23 @@ def _read_again(
     tally: Tally,
     batch_id: int,
     listed: list[dict[str, int]],
+    batch_time_ms: int,
 ) -> tuple[Files, set[str]]:
-    """Count a batch by reading its files again with the same flow; and the files gone
-    since it ran, whose rows can no longer be known."""
+    """Count a batch by reading its files again with the same flow, at the batch's own
+    time (what decided which events were too far in the future); and the files gone since
+    it ran, whose rows can no longer be known."""
     paths = [list(entries) for entries in listed]
     missing: set[str] = set()
     for _ in range(2):  # a count that does not add up is made once more
         try:
-            counted = _count(spark, pipeline, dimension, tally, batch_id, paths)
+            counted = _count(spark, pipeline, dimension, tally, batch_id, paths, batch_time_ms)
         except Exception as error:
             gone = {p for ps in paths for p in ps if not fs.exists(from_spark(p))}
             if not (_names_a_missing_file(error) and gone):
                 raise
             missing |= gone
             paths = [[p for p in ps if p not in gone] for ps in paths]
-            counted = _count(spark, pipeline, dimension, tally, batch_id, paths)
+            counted = _count(spark, pipeline, dimension, tally, batch_id, paths, batch_time_ms)
         if counted is not None:
             return counted, missing
     raise RuntimeError(
@@ -166,7 +168,9 @@ def _read_again(
     )
 
 
-def _count(spark, pipeline, dimension, tally: Tally, batch_id: int, paths: list[list[str]]) -> Files | None:
+def _count(
+    spark, pipeline, dimension, tally: Tally, batch_id: int, paths: list[list[str]], batch_time_ms: int
+) -> Files | None:
     """Run each source's part of the flow over its files, counting the rows for the batch;
     the counts, if they add up to what Spark read (None: they did not)."""
     from pyspark.sql import Observation
@@ -178,7 +182,8 @@ def _count(spark, pipeline, dimension, tally: Tally, batch_id: int, paths: list[
         read = Observation(f"lines-{batch_id}-{source}")
         if files:
             lines = read_lines(spark, files).observe(read, F.count(F.lit(1)).alias("lines"))
-            events = usable_events(pipeline, source, lines, dimension, tally)
+            batch_time = F.timestamp_millis(F.lit(batch_time_ms))
+            events = usable_events(pipeline, source, lines, dimension, tally, batch_time)
             with for_batch(spark, batch_id):
                 events.write.format("noop").mode("overwrite").save()
         lines_read.append(read.get["lines"] if files else 0)

@@ -69,6 +69,10 @@ class CheckpointLog:
             return 0
         return int(json.loads(self._offsets(batch_id)[1]).get("batchWatermarkMs", 0))
 
+    def batch_time_ms(self, batch_id: int) -> int:
+        """The time Spark gave batch `batch_id` (its `current_timestamp()`), kept for when it is redone."""
+        return int(json.loads(self._offsets(batch_id)[1])["batchTimestampMs"])
+
     def late_watermark_ms(self, batch_id: int) -> int:
         """The watermark that decides which of batch `batch_id`'s rows are late.
 

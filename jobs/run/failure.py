@@ -3,8 +3,10 @@ its causes and the JVM's stack trace; the trace itself stays in Spark's log."""
 
 from __future__ import annotations
 
+import re
+
 from jobs.lake.faults import root_cause
-from jobs.lake.layout import StorageError
+from jobs.lake.layout import StorageError, from_spark
 from jobs.run.checkpoint import CheckpointLog
 from jobs.run.report import RunReport
 
@@ -67,7 +69,88 @@ def _jvm_death(error: BaseException, log: CheckpointLog, report: RunReport) -> s
     return f"the Spark JVM stopped answering{where} (it died, most often out of memory: see Spark's log){then}"
 
 
+# Errors a record's values cause, by Spark's error condition: SQLSTATE class 22 is "data
+# exception" (overflow, a cast, a date out of range); a raise_error of the flow (a
+# declaration's `fail`), and an exception in a Python worker (the decoder, a processor).
+_DATA_CONDITIONS = ("USER_RAISED_EXCEPTION", "PYTHON_EXCEPTION")
+
+
+def data_condition(error: BaseException) -> tuple[str, str] | None:
+    """(condition, its message) of the first error in the JVM's chain of causes that a
+    record's data caused; None when none did (a storage, memory or JVM failure)."""
+    throwable = getattr(error, "_origin", None)
+    try:
+        for _ in range(20):
+            if throwable is None:
+                return None
+            if _is_spark_throwable(throwable):
+                condition, state = throwable.getCondition(), throwable.getSqlState() or ""
+                if condition in _DATA_CONDITIONS or state.startswith("22"):
+                    return condition, str(throwable.getMessage())
+            throwable = throwable.getCause()
+    except Exception:  # noqa: BLE001 - the JVM is gone: no data failure to name
+        return None
+    return None
+
+
+def _is_spark_throwable(throwable) -> bool:
+    return any(i.getName() == "org.apache.spark.SparkThrowable" for i in _interfaces(throwable.getClass()))
+
+
+def _interfaces(cls) -> list:
+    found = []
+    while cls is not None:
+        found += list(cls.getInterfaces())
+        cls = cls.getSuperclass()
+    return found
+
+
+def _data_failure(error: BaseException, log: CheckpointLog, report: RunReport) -> str | None:
+    """What to tell a user whose batch fails on a record every time it is redone: where
+    it was reading, the error, and the command that gets past it."""
+    found = data_condition(error)
+    if found is None:
+        return None
+    condition, message = found
+    read_failed = _READ_FAILED.search(message)
+    if read_failed:
+        cause = read_failed.group(2)
+    elif condition == "PYTHON_EXCEPTION":  # a Python traceback: its last line is the exception
+        cause = [line for line in message.splitlines() if line.strip() and not line.startswith(" ")][-1][:500]
+    else:
+        cause = one_line(RuntimeError(message))
+    batch = log.batch_in_flight()
+    files = sorted({from_spark(p) for s in range(2) for p in _files_of(log, batch, s)}) if batch is not None else []
+    if read_failed:
+        files = [from_spark(read_failed.group(1))]
+    command = f"python -m jobs quarantine-file {report.pipeline} FILE --checkpoint {log.checkpoint} --reason '...'"
+    if len(files) == 1:
+        where, command = f"reading {files[0]} (line unknown)", command.replace("FILE", files[0])
+    elif files:
+        where = f"reading one of {len(files)} files ({', '.join(files[:3])}{' ...' if len(files) > 3 else ''})"
+    else:
+        where = "reading its files"
+    at = f"batch {batch}" if batch is not None else "a batch"
+    return (
+        f"{at} failed on its data, {where}: {condition}: {cause}; every rerun redoes it, so to get past it "
+        f"quarantine the file: {command} (Airflow: the DAG's quarantine_file param), then run again"
+    )
+
+
+_READ_FAILED = re.compile(r"ReadFailed: reading (\S+?)(?:,| \.\.\.)?.*?: (.*)")
+
+
+def _files_of(log: CheckpointLog, batch: int, source: int) -> list[str]:
+    try:
+        return log.source_files(batch, source)
+    except (OSError, StorageError, IndexError, ValueError):
+        return []
+
+
 def failure_cause(error: BaseException, log: CheckpointLog, report: RunReport, uses_s3: bool) -> str:
     """The one line a failed run reports: the root cause first when one is known."""
+    data = _data_failure(error, log, report)
+    if data:
+        return data
     cause = _jvm_death(error, log, report) or root_cause(whole_text(error), uses_s3)
     return f"{cause} ({one_line(error)})" if cause else one_line(error)

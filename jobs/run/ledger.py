@@ -5,6 +5,7 @@ schema.json        the schema inferred by the first run, for `schema: infer` sou
 accounting/N       batch N's exact row account, written once the batch is accounted
 metrics/N          batch N's lines read per source and what only Spark counted, from its progress
 retention.json     how far retention has looked at accounted batches (jobs/run/retention.py)
+quarantined_files.json  landed files quarantined by hand, with the reason (python -m jobs quarantine-file)
 lock               one run at a time (jobs/lake/locks.py)
 """
 
@@ -57,6 +58,16 @@ class Ledger:
     def record_retention_mark(self, batch_id: int) -> None:
         fs.write_json(join(self.uri, "retention.json"), {"through_batch": batch_id})
 
+    # Landed files quarantined by hand: the run that reads one quarantines its lines unread.
+    def quarantined_files(self) -> dict[str, dict[str, str]]:
+        """Landed file (as jobs/lake/layout.py names it) -> {"reason", "at"}."""
+        uri = join(self.uri, "quarantined_files.json")
+        return fs.read_json(uri)["files"] if fs.exists(uri) else {}
+
+    def quarantine_file(self, path: str, reason: str, at: str) -> None:
+        files = self.quarantined_files() | {path: {"reason": reason, "at": at}}
+        fs.write_json(join(self.uri, "quarantined_files.json"), {"files": files})
+
     # An inferred schema, recorded by the first run and used by every later one.
     def recorded_schema(self) -> dict[str, str] | None:
         uri = join(self.uri, "schema.json")
@@ -82,6 +93,18 @@ def with_recorded_schema(pipeline: PipelineBase, ledger: Ledger) -> PipelineBase
     if not fields:
         return pipeline
     return pipeline.model_copy(update={"source": pipeline.source.with_recorded_fields(fields)})
+
+
+def with_quarantined_files(pipeline: PipelineBase, ledger: Ledger) -> PipelineBase:
+    """The declaration with the files quarantined by hand on each source (unchanged if none)."""
+    files = {path: entry["reason"] for path, entry in ledger.quarantined_files().items()}
+    if not files:
+        return pipeline
+    update: dict = {"source": pipeline.source.with_quarantined_files(files)}
+    join = getattr(pipeline, "join", None)
+    if join is not None:
+        update["join"] = join.model_copy(update={"source": join.source.with_quarantined_files(files)})
+    return pipeline.model_copy(update=update)
 
 
 def check_contract(

@@ -140,6 +140,8 @@ class RunReport(BaseModel):
     missing_files: list[str] = Field(default_factory=list)
     # Files sharing a modification time with a file of another batch (jobs/run/audit.py).
     tied_files: list[str] = Field(default_factory=list)
+    # What this run got wrong though it succeeded (jobs/run/warnings.py).
+    warnings: list[str] = Field(default_factory=list)
     locations: dict[str, str] = Field(default_factory=dict)
     link: str | None = None  # where the run was started from: the Airflow task's page, when Airflow ran it
 
@@ -178,7 +180,8 @@ class RunReport(BaseModel):
         head = f"{self.pipeline} run {self.run_id}: {self.status} in {self.duration_s}s ({self.trigger})"
         if self.error:
             return f"{head}\n  error: {self.error}"
-        skipped = [f"  {self.skipped_files.describe()}"] if self.skipped_files else []
+        skipped = [f"  warning: {warning}" for warning in self.warnings]
+        skipped += [f"  {self.skipped_files.describe()}"] if self.skipped_files else []
         if self.retention.deleted or self.retention.archived:
             skipped.append(f"  {self.retention.describe()}")
         if self.tied_files:
@@ -237,5 +240,11 @@ def has_committed_batches(reports: list[RunReport]) -> bool:
 
 def load_reports(runs: str) -> list[RunReport]:
     """Every stored run report of a pipeline, oldest first."""
-    names = [n for n in fs.list_names(runs) if n.endswith(".json") and not n.endswith(RESULTS_SUFFIX)]
-    return [RunReport.model_validate(fs.read_json(join(runs, name))) for name in names]
+    return recent_reports(runs, None)
+
+
+def recent_reports(runs: str, count: int | None) -> list[RunReport]:
+    """The last `count` stored run reports of a pipeline (all: None), oldest first (run ids
+    sort by start time)."""
+    names = sorted(n for n in fs.list_names(runs) if n.endswith(".json") and not n.endswith(RESULTS_SUFFIX))
+    return [RunReport.model_validate(fs.read_json(join(runs, name))) for name in names[-count if count else 0 :]]

@@ -35,10 +35,17 @@ from jobs.run.accounting import account_batches
 from jobs.run.audit import remove_stray_output, skipped_files
 from jobs.run.checkpoint import CheckpointLog, ms_to_iso
 from jobs.run.failure import failure_cause, one_line
-from jobs.run.ledger import IncompatibleCheckpoint, Ledger, check_contract, with_recorded_schema
+from jobs.run.ledger import (
+    IncompatibleCheckpoint,
+    Ledger,
+    check_contract,
+    with_quarantined_files,
+    with_recorded_schema,
+)
 from jobs.run.progress import ProgressWatch
-from jobs.run.report import BatchAccount, RunReport, save
+from jobs.run.report import BatchAccount, RunReport, recent_reports, save
 from jobs.run.retention import apply_retention
+from jobs.run.warnings import HISTORY_RUNS, run_warnings
 from jobs.units import new_run_id
 
 # Set by a signal handler: the run in progress stops at its next poll. Raising
@@ -154,7 +161,7 @@ class _Run:
             check_inferred(pipeline, fields)
             self.ledger.record_schema(fields, listed)
             echo(f"  inferred and recorded the schema: {', '.join(f'{k} {v}' for k, v in fields.items())}")
-        self.pipeline = with_recorded_schema(pipeline, self.ledger)
+        self.pipeline = with_quarantined_files(with_recorded_schema(pipeline, self.ledger), self.ledger)
         if pipeline.enrich is not None:
             self.dimension = read_dimension(self.spark, pipeline.enrich, self.locations.dimensions)
             rows = check_dimension(self.dimension, pipeline.enrich)
@@ -248,6 +255,15 @@ class _Run:
             raise interrupted
 
 
+def _warnings(report: RunReport, locations: Locations) -> list[str]:
+    """What this run got wrong though it succeeded, against the runs before it."""
+    try:
+        earlier = recent_reports(locations.runs, HISTORY_RUNS)
+    except (StorageError, ValueError) as error:
+        return [f"earlier run reports could not be read to compare this run with ({one_line(error)})"]
+    return run_warnings([*earlier, report], datetime.now(UTC))
+
+
 def run(
     pipeline: PipelineBase,
     locations: Locations,
@@ -292,6 +308,7 @@ def run(
             set_runtime_conf(spark, shuffle | pipeline.spark.sql_conf())
             _Run(spark, pipeline, locations, options, report, echo, lock).execute()
         report.finish("succeeded")
+        report.warnings = _warnings(report, locations)
     except (AlreadyRunning, IncompatibleCheckpoint, StorageError) as error:
         report.finish("refused", one_line(error))
         raise RunRefused(report.error) from error

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
+    from jobs.flow.tally import Tally
+
 
 class CannotBackfill(ValueError):
     """The pattern leaves things open at the end of a range that a backfill cannot finalize."""
@@ -90,9 +92,15 @@ class Pattern(ABC):
         return None
 
     # What it does.
+    def refusals(self) -> list[tuple[Column, str, Column]]:
+        """(condition, reason, detail): parsed events this pattern cannot take, quarantined
+        with the reason before they are counted, rather than failing the batch."""
+        return []
+
     @abstractmethod
-    def table(self, *events: DataFrame) -> DataFrame:
-        """Usable events (one DataFrame per source) -> output rows, batch or streaming alike."""
+    def table(self, *events: DataFrame, tally: Tally | None = None) -> DataFrame:
+        """Usable events (one DataFrame per source) -> output rows, batch or streaming alike.
+        `tally`: the run's count, for rows the pattern itself quarantines (a processor's error)."""
 
     def late_at(self, event_time: Column) -> Column | None:
         """The time at or before which the batch's watermark makes a usable event at

@@ -16,6 +16,8 @@ from jobs.flow.patterns.base import Pattern
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from jobs.flow.tally import Tally
+
 
 class EventsPattern(Pattern):
     pipeline: EventsPipeline
@@ -34,5 +36,5 @@ class EventsPattern(Pattern):
     def backfill_refusal(self) -> str | None:
         return "events are written as they come, so there is nothing to finalize: run it on a fresh --root instead"
 
-    def table(self, *events: DataFrame) -> DataFrame:
+    def table(self, *events: DataFrame, tally: Tally | None = None) -> DataFrame:
         return self.with_partition(events[0].select(*self.output_columns()), EVENT_TIME)

@@ -20,6 +20,8 @@ from jobs.units import spark_duration
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from jobs.flow.tally import Tally
+
 
 class JoinPattern(Pattern):
     pipeline: JoinPipeline
@@ -56,7 +58,7 @@ class JoinPattern(Pattern):
             "run it on a fresh --root over the landing range instead (--landing-since/--landing-until)"
         )
 
-    def table(self, *events: DataFrame) -> DataFrame:
+    def table(self, *events: DataFrame, tally: Tally | None = None) -> DataFrame:
         from pyspark.sql import functions as F
 
         pipeline, join = self.pipeline, self.pipeline.join

@@ -6,11 +6,19 @@ or before the watermark the batch drops rows with (the previous batch's, since S
 3.4); a row is late when every window it falls in was dropped. Deduplication, when
 declared, comes first and drops any row at or before that watermark, whole.
 
+No aggregate can overflow, whatever the values: a sum of whole numbers (int, long) is
+summed and written as decimal(38,0), which holds 10^19 values of the largest long (a range
+check per value could not prevent it: two values in any range can overflow a long
+together, and Spark's ANSI mode then fails the whole query); a sum over a double is a
+double (at worst infinite, never an error); avg is a double. A sum over a field of
+another type (a dimension's text column) takes what reads as a number, else null.
+
 Backfill: a closed range gets no more events, so the windows still held in state are
 final. They are read from the state store (Spark's `statestore` source) and their
 aggregation buffers finalized, in the order of the declared aggregates (checked against
 the state's schema, so a Spark change that moves them fails loudly):
-    count -> [count]   sum -> [sum]   min -> [min]   max -> [max]   avg -> [sum, count]
+    count -> [count]   sum -> [sum] (a decimal sum: [sum, isEmpty])   min -> [min]   max -> [max]
+    avg -> [sum, count]
 """
 
 from __future__ import annotations
@@ -27,7 +35,11 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
+    from jobs.flow.tally import Tally
+
 BUFFER_FIELDS = {"count": 1, "sum": 1, "min": 1, "max": 1, "avg": 2}
+WHOLE = ("int", "integer", "long", "bigint")  # summed as decimal(38,0)
+EXACT_SUM = "decimal(38,0)"
 
 
 class WindowPattern(Pattern):
@@ -66,7 +78,33 @@ class WindowPattern(Pattern):
         }
         if pipeline.deduplicate:
             contract["deduplicate"] = list(pipeline.deduplicate)
+        if any(self._summed_as(a) == EXACT_SUM for a in pipeline.aggregates):
+            # The sum's state changed type: a checkpoint of the long sum cannot resume.
+            contract["whole_sums"] = EXACT_SUM
         return contract
+
+    def _summed_as(self, aggregate: Aggregate) -> str | None:
+        """What a sum or an average adds its values up as: a sum of whole numbers as
+        decimal(38,0), anything else as doubles (text that reads as no number: null).
+        None: not a sum or an average."""
+        if aggregate.function not in ("sum", "avg"):
+            return None
+        kind = self.pipeline.source.fields.get(aggregate.column, "string")
+        return EXACT_SUM if kind in WHOLE and aggregate.function == "sum" else "double"
+
+    def _aggregate(self, aggregate: Aggregate) -> Column:
+        from pyspark.sql import functions as F
+
+        if aggregate.function == "count":
+            return F.count(F.lit(1)).alias(aggregate.name)
+        value = F.col(aggregate.column)
+        summed_as = self._summed_as(aggregate)
+        if summed_as is not None:
+            value = value.try_cast(summed_as)
+        return getattr(F, aggregate.function)(value).alias(aggregate.name)
+
+    def _buffer_fields(self, aggregate: Aggregate) -> int:
+        return 2 if self._summed_as(aggregate) == EXACT_SUM else BUFFER_FIELDS[aggregate.function]
 
     def suite_values(self) -> dict[str, Any]:
         keys = list(self.pipeline.keys)
@@ -78,7 +116,7 @@ class WindowPattern(Pattern):
             "$table_key": ["window_start", *keys],
         }
 
-    def table(self, *events: DataFrame) -> DataFrame:
+    def table(self, *events: DataFrame, tally: Tally | None = None) -> DataFrame:
         from pyspark.sql import functions as F
 
         pipeline = self.pipeline
@@ -90,7 +128,7 @@ class WindowPattern(Pattern):
             # State per key lasts until the watermark passes its first event time + the delay.
             watermarked = watermarked.dropDuplicatesWithinWatermark(list(pipeline.deduplicate))
         aggregated = watermarked.groupBy(window.alias("window"), *pipeline.keys).agg(
-            *(_aggregate(a) for a in pipeline.aggregates)
+            *(self._aggregate(a) for a in pipeline.aggregates)
         )
         table = aggregated.select(
             F.col("window.start").alias("window_start"),
@@ -112,7 +150,7 @@ class WindowPattern(Pattern):
         pipeline = self.pipeline
         state = spark.read.format("statestore").option("operatorId", self.aggregation_operator).load(checkpoint)
         buffers = state.schema["value"].dataType
-        expected = sum(BUFFER_FIELDS[a.function] for a in pipeline.aggregates)
+        expected = sum(self._buffer_fields(a) for a in pipeline.aggregates)
         if len(buffers.fields) != expected:
             raise CannotBackfill(
                 f"the state of {checkpoint} holds {len(buffers.fields)} aggregation buffers {buffers.fieldNames()}, "
@@ -133,18 +171,12 @@ class WindowPattern(Pattern):
             value = F.col(f"_buffer{position}")
             if aggregate.function == "avg":  # sum / count; no rows counted gives null, as avg does
                 value = F.try_divide(value, F.col(f"_buffer{position + 1}"))
+            elif self._buffer_fields(aggregate) == 2:  # a decimal sum of no value is null
+                value = F.when(~F.col(f"_buffer{position + 1}"), value)
             values.append(value.cast(schema[aggregate.name].dataType).alias(aggregate.name))
-            position += BUFFER_FIELDS[aggregate.function]
+            position += self._buffer_fields(aggregate)
         table = flat.select("window_start", "window_end", *pipeline.keys, *values)
         return self.with_partition(table, "window_start").select(*schema.fieldNames())
-
-
-def _aggregate(aggregate: Aggregate) -> Column:
-    from pyspark.sql import functions as F
-
-    if aggregate.function == "count":
-        return F.count(F.lit(1)).alias(aggregate.name)
-    return getattr(F, aggregate.function)(aggregate.column).alias(aggregate.name)
 
 
 def latest_window_end(event_time: Column, window: Window) -> Column:

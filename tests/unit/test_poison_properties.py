@@ -1,0 +1,307 @@
+"""Property-based tests of the decoder, for every declared source schema: whatever a line
+holds, it is either used, with each declared field equal to its JSON value, or
+quarantined with a reason; decoding never raises.
+
+The oracle is independent of jobs/flow/decode.py: Python's own `json` (strict: no NaN or
+Infinity, no control characters), a non-recursive depth count, and the JSON types each
+declared type takes, written out here. Generated inputs: arbitrary bytes; records of the
+declared fields with values of every JSON type, the extreme longs and doubles, huge
+exponents, NUL and lone surrogates; objects and arrays nested up to 100,000 deep; 1 MiB
+strings, 100,000 keys and duplicate keys. `JOBS_HYPOTHESIS_EXAMPLES` raises the number of
+examples (CI runs the default).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from jobs import declare
+from jobs.columns import BLOCK_START, FILE_SIZE, LINE, SOURCE_FILE
+from jobs.declare.parts import MAX_DEPTH
+from jobs.flow.decode import DETAIL, REASON, LineDecoder
+
+EXAMPLES = int(os.environ.get("JOBS_HYPOTHESIS_EXAMPLES", "150"))
+SCHEMAS = {
+    name: dict(p.source.fields) for name, p in declare.load_all().items() for p in [p] if not p.source.infer_schema
+}
+# A join's second source has a schema of its own.
+SCHEMAS |= {
+    f"{name}.{p.join.source.name}": dict(p.join.source.fields)
+    for name, p in declare.load_all().items()
+    if getattr(p, "join", None) is not None
+}
+EXTREMES = [
+    0,
+    -1,
+    2**31 - 1,
+    -(2**31),
+    2**31,
+    2**63 - 1,
+    -(2**63),
+    2**63,
+    -(2**63) - 1,
+    10**30,
+    1.5,
+    -0.0,
+    1.7976931348623157e308,
+    5e-324,
+    True,
+    False,
+    None,
+    "",
+    "x" * 50,
+]
+RAW_NUMBERS = ["1e999", "-1e999", "1E400", "1e-400", "123456789012345678901234567890", "1" + "0" * 400, "-0", "0.0"]
+
+
+# The oracle.
+def depth(text: str) -> int:
+    """Nesting of objects and arrays, brackets in strings not counted, without recursion."""
+    deepest = level = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            level += 1
+            deepest = max(deepest, level)
+        elif char in "]}":
+            level = max(level - 1, 0)
+    return deepest
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict:
+    found = dict(pairs)
+    found["__duplicates__"] = len(found) < len(pairs)
+    return found
+
+
+def takes(kind: str, value: Any) -> bool:
+    """Whether a declared field of `kind` takes this JSON value (null: any)."""
+    if value is None:
+        return True
+    if kind == "string":
+        return isinstance(value, str)
+    if kind in ("long", "int"):
+        bits = 63 if kind == "long" else 31
+        return isinstance(value, int) and not isinstance(value, bool) and -(2**bits) <= value < 2**bits
+    if kind == "double":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return False
+        try:
+            return math.isfinite(float(value))
+        except OverflowError:
+            return False
+    if kind == "boolean":
+        return isinstance(value, bool)
+    return True  # timestamp, date: handed to Spark as text
+
+
+def expected(line: bytes, schema: dict[str, str]) -> tuple[str, dict | None]:
+    """("blank" | "usable" | "quarantined" | "either", the declared values when usable)."""
+    try:
+        text = line.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError:
+        return "quarantined", None
+    if not text.strip():
+        return "blank", None
+    if depth(text) > MAX_DEPTH:
+        return "quarantined", None
+    try:
+        value = json.loads(text, parse_constant=_no_constants, object_pairs_hook=_pairs)
+    except (ValueError, RecursionError):
+        return "quarantined", None
+    if not isinstance(value, dict) or _has_lone_surrogate(value):
+        return "quarantined", None  # a lone surrogate escape: no Unicode text (RFC 8259 8.2), refused as malformed
+    if any(not takes(kind, value.get(name)) for name, kind in schema.items()):
+        return "quarantined", None
+    # msgspec checks each occurrence of a key given twice; json keeps the last one.
+    verdict = "either" if _has_duplicates(value) else "usable"
+    return verdict, {name: value.get(name) for name in schema}
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        return any(0xD800 <= ord(c) <= 0xDFFF for c in value)
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(v) for v in value)
+    return False
+
+
+def _has_duplicates(value: Any) -> bool:
+    if isinstance(value, dict):
+        return value.get("__duplicates__", False) or any(_has_duplicates(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_duplicates(v) for v in value)
+    return False
+
+
+# The code under test, as Spark's Python worker runs it.
+def decode(lines: list[bytes], schema: dict[str, str]) -> list[dict]:
+    batch = pa.RecordBatch.from_pydict(
+        {
+            LINE: pa.array(lines, pa.binary()),
+            SOURCE_FILE: ["file:///landing/f.json"] * len(lines),
+            BLOCK_START: pa.array([0] * len(lines), pa.int64()),
+            FILE_SIZE: pa.array([sum(len(line) + 1 for line in lines)] * len(lines), pa.int64()),
+        }
+    )
+    decoder = LineDecoder(tuple(schema.items()), max_depth=MAX_DEPTH)
+    return [row for out in decoder(iter([batch])) for row in out.to_pylist()]
+
+
+def check(lines: list[bytes], schema: dict[str, str]) -> None:
+    rows = decode(lines, schema)
+    verdicts = [expected(line, schema) for line in lines]
+    kept = [(line, v) for line, v in zip(lines, verdicts, strict=True) if v[0] != "blank"]
+    assert len(rows) == len(kept), "every line but the blank ones is a row"
+    for row, (line, (verdict, values)) in zip(rows, kept, strict=True):
+        if row[REASON] is not None:
+            assert verdict in ("quarantined", "either"), f"{line[:200]!r} quarantined: {row[REASON]}, {row[DETAIL]}"
+            assert row[DETAIL], f"{line[:200]!r}: a reason needs a detail"
+            continue
+        assert verdict in ("usable", "either"), f"{line[:200]!r} was used; the oracle quarantines it"
+        for name, kind in schema.items():
+            if kind in ("timestamp", "date"):
+                continue
+            got, want = row[name], values[name]
+            if kind == "double" and want is not None:
+                want = float(want)
+            assert got == want and type(got) is type(want), f"{line[:200]!r}: {name} is {got!r}, not {want!r}"
+
+
+# Generators.
+json_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=20),
+    st.sampled_from(EXTREMES),
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@st.composite
+def records(draw, schema: dict[str, str]) -> bytes:
+    """A record of the declared fields (some left out), each with any JSON value, a few
+    undeclared ones, and now and then a number written out as no JSON library would."""
+    record = {name: draw(json_values) for name in schema if draw(st.integers(0, 5))}
+    record |= draw(st.dictionaries(st.text(max_size=8), json_values, max_size=3))
+    text = json.dumps(record, ensure_ascii=draw(st.booleans()))
+    if schema and draw(st.integers(0, 3)) == 0:
+        name = draw(st.sampled_from(sorted(schema)))
+        number = draw(st.sampled_from(RAW_NUMBERS))
+        text = json.dumps({**record, name: "@"}).replace('"@"', number)
+    return text.encode("utf-8", "surrogatepass")
+
+
+def lines_of(schema: dict[str, str]):
+    line = st.one_of(records(schema), st.binary(max_size=200), st.text(max_size=60).map(lambda t: t.encode()))
+    return st.lists(line, min_size=1, max_size=20)
+
+
+PROPERTY = settings(
+    max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_any_line_is_used_as_it_is_or_quarantined_with_a_reason(name):
+    schema = SCHEMAS[name]
+
+    @PROPERTY
+    @given(lines_of(schema))
+    def holds(lines: list[bytes]) -> None:
+        check(lines, schema)
+
+    holds()
+
+
+def _deep(opener: str, closer: str, n: int, inside: str = "1") -> str:
+    return opener * n + inside + closer * n
+
+
+ADVERSARIAL = {
+    "100,000 [": "[" * 100_000,
+    "100,000 [ closed": _deep("[", "]", 100_000),
+    "100,000 objects": _deep('{"a":', "}", 100_000),
+    "deep in an undeclared field": '{"user_id": "u", "deep": ' + _deep("[", "]", 100_000) + "}",
+    "deep in a declared field": '{"user_id": ' + _deep("[", "]", 5_000) + "}",
+    "as deep as allowed": '{"user_id": "u", "d": ' + _deep("[", "]", MAX_DEPTH - 1) + "}",
+    "one level too deep": '{"user_id": "u", "d": ' + _deep("[", "]", MAX_DEPTH) + "}",
+    "brackets in a string": json.dumps({"user_id": "[" * 100_000}),
+    "1 MiB string": json.dumps({"user_id": "x" * 2**20, "event": "y" * 2**20}),
+    "100,000 keys": json.dumps({f"k{i}": i for i in range(100_000)} | {"user_id": "u"}),
+    "duplicate keys, last wins": '{"user_id": "a", "user_id": "b"}',
+    "duplicate keys, first of another type": '{"user_id": 1, "user_id": "b"}',
+    "NUL escaped": '{"user_id": "a\\u0000b"}',
+    "NUL raw": '{"user_id": "a\x00b"}',
+    "lone surrogate escaped": '{"user_id": "a\\ud800"}',
+    "lone low surrogate escaped": '{"user_id": "\\udc00"}',
+    "surrogate pair escaped": '{"user_id": "\\ud83d\\ude00"}',
+    "a number beyond a double": '{"user_id": "u", "num_steps": 1e999, "temperature": 1e999, "amount": -1e999}',
+    "a huge integer": '{"user_id": "u", "num_steps": 123456789012345678901234567890, "amount": 1' + "0" * 400 + "}",
+    "the largest long and one more": '{"num_steps": 9223372036854775807, "device_id": 9223372036854775808}',
+    "NaN and Infinity": '{"temperature": NaN, "amount": Infinity}',
+    "an unknown field beyond a double": '{"user_id": "u", "x": 1e999}',
+    "a BOM alone": "\ufeff",
+    "only whitespace": " \t ",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_adversarial_lines_are_used_as_they_are_or_quarantined(name):
+    lines = [text.encode("utf-8", "surrogatepass") for text in ADVERSARIAL.values()]
+    lines += [b"\xed\xa0\x80", b'{"user_id": "\xed\xa0\x80"}', b'{"user_id": "\xff"}']  # surrogates, not UTF-8
+    check(lines, SCHEMAS[name])
+
+
+def test_a_line_nested_too_deep_is_quarantined_with_its_depth_and_the_limit():
+    lines = [
+        text.encode() for text in ("[" * 100_000, ADVERSARIAL["one level too deep"], ADVERSARIAL["as deep as allowed"])
+    ]
+    rows = decode(lines, {"user_id": "string"})
+    assert [(r[REASON], r[DETAIL]) for r in rows] == [
+        ("too_deeply_nested", f"100,000 levels of objects and arrays; the limit is {MAX_DEPTH}"),
+        ("too_deeply_nested", f"{MAX_DEPTH + 1} levels of objects and arrays; the limit is {MAX_DEPTH}"),
+        (None, None),
+    ]
+
+
+def test_numbers_outside_the_declared_type_are_quarantined_naming_the_field():
+    schema = {"n": "long", "i": "int", "d": "double"}
+    lines = [b'{"n": 9223372036854775808}', b'{"i": 2147483648}', b'{"d": 1e999}', b'{"n": 9223372036854775807}']
+    rows = decode(lines, schema)
+    assert [(r[REASON], r[DETAIL]) for r in rows] == [
+        ("wrong_field_type", "n: Expected `int` <= 9223372036854775807 (long is declared)"),
+        ("wrong_field_type", "i: Expected `int` <= 2147483647 (int is declared)"),
+        ("wrong_field_type", "d: Number out of range (double is declared)"),
+        (None, None),
+    ]
+    assert rows[3]["n"] == 2**63 - 1
