@@ -120,7 +120,9 @@ def _data_failure(error: BaseException, log: CheckpointLog, report: RunReport) -
     else:
         cause = one_line(RuntimeError(message))
     batch = log.batch_in_flight()
-    files = sorted({from_spark(p) for s in range(2) for p in _files_of(log, batch, s)}) if batch is not None else []
+    read = sorted({p for s in range(2) for p in _files_of(log, batch, s)}) if batch is not None else []
+    named = [p for p in read if p in message or from_spark(p) in message]  # the error says which
+    files = [from_spark(p) for p in (named or read)]
     if read_failed:
         files = [from_spark(read_failed.group(1))]
     command = f"python -m jobs quarantine-file {report.pipeline} FILE --checkpoint {log.checkpoint} --reason '...'"

@@ -10,12 +10,22 @@ processor, whose pandas cannot hold it), a lone surrogate, NaN.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from demo import samples
+from jobs import declare
+from jobs.declare.load import pipelines_dir
+from jobs.exit_codes import ExitCode
+from jobs.lake.layout import Locations
+from jobs.processors import PROCESSORS
+from jobs.run.runner import RunFailed
+from tests.helpers import REPO, declaration_copy, event, land, land_in_order, python_cmd, run_pipeline
 from tests.histories import USERS, USERS_LATER, assert_history_matches, run_histories
 from tests.model import AdJoinModel, DeviceStepsModel, EventsModel, SpendingSessionsModel, enriched_row
 
@@ -54,7 +64,9 @@ POISON = {
     "clickstream_enriched": [
         json.dumps({"event_id": "e9", "user_id": "user1", "event": "click", "eventtimestamp": "9999-12-31T23:59:00Z"}),
         json.dumps({"event_id": "e8", "user_id": 1, "event": "click", "eventtimestamp": "2023-07-30T10:00:00Z"}),
-        json.dumps({"event_id": "e7", "user_id": "user1", "event": "click", "eventtimestamp": "+10000-01-01T00:00:00Z"}),
+        json.dumps(
+            {"event_id": "e7", "user_id": "user1", "event": "click", "eventtimestamp": "+10000-01-01T00:00:00Z"}
+        ),
     ],
 }
 POISON_FILE = {"ad_clicks": "impressions/poison.json"}
@@ -129,3 +141,96 @@ def test_events_keep_the_good_rows_and_quarantine_the_rest(histories):
         "wrong_field_type": 1,
         "event_time_out_of_range": 1,
     }
+
+
+def test_a_batch_failing_on_its_data_names_the_file_and_the_command_that_gets_past_it(spark, tmp_path, quiet):
+    """A declaration that fails a batch on purpose (new fields, `new_fields: fail`) stands
+    for any data a batch cannot get past: every rerun redoes the batch and fails the same
+    way, until the file is quarantined by the command the error names."""
+    import yaml
+
+    source = yaml.safe_load((pipelines_dir() / "clickstream_inferred.yaml").read_text())["source"]
+    folder = declaration_copy(tmp_path / "pipelines", "clickstream_inferred", source={**source, "new_fields": "fail"})
+    spec = declare.parse(yaml.safe_load((folder / "clickstream_inferred.yaml").read_text()))
+    locations = Locations.resolve(spec.name, root=str(tmp_path / "root"))
+    land(locations.landing, {"a.json": [event("u1", "2023-07-30T10:00:20Z")]})
+    run_pipeline(spark, spec, locations, quiet)
+    bad = [event("u2", "2023-07-30T10:01:00Z", shoe_size=44), "", event("u3", "2023-07-30T10:01:10Z")]
+    (stuck,) = land(locations.landing, {"b.json": bad})
+    land_in_order(locations.landing, {"c.json": [event("u4", "2023-07-30T10:02:00Z")]})
+
+    for _ in range(2):  # the same failure, run after run
+        with pytest.raises(RunFailed) as failed:
+            run_pipeline(spark, spec, locations, quiet)
+        message = str(failed.value)
+        assert f"failed on its data, reading {stuck} (line unknown): USER_RAISED_EXCEPTION" in message
+        assert "new field(s) shoe_size" in message
+        command = f"python -m jobs quarantine-file clickstream_inferred {stuck} --checkpoint {locations.checkpoint}"
+        assert command in message
+    offsets = {p.name: p.read_bytes() for p in (Path(locations.checkpoint) / "offsets").iterdir()}
+
+    env = {**os.environ, "JOBS_PIPELINES_DIR": str(folder)}
+    done = subprocess.run(
+        [*python_cmd(*command.split()[3:]), "--reason", "producer sent shoe sizes"],
+        capture_output=True, text=True, env=env, cwd=REPO, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = run_pipeline(spark, spec, locations, quiet)
+
+    assert report.status == "succeeded"
+    assert (report.input_rows, report.quarantined_rows, report.used_rows) == (3, 2, 1)  # c.json's row is used
+    by_file = {Path(r["source_file"]).name: r for r in quarantine_records(locations.quarantine)}
+    assert by_file["b.json"]["reason"] == "file_quarantined"
+    assert by_file["b.json"]["detail"] == "producer sent shoe sizes"
+    assert sorted(r["line_number"] for r in quarantine_records(locations.quarantine)) == [1, 3]  # unread, blank skipped
+    # Spark's own record of the batch is as it was: the batch was redone from the same files.
+    assert {p.name: p.read_bytes() for p in (Path(locations.checkpoint) / "offsets").iterdir()} == offsets
+    refused = subprocess.run(
+        python_cmd("quarantine-file", "clickstream_inferred", str(Path(locations.landing) / "a.json"),
+                     "--checkpoint", locations.checkpoint, "--reason", "too late"),
+        capture_output=True, text=True, env=env, cwd=REPO, timeout=120,
+    )  # fmt: skip
+    assert refused.returncode == ExitCode.REFUSED
+    assert "was read by a committed batch of clickstream_inferred already" in refused.stderr
+
+
+def rack(name: str, minute: int, temperature: float) -> str:
+    return json.dumps({"rack": name, "temperature": temperature, "ts": f"2023-07-30T10:{minute:02d}:00Z"})
+
+
+def quarantine_records(quarantine: str) -> list[dict]:
+    return [json.loads(line) for p in Path(quarantine).glob("batch_id=*/*.json") for line in p.read_text().splitlines()]
+
+
+def test_a_processor_that_raises_for_one_key_quarantines_that_key_s_rows_and_goes_on(
+    spark, tmp_path, quiet, monkeypatch
+):
+    """rack_alerts with a processor that raises for one rack: that rack's rows of each
+    batch are quarantined with the exception, its state is not written, the others go on."""
+    real = PROCESSORS["rack_status"]
+
+    def failing(settings, keys):
+        process = real.function(settings, keys)
+
+        def maybe_fail(key, pdfs, state):
+            if key[0] == "r-bad":
+                state.update(("WARNING", 99))  # written, then the processor fails: not applied
+                raise ValueError("cannot read this rack")
+            return process(key, pdfs, state)
+
+        return maybe_fail
+
+    monkeypatch.setitem(PROCESSORS, "rack_status", dataclasses.replace(real, function=failing))
+    spec = declare.load("rack_alerts")
+    locations = Locations.resolve(spec.name, root=str(tmp_path))
+    readings = [rack("r-ok", 10 + m, 120.0) for m in range(3)] + [rack("r-bad", 10 + m, 120.0) for m in range(2)]
+    land(locations.landing, {"racks.json": readings})
+
+    report = run_pipeline(spark, spec, locations, quiet)
+
+    assert (report.status, report.input_rows, report.used_rows, report.quarantined_rows) == ("succeeded", 5, 3, 2)
+    assert report.state_rows == 1  # r-ok only: r-bad's state was not written
+    records = sorted((r["line_number"], r["reason"], r["detail"]) for r in quarantine_records(locations.quarantine))
+    detail = "rack_status failed for key ['r-bad']: ValueError: cannot read this rack"
+    assert records == [(4, "processor_error", detail), (5, "processor_error", detail)]
+    assert [row.status for row in spark.read.parquet(locations.output).collect()] == ["WARNING"]
