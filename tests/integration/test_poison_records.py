@@ -13,10 +13,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
+import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+import yaml
 
 from demo import samples
 from jobs import declare
@@ -147,8 +151,6 @@ def test_a_batch_failing_on_its_data_names_the_file_and_the_command_that_gets_pa
     """A declaration that fails a batch on purpose (new fields, `new_fields: fail`) stands
     for any data a batch cannot get past: every rerun redoes the batch and fails the same
     way, until the file is quarantined by the command the error names."""
-    import yaml
-
     source = yaml.safe_load((pipelines_dir() / "clickstream_inferred.yaml").read_text())["source"]
     folder = declaration_copy(tmp_path / "pipelines", "clickstream_inferred", source={**source, "new_fields": "fail"})
     spec = declare.parse(yaml.safe_load((folder / "clickstream_inferred.yaml").read_text()))
@@ -234,3 +236,39 @@ def test_a_processor_that_raises_for_one_key_quarantines_that_key_s_rows_and_goe
     detail = "rack_status failed for key ['r-bad']: ValueError: cannot read this rack"
     assert records == [(4, "processor_error", detail), (5, "processor_error", detail)]
     assert [row.status for row in spark.read.parquet(locations.output).collect()] == ["WARNING"]
+
+
+def test_a_future_dated_event_is_quarantined_and_the_next_arrival_is_used(spark, clickstream, locations, quiet):
+    land(locations.landing, {"a.json": [event("u1", "2023-07-30T10:00:20Z"), event("u2", "9999-12-31T23:59:00Z")]})
+    first = run_pipeline(spark, clickstream, locations, quiet)
+    land_in_order(
+        locations.landing, {"b.json": [event("u3", "2023-07-30T10:07:00Z"), event("u4", "2023-07-30T10:08:00Z")]}
+    )
+    second = run_pipeline(spark, clickstream, locations, quiet)
+
+    assert (first.quarantined_rows, first.used_rows, first.watermark) == (1, 1, "2023-07-30T09:55:20Z")
+    assert (second.used_rows, second.late_rows_dropped, second.warnings) == (2, 0, [])
+    [record] = quarantine_records(locations.quarantine)
+    assert record["reason"] == "event_time_in_future"
+    assert record["detail"].startswith(
+        "eventtimestamp: 9999-12-31T23:59:00Z is more than 1 day after the batch's time "
+    )
+
+
+def test_a_batch_read_again_decides_about_the_future_at_the_batch_s_own_time(spark, tmp_path, quiet):
+    """An event 5 s ahead, with max_future 1 second: in the future at the batch's time,
+    not when its accounting is redone later (from the time Spark recorded for the batch)."""
+    raw = yaml.safe_load((pipelines_dir() / "clickstream.yaml").read_text())
+    raw["source"]["event_time"]["max_future"] = "1 second"
+    spec = declare.parse(raw)
+    locations = Locations.resolve(spec.name, root=str(tmp_path))
+    soon = (datetime.now(UTC) + timedelta(seconds=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    land(locations.landing, {"a.json": [event("u1", soon), event("u2", "2023-07-30T10:00:20Z")]})
+    run_pipeline(spark, spec, locations, quiet)
+    shutil.rmtree(Path(locations.ledger) / "accounting")  # as if the run died before accounting
+    time.sleep(max(0.0, (datetime.fromisoformat(soon) - datetime.now(UTC)).total_seconds() + 2))
+
+    report = run_pipeline(spark, spec, locations, quiet)
+
+    assert report.recovered_batch_ids and (report.input_rows, report.quarantined_rows) == (2, 1)
+    assert [r["reason"] for r in quarantine_records(locations.quarantine)] == ["event_time_in_future"]

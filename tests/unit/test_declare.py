@@ -111,12 +111,33 @@ def test_durations(text, seconds):
         ("retention", {"landed": "delete", "landed_after": "soon"}, "not a duration"),
         ("retention", {"output_after": 0}, "longer than zero"),
         ("retention", {"archive_to": "/x"}, "unknown setting(s) ['archive_to']"),
+        ("source.event_time", {"column": "ts", "max_future": "soon"}, "not a duration"),
+        ("source.max_depth", 0, "greater than or equal to 1"),
+        ("source.max_depth", 100_000, "less than or equal to 500"),
     ],
 )
 def test_invalid_declarations_say_what_is_wrong(path, value, message):
     with pytest.raises(declare.DeclarationError) as error:
         declare.parse(with_change(path, value))
     assert message in str(error.value)
+
+
+def test_an_event_time_may_be_a_day_in_the_future_by_default_and_any_time_with_none():
+    assert declare.load("clickstream").source.event_time.max_future_s == 86400
+    assert declare.load("clickstream").source.max_depth == 64
+    for off in ("none", None, "None"):
+        changed = declare.parse(with_change("source.event_time", {"column": "ts", "max_future": off}))
+        assert changed.source.event_time.max_future_s is None
+    hour = declare.parse(with_change("source.event_time", {"column": "ts", "max_future": "1 hour"}))
+    assert hour.source.event_time.max_future_s == 3600
+
+
+def test_a_join_key_has_one_type_on_both_sides():
+    raw = yaml.safe_load((pipelines_dir() / "ad_clicks.yaml").read_text())
+    raw["join"]["source"]["schema"]["ad_id"] = "long"
+    with pytest.raises(declare.DeclarationError) as error:
+        declare.parse(raw)
+    assert "join key 'ad_id' is a string in impressions and a long in clicks" in str(error.value)
 
 
 def test_pipelines_without_a_window_write_each_event():

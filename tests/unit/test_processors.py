@@ -147,3 +147,51 @@ def test_each_processor_says_what_it_emits_and_reads(name):
     columns = processor.output_columns(settings, ["key"])
     assert columns[0] == "key" and len(columns) == len(processor.output(settings).split(",")) + 1
     assert processor.inputs(settings) and processor.state
+
+
+class Counted:
+    """Stands in for the run's tally: what the guard quarantines."""
+
+    def __init__(self):
+        self.added: list = []
+
+    def add(self, files) -> None:
+        self.added.append(files)
+
+
+def where(frame: pd.DataFrame, file: str = "file:///l/a.json") -> pd.DataFrame:
+    return frame.assign(source_file=file, _block_start=0, line_number=range(1, len(frame) + 1))
+
+
+def test_a_processor_that_raises_leaves_the_state_as_it_was_and_quarantines_the_key_s_rows():
+    from jobs.flow.patterns.process import Guarded
+
+    def breaks_halfway(key, pdfs, state):
+        state.update(("WARNING", 9))
+        state.setTimeoutTimestamp(123)
+        raise ZeroDivisionError("division by zero")
+        yield  # a generator, as processors are
+
+    tally, state = Counted(), FakeState(("NORMAL", 1))
+    rows = where(pd.DataFrame({EVENT_TIME: [T0, T0], "temperature": [1.0, 2.0]}))
+    out = list(Guarded(breaks_halfway, "rack_status", tally)(("r1",), iter([rows]), state))
+
+    assert out == [] and (state.value, state.timeout_ms) == (("NORMAL", 1), None)
+    [files] = tally.added
+    [(file, count)] = files.items()
+    assert (file, count.records, [(q.line_in_block, q.reason) for q in count.quarantined]) == (
+        "file:///l/a.json",
+        0,  # counted as records where they were read; here only moved to the quarantine
+        [(1, "processor_error"), (2, "processor_error")],
+    )
+    assert count.quarantined[0].detail == "rack_status failed for key ['r1']: ZeroDivisionError: division by zero"
+
+
+def test_a_processor_that_succeeds_writes_its_state_through_the_guard():
+    from jobs.flow.patterns.process import Guarded
+
+    settings = RackStatusSettings(threshold=100, readings=1)
+    tally, state = Counted(), FakeState()
+    rows = where(pd.DataFrame({EVENT_TIME: [T0], "temperature": [120.0]}))
+    [out] = Guarded(rack_status(settings, ["rack"]), "rack_status", tally)(("r1",), iter([rows]), state)
+    assert (list(out["status"]), state.value, tally.added) == (["WARNING"], ("WARNING", 1), [])

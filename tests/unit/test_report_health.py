@@ -9,6 +9,7 @@ import pytest
 
 from jobs.publish import health
 from jobs.publish.report import stale_checks
+from jobs.run import warnings
 from jobs.run.report import RunReport
 from jobs.validate.result import ValidationResult
 
@@ -91,3 +92,35 @@ def test_a_whole_table_check_is_stale_once_a_later_run_appended_rows():
     assert stale_checks([first, second, quiet], [table_check]) == {table_check.validation_id: 1}
     covering = check(second, "passed", minutes_ago=20, scope="table", run_ids=[first.run_id, second.run_id])
     assert stale_checks([first, second, quiet], [covering]) == {covering.validation_id: 0}  # nothing appended since
+
+
+def test_a_pipeline_whose_runs_went_wrong_is_not_healthy_and_the_overview_says_why():
+    def found(runs):
+        assessed = health.assess("p", "@hourly", runs, [], NOW)
+        return assessed.status, assessed.reason
+
+    year_9999 = "9999-12-31T23:54:00Z"
+    status, reason = found([run(20), run(10, watermark=year_9999)])
+    assert status == "warning"
+    assert reason.startswith("watermark_ahead: the watermark 9999-12-31T23:54:00Z is 7972.9 y ahead of now")
+
+    late = [run(30), *(run(m, rows=100, late_rows_dropped=90) for m in (20, 10))]
+    assert found(late) == ("warning", "mostly_late: the last 3 run(s) with input dropped 180 of 210 rows as late")
+
+    history = [run(m, rows=100, quarantined=1) for m in range(60, 10, -10)]
+    status, reason = found([*history, run(5, rows=100, quarantined=40)])
+    assert (status, reason) == (
+        "warning",
+        "quarantine_jump: 40% of this run's rows were quarantined, against 1.0% over the 5 run(s) before",
+    )
+    # As many as always, or a first run, or too few rows to say: healthy.
+    assert found([*history, run(5, rows=100, quarantined=1)])[0] == "healthy"
+    assert found([run(5, rows=100, quarantined=40)])[0] == "healthy"
+    assert found([*history, run(5, rows=12, quarantined=6)])[0] == "healthy"
+
+
+def test_a_run_report_carries_its_warnings_into_its_summary():
+    report = run(0, watermark="9999-12-31T23:54:00Z")
+    report.finish("succeeded")
+    report.warnings = warnings.run_warnings([report], NOW)
+    assert "  warning: watermark_ahead: the watermark 9999-12-31T23:54:00Z is " in report.summary()
