@@ -45,7 +45,8 @@ class Reading:
     value: Any = None
 
 
-def _depth(line: str) -> int:
+def nesting_depth(line: str) -> int:
+    """How deep objects and arrays nest (brackets in strings do not count), without recursing."""
     deepest = level = 0
     in_string = escaped = False
     for char in line:
@@ -65,24 +66,24 @@ def _no_constant(name: str) -> None:
     raise ValueError(name)
 
 
-def _text_ok(value: Any) -> bool:
+def text_ok(value: Any) -> bool:
     """No lone surrogate in any string, key or value."""
     if isinstance(value, str):
         return not any(0xD800 <= ord(c) <= 0xDFFF for c in value)
     if isinstance(value, dict):
-        return all(_text_ok(k) and _text_ok(v) for k, v in value.items())
-    return all(_text_ok(v) for v in value) if isinstance(value, list) else True
+        return all(text_ok(k) and text_ok(v) for k, v in value.items())
+    return all(text_ok(v) for v in value) if isinstance(value, list) else True
 
 
 def record(line: str) -> dict | None:
     """A JSON object, or None for a blank line, broken or too deep JSON or a non-object."""
-    if _depth(line) > MAX_DEPTH:
+    if nesting_depth(line) > MAX_DEPTH:
         return None
     try:
         value = json.loads(line, parse_constant=_no_constant)
     except ValueError:
         return None
-    return value if isinstance(value, dict) and _text_ok(value) else None
+    return value if isinstance(value, dict) and text_ok(value) else None
 
 
 def iso_time(text: Any) -> datetime | None:

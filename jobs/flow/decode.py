@@ -31,7 +31,7 @@ import itertools
 import re
 import traceback
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import msgspec
@@ -43,7 +43,6 @@ from jobs.columns import BLOCK_START, FILE_SIZE, LINE, LINE_NUMBER, SOURCE_FILE
 from jobs.flow.tally import FileCount, Files, Tally
 
 RECORD_LIMIT = 64 * 2**20  # bytes; README, "Late data and row accounting"
-MAX_DEPTH = 64  # the default of a source's max_depth: deeper than real events nest, far below msgspec's limit
 TOO_LARGE_KEPT = 2**20  # bytes of a line over the limit its quarantine record keeps (parse.py)
 REASON, DETAIL = "_reason", "_detail"
 NEW_FIELDS = "_new_fields"  # keys no declared field names, for new_fields: fail | rescue
@@ -89,7 +88,7 @@ class LineDecoder:
     coerce: bool = False  # a string field takes any JSON value, as its text
     new_fields: bool = False  # also hand back the keys no field names (NEW_FIELDS, NEW_VALUES)
     tally: Tally | None = None
-    max_depth: int = MAX_DEPTH  # a line nested deeper is quarantined, unread
+    max_depth: int = field(kw_only=True)  # a line nested deeper is quarantined, unread (the source's)
     # Landed files (as jobs/lake/layout.py names them) whose lines are quarantined unread,
     # with the reason given (python -m jobs quarantine-file).
     quarantined_files: tuple[tuple[str, str], ...] = ()

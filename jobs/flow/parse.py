@@ -39,6 +39,7 @@ TIME_RANGE = ("0001-01-01 00:00:00", "9999-12-31 23:59:59.999999")
 # Epoch numbers Spark can convert at all (to microseconds in a long): beyond, converting
 # would overflow, which fails the query in ANSI mode.
 _EPOCH_S = (-9e12, 9e12)
+_ISO = "yyyy-MM-dd'T'HH:mm:ss'Z'"
 
 
 def _event_time(raw: Column, kind: str, fmt: str) -> Column:
@@ -129,37 +130,25 @@ def parse_events(
         reason = reason.when(F.col(field).isNull(), F.lit(f"missing_{field}"))
     time_field, time_format = source.event_time.column, source.event_time.format
     event_time = _event_time(converted.get(time_field, F.col(time_field)), fields[time_field], time_format)
-    unparseable = event_time.isNull()
-    reason = reason.when(unparseable, F.lit(f"unparseable_{time_field}"))
-    detail = detail.when(
-        unparseable & F.col(time_field).isNotNull(),
-        F.concat(F.lit(f"{time_field}: "), F.col(time_field).cast("string"), F.lit(f" is not {time_format}")),
-    )
-    outside = ~event_time.between(*(F.lit(t).cast("timestamp") for t in TIME_RANGE))
-    reason = reason.when(outside, F.lit("event_time_out_of_range"))
-    detail = detail.when(
-        outside,
-        F.concat(
-            F.lit(f"{time_field}: "),
-            F.col(time_field).cast("string"),
+    as_landed = F.col(time_field).cast("string")
+    # Each test of the event time: (when, reason, what the detail says after "<field>: <value>").
+    tests = [
+        (event_time.isNull(), f"unparseable_{time_field}", F.lit(f" is not {time_format}")),
+        (
+            ~event_time.between(*(F.lit(t).cast("timestamp") for t in TIME_RANGE)),
+            "event_time_out_of_range",
             F.lit(f" is outside {TIME_RANGE[0][:10]} to {TIME_RANGE[1][:10]}"),
         ),
-    )
+    ]
     max_future_s = source.event_time.max_future_s
     if max_future_s is not None:
         now = F.current_timestamp() if batch_time is None else batch_time
         latest = F.timestamp_seconds(F.unix_seconds(now) + F.lit(max_future_s))
-        future = event_time > latest
-        reason = reason.when(future, F.lit("event_time_in_future"))
-        detail = detail.when(
-            future,
-            F.concat(
-                F.lit(f"{time_field}: "),
-                F.col(time_field).cast("string"),
-                F.lit(f" is more than {duration_words(max_future_s)} after the batch's time "),
-                F.date_format(now, "yyyy-MM-dd'T'HH:mm:ss'Z'"),
-            ),
-        )
+        after = F.lit(f" is more than {duration_words(max_future_s)} after the batch's time ")
+        tests.append((event_time > latest, "event_time_in_future", F.concat(after, F.date_format(now, _ISO))))
+    for found, why, says in tests:
+        reason = reason.when(found, F.lit(why))
+        detail = detail.when(found & as_landed.isNotNull(), F.concat(F.lit(f"{time_field}: "), as_landed, says))
     internal = (REASON, DETAIL, NEW_FIELDS, NEW_VALUES)
     # The line as landed, for the quarantine only: bytes that are not UTF-8 in base64, rather
     # than replaced; of a line over the size limit, its start (the whole line stays in its

@@ -71,8 +71,10 @@ def _jvm_death(error: BaseException, log: CheckpointLog, report: RunReport) -> s
 
 # Errors a record's values cause, by Spark's error condition: SQLSTATE class 22 is "data
 # exception" (overflow, a cast, a date out of range); a raise_error of the flow (a
-# declaration's `fail`), and an exception in a Python worker (the decoder, a processor).
+# declaration's `fail`), and an exception in a Python worker (the decoder, a processor),
+# unless it is the worker's environment that failed (a missing module, memory, I/O).
 _DATA_CONDITIONS = ("USER_RAISED_EXCEPTION", "PYTHON_EXCEPTION")
+_ENVIRONMENT = re.compile(r"^(ImportError|ModuleNotFoundError|MemoryError|OSError|\w*ConnectionError|EOFError)\b", re.M)
 
 
 def data_condition(error: BaseException) -> tuple[str, str] | None:
@@ -85,8 +87,11 @@ def data_condition(error: BaseException) -> tuple[str, str] | None:
                 return None
             if _is_spark_throwable(throwable):
                 condition, state = throwable.getCondition(), throwable.getSqlState() or ""
+                message = str(throwable.getMessage())
+                if condition == "PYTHON_EXCEPTION" and _ENVIRONMENT.search(message):
+                    return None
                 if condition in _DATA_CONDITIONS or state.startswith("22"):
-                    return condition, str(throwable.getMessage())
+                    return condition, message
             throwable = throwable.getCause()
     except Exception:  # noqa: BLE001 - the JVM is gone: no data failure to name
         return None

@@ -101,7 +101,12 @@ def test_one_dag_per_declared_pipeline_with_its_schedule_and_settings(dagbag):
         # The output table is the Asset the run updates (JOBS_ROOT decides where it is).
         assert tasks["table_updated"]["outlets"] == [f"file://{dagbag['root']}/tables/{name}"]
         assert tasks["publish_report"]["outlets"] == []
-        assert set(dag["params"]) == {"max_files_per_trigger", "max_bytes_per_trigger"}
+        assert set(dag["params"]) == {
+            "max_files_per_trigger",
+            "max_bytes_per_trigger",
+            "quarantine_file",
+            "quarantine_reason",
+        }
 
 
 def test_the_backfill_and_data_quality_dags(dagbag):

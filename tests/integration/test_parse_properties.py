@@ -78,12 +78,12 @@ def event_times(draw, fmt: str) -> tuple[object, datetime | None]:
     )
     if isinstance(number, str):
         return number, None
-    moment = EPOCH + timedelta(microseconds=number * (1_000_000 // scale)) if _in_range(number / scale) else None
-    return str(number), moment
+    micros = number * (1_000_000 // scale)
+    return str(number), EPOCH + timedelta(microseconds=micros) if _micros(FIRST) <= micros <= _micros(LAST) else None
 
 
-def _in_range(seconds: float) -> bool:
-    return FIRST.timestamp() <= seconds <= LAST.timestamp()
+def _micros(moment: datetime) -> int:
+    return (moment - EPOCH) // timedelta(microseconds=1)
 
 
 @st.composite
@@ -134,7 +134,7 @@ def test_any_event_time_is_parsed_as_it_is_or_quarantined_with_a_reason(spark, n
                 assert not expected_usable(source, record, moment, now) or _near_limit(moment, now), line
                 continue
             assert expected_usable(source, record, moment, now), f"{line} was used: {row.micros}"
-            assert row.micros == (moment - EPOCH) // timedelta(microseconds=1), line
+            assert row.micros == _micros(moment), line
             for field, kind in source.fields.items():
                 if kind in ("long", "double", "string", "boolean") and field != source.event_time.column:
                     want = record.get(field)

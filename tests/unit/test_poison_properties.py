@@ -3,8 +3,8 @@ holds, it is either used, with each declared field equal to its JSON value, or
 quarantined with a reason; decoding never raises.
 
 The oracle is independent of jobs/flow/decode.py: Python's own `json` (strict: no NaN or
-Infinity, no control characters), a non-recursive depth count, and the JSON types each
-declared type takes, written out here. Generated inputs: arbitrary bytes; records of the
+Infinity, no control characters), the model's depth count and text check (tests/model.py),
+and the JSON types each declared type takes, written out here. Generated inputs: arbitrary bytes; records of the
 declared fields with values of every JSON type, the extreme longs and doubles, huge
 exponents, NUL and lone surrogates; objects and arrays nested up to 100,000 deep; 1 MiB
 strings, 100,000 keys and duplicate keys. `JOBS_HYPOTHESIS_EXAMPLES` raises the number of
@@ -14,7 +14,6 @@ examples (CI runs the default).
 from __future__ import annotations
 
 import json
-import math
 import os
 from typing import Any
 
@@ -27,6 +26,7 @@ from jobs import declare
 from jobs.columns import BLOCK_START, FILE_SIZE, LINE, SOURCE_FILE
 from jobs.declare.parts import MAX_DEPTH
 from jobs.flow.decode import DETAIL, REASON, LineDecoder
+from tests.model import is_double, nesting_depth, text_ok
 
 EXAMPLES = int(os.environ.get("JOBS_HYPOTHESIS_EXAMPLES", "150"))
 SCHEMAS = {
@@ -63,28 +63,6 @@ RAW_NUMBERS = ["1e999", "-1e999", "1E400", "1e-400", "12345678901234567890123456
 
 
 # The oracle.
-def depth(text: str) -> int:
-    """Nesting of objects and arrays, brackets in strings not counted, without recursion."""
-    deepest = level = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            level += 1
-            deepest = max(deepest, level)
-        elif char in "]}":
-            level = max(level - 1, 0)
-    return deepest
-
-
 def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
@@ -105,12 +83,7 @@ def takes(kind: str, value: Any) -> bool:
         bits = 63 if kind == "long" else 31
         return isinstance(value, int) and not isinstance(value, bool) and -(2**bits) <= value < 2**bits
     if kind == "double":
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return False
-        try:
-            return math.isfinite(float(value))
-        except OverflowError:
-            return False
+        return is_double(value)
     if kind == "boolean":
         return isinstance(value, bool)
     return True  # timestamp, date: handed to Spark as text
@@ -124,29 +97,19 @@ def expected(line: bytes, schema: dict[str, str]) -> tuple[str, dict | None]:
         return "quarantined", None
     if not text.strip():
         return "blank", None
-    if depth(text) > MAX_DEPTH:
+    if nesting_depth(text) > MAX_DEPTH:
         return "quarantined", None
     try:
         value = json.loads(text, parse_constant=_no_constants, object_pairs_hook=_pairs)
     except (ValueError, RecursionError):
         return "quarantined", None
-    if not isinstance(value, dict) or _has_lone_surrogate(value):
+    if not isinstance(value, dict) or not text_ok(value):
         return "quarantined", None  # a lone surrogate escape: no Unicode text (RFC 8259 8.2), refused as malformed
     if any(not takes(kind, value.get(name)) for name, kind in schema.items()):
         return "quarantined", None
     # msgspec checks each occurrence of a key given twice; json keeps the last one.
     verdict = "either" if _has_duplicates(value) else "usable"
     return verdict, {name: value.get(name) for name in schema}
-
-
-def _has_lone_surrogate(value: Any) -> bool:
-    if isinstance(value, str):
-        return any(0xD800 <= ord(c) <= 0xDFFF for c in value)
-    if isinstance(value, dict):
-        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_lone_surrogate(v) for v in value)
-    return False
 
 
 def _has_duplicates(value: Any) -> bool:

@@ -164,7 +164,7 @@ def where(frame: pd.DataFrame, file: str = "file:///l/a.json") -> pd.DataFrame:
 
 
 def test_a_processor_that_raises_leaves_the_state_as_it_was_and_quarantines_the_key_s_rows():
-    from jobs.flow.patterns.process import Guarded
+    from jobs.flow.guard import Guarded
 
     def breaks_halfway(key, pdfs, state):
         state.update(("WARNING", 9))
@@ -188,7 +188,7 @@ def test_a_processor_that_raises_leaves_the_state_as_it_was_and_quarantines_the_
 
 
 def test_a_processor_that_succeeds_writes_its_state_through_the_guard():
-    from jobs.flow.patterns.process import Guarded
+    from jobs.flow.guard import Guarded
 
     settings = RackStatusSettings(threshold=100, readings=1)
     tally, state = Counted(), FakeState()

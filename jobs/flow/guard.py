@@ -1,0 +1,74 @@
+"""A processor's group function that cannot fail the batch (the process pattern's guard).
+
+Runs in Spark's Python workers, so it imports nothing of the declarations: a cluster's
+executors have Spark's Python and the shipped `jobs` package, not every library the
+driver has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from jobs.columns import BLOCK_START, LINE_NUMBER, SOURCE_FILE
+
+if TYPE_CHECKING:
+    from jobs.flow.tally import FileCount, Tally
+
+# Where each row was read: handed to the guard with the processor's inputs.
+WHERE = (SOURCE_FILE, BLOCK_START, LINE_NUMBER)
+
+
+@dataclass(frozen=True)
+class Guarded:
+    """A processor's group function that cannot fail the batch: when it raises for a key,
+    the key's rows of this batch are counted as quarantined in the tally (processor_error,
+    with the exception), nothing it wrote to the state is applied, and it emits nothing."""
+
+    function: Callable[[tuple, Iterator[Any], Any], Iterator[Any]]
+    processor: str
+    tally: Tally
+
+    def __call__(self, key: tuple, pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
+        frames = list(pdfs)
+        writes = _StateWrites(state)
+        try:
+            out = list(self.function(key, iter(frames), writes))
+        except Exception as error:  # noqa: BLE001 - one key's failure is that key's rows, not the batch's
+            detail = f"{self.processor} failed for key {list(key)}: {type(error).__name__}: {str(error)[:300]}"
+            self.tally.add(quarantined_rows(frames, "processor_error", detail))
+            return
+        writes.apply()
+        yield from out
+
+
+def quarantined_rows(frames: list[Any], reason: str, detail: str) -> dict[str, FileCount]:
+    """The rows of these frames (with SOURCE_FILE, BLOCK_START, LINE_NUMBER), as quarantined
+    records of their files; their lines stay in the files, at their numbers."""
+    from jobs.flow.tally import FileCount, Quarantined
+
+    files: dict[str, FileCount] = {}
+    for frame in frames:
+        for file, start, number in zip(*(frame[c].tolist() for c in WHERE), strict=True):
+            files.setdefault(file, FileCount()).quarantined.append(Quarantined(start, number, None, reason, detail))
+    return files
+
+
+class _StateWrites:
+    """A GroupState whose reads go to the real one and whose writes wait for `apply`."""
+
+    _WRITES = ("update", "remove", "setTimeoutTimestamp", "setTimeoutDuration")
+
+    def __init__(self, state: Any):
+        self._state = state
+        self._pending: list[tuple[str, tuple]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self._WRITES:
+            return lambda *args: self._pending.append((name, args))
+        return getattr(self._state, name)
+
+    def apply(self) -> None:
+        for name, args in self._pending:
+            getattr(self._state, name)(*args)
