@@ -129,7 +129,12 @@ def parse_events(
     for field in source.required:
         reason = reason.when(F.col(field).isNull(), F.lit(f"missing_{field}"))
     time_field, time_format = source.event_time.column, source.event_time.format
-    event_time = _event_time(converted.get(time_field, F.col(time_field)), fields[time_field], time_format)
+    # Parsed once, in a projection of its own: each test below reads the column (an
+    # expression repeated in a CASE WHEN's branches would be evaluated again in each).
+    parsed = parsed.withColumn(
+        EVENT_TIME, _event_time(converted.get(time_field, F.col(time_field)), fields[time_field], time_format)
+    )
+    event_time = F.col(EVENT_TIME)
     as_landed = F.col(time_field).cast("string")
     # Each test of the event time: (when, reason, what the detail says after "<field>: <value>").
     tests = [
@@ -149,22 +154,21 @@ def parse_events(
     for found, why, says in tests:
         reason = reason.when(found, F.lit(why))
         detail = detail.when(found & as_landed.isNotNull(), F.concat(F.lit(f"{time_field}: "), as_landed, says))
-    internal = (REASON, DETAIL, NEW_FIELDS, NEW_VALUES)
+    reasoned = parsed.withColumn(QUARANTINE_REASON, reason).withColumn(QUARANTINE_DETAIL, detail)
+    internal = (REASON, DETAIL, NEW_FIELDS, NEW_VALUES, EVENT_TIME, QUARANTINE_REASON, QUARANTINE_DETAIL)
     # The line as landed, for the quarantine only: bytes that are not UTF-8 in base64, rather
     # than replaced; of a line over the size limit, its start (the whole line stays in its
     # file, at its line number).
     in_base64 = F.regexp_replace(F.base64(LINE), r"\r\n", "")  # Spark's base64 breaks lines at 76
     line = (
-        F.when(reason.isNull(), F.lit(None).cast("string"))
+        F.when(F.col(QUARANTINE_REASON).isNull(), F.lit(None).cast("string"))
         .when(F.col(REASON) == "invalid_encoding", in_base64)
         .when(F.col(REASON) == "record_too_large", F.substring(LINE, 1, TOO_LARGE_KEPT).cast("string"))
         .otherwise(F.col(LINE).cast("string"))
     )
-    kept = [converted.get(c, line if c == LINE else F.col(c)).alias(c) for c in parsed.columns if c not in internal]
+    kept = [converted.get(c, line if c == LINE else F.col(c)).alias(c) for c in reasoned.columns if c not in internal]
     rescued = [F.col(NEW_VALUES).alias(RESCUED_DATA)] if source.new_fields == "rescue" else []
-    return parsed.select(
-        *kept, *rescued, event_time.alias(EVENT_TIME), reason.alias(QUARANTINE_REASON), detail.alias(QUARANTINE_DETAIL)
-    )
+    return reasoned.select(*kept, *rescued, EVENT_TIME, QUARANTINE_REASON, QUARANTINE_DETAIL)
 
 
 def usable(parsed: DataFrame, keep: Column | None = None) -> DataFrame:

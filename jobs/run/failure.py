@@ -99,15 +99,10 @@ def data_condition(error: BaseException) -> tuple[str, str] | None:
 
 
 def _is_spark_throwable(throwable) -> bool:
-    return any(i.getName() == "org.apache.spark.SparkThrowable" for i in _interfaces(throwable.getClass()))
+    from py4j.java_gateway import is_instance_of
+    from pyspark import SparkContext
 
-
-def _interfaces(cls) -> list:
-    found = []
-    while cls is not None:
-        found += list(cls.getInterfaces())
-        cls = cls.getSuperclass()
-    return found
+    return is_instance_of(SparkContext._gateway, throwable, "org.apache.spark.SparkThrowable")
 
 
 def _data_failure(error: BaseException, log: CheckpointLog, report: RunReport) -> str | None:
@@ -117,19 +112,17 @@ def _data_failure(error: BaseException, log: CheckpointLog, report: RunReport) -
     if found is None:
         return None
     condition, message = found
-    read_failed = _READ_FAILED.search(message)
-    if read_failed:
-        cause = read_failed.group(2)
-    elif condition == "PYTHON_EXCEPTION":  # a Python traceback: its last line is the exception
-        cause = [line for line in message.splitlines() if line.strip() and not line.startswith(" ")][-1][:500]
-    else:
-        cause = one_line(RuntimeError(message))
     batch = log.batch_in_flight()
     read = sorted({p for s in range(2) for p in _files_of(log, batch, s)}) if batch is not None else []
     named = [p for p in read if p in message or from_spark(p) in message]  # the error says which
     files = [from_spark(p) for p in (named or read)]
-    if read_failed:
-        files = [from_spark(read_failed.group(1))]
+    read_failed = _READ_FAILED.search(message)
+    if read_failed:  # the decoder named the file
+        files, cause = [from_spark(read_failed.group(1))], read_failed.group(2)
+    elif condition == "PYTHON_EXCEPTION":  # a Python traceback: its last line is the exception
+        cause = [line for line in message.splitlines() if line.strip() and not line.startswith(" ")][-1][:500]
+    else:
+        cause = one_line(RuntimeError(message))
     command = f"python -m jobs quarantine-file {report.pipeline} FILE --checkpoint {log.checkpoint} --reason '...'"
     if len(files) == 1:
         where, command = f"reading {files[0]} (line unknown)", command.replace("FILE", files[0])
@@ -144,7 +137,7 @@ def _data_failure(error: BaseException, log: CheckpointLog, report: RunReport) -
     )
 
 
-_READ_FAILED = re.compile(r"ReadFailed: reading (\S+?)(?:,| \.\.\.)?.*?: (.*)")
+_READ_FAILED = re.compile(r"ReadFailed: reading (\S+)(?: \(and \d+ more\))?: (.*)")
 
 
 def _files_of(log: CheckpointLog, batch: int, source: int) -> list[str]:

@@ -268,3 +268,17 @@ def test_numbers_outside_the_declared_type_are_quarantined_naming_the_field():
         (None, None),
     ]
     assert rows[3]["n"] == 2**63 - 1
+
+
+def test_a_batch_the_decoder_fails_on_names_its_file_for_the_way_past_it():
+    """Not a line's fault (a bug): the error names the file, which `_data_failure` turns
+    into the quarantine-file command (jobs/run/failure.py)."""
+    from jobs.flow.decode import ReadFailed
+    from jobs.run.failure import _READ_FAILED
+
+    batch = pa.RecordBatch.from_pydict({LINE: pa.array([7], pa.int64()), SOURCE_FILE: ["file:///l/a.json"]})
+    with pytest.raises(ReadFailed) as failed:
+        list(LineDecoder((("a", "string"),), max_depth=MAX_DEPTH)(iter([batch])))
+    message = f"jobs.flow.decode.ReadFailed: {failed.value}"
+    assert message.startswith("jobs.flow.decode.ReadFailed: reading file:///l/a.json: ArrowNotImplementedError: ")
+    assert _READ_FAILED.search(message).group(1) == "file:///l/a.json"
