@@ -17,8 +17,7 @@ it needed, and stricter:
 
 No line can fail the batch: every error a line causes is caught at that line. Depth is
 checked before any parser recurses (msgspec recurses once per level, and raises
-RecursionError near Python's limit): a cheap upper bound for the whole Arrow batch (the
-count of `{` and `[`), then an exact count for the few lines over it.
+RecursionError near Python's limit; jobs/flow/depth.py).
 
 A UTF-8 byte order mark and a CR before the line end are accepted; blank lines are not
 records. A key given twice counts once, with its last value (as JSON parsers do). With
@@ -40,6 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jobs.columns import BLOCK_START, FILE_SIZE, LINE, LINE_NUMBER, SOURCE_FILE
+from jobs.flow.depth import maybe_deeper, nesting_depth
 from jobs.flow.tally import FileCount, Files, Tally
 
 RECORD_LIMIT = 64 * 2**20  # bytes; README, "Late data and row accounting"
@@ -129,7 +129,7 @@ class LineDecoder:
             careful |= {row: reader.read(raw) for row, raw in enumerate(lines) if row not in careful}
         else:
             decode = reader.typed.decode
-            deep = _maybe_deeper(raws, self.max_depth)
+            deep = maybe_deeper(raws, self.max_depth)
             for row, raw in enumerate(lines):
                 if row in careful:
                     continue
@@ -207,47 +207,6 @@ def _where(batch: pa.RecordBatch, error: Exception) -> str:
     at = f" (at {last.filename.rsplit('/', 1)[-1]}:{last.lineno})" if last else ""
     more = f" (and {len(files) - 1} more)" if len(files) > 1 else ""
     return f"reading {files[0]}{more}: {type(error).__name__}: {error}{at}"
-
-
-def _maybe_deeper(raws: pa.Array, max_depth: int) -> np.ndarray | None:
-    """Per line, whether it must be read the careful way for its depth: it may nest deeper
-    than `max_depth` (it opens more objects and arrays than that), or does not start with
-    `{` (whitespace, a byte order mark, not an object: rare). None when no line must.
-
-    One pass over the batch's bytes: a line that starts with `{` opens at least one object,
-    so no such line opens more than (all openers) - (such lines) + 1; only when that bound
-    is over the limit is each line's count taken."""
-    offsets = np.frombuffer(raws.buffers()[1], np.int64 if pa.types.is_large_binary(raws.type) else np.int32)
-    offsets = offsets[raws.offset : raws.offset + len(raws) + 1]
-    data = np.frombuffer(raws.buffers()[2], np.uint8)[offsets[0] : offsets[-1]]
-    starts = offsets[:-1] - offsets[0]
-    lengths = np.diff(offsets)
-    objects = (lengths > 0) & (data[np.minimum(starts, max(len(data) - 1, 0))] == 0x7B) if len(data) else lengths > 0
-    # Counted one comparison at a time: two batch-sized temporaries at once cost several times more.
-    opened = np.count_nonzero(data == 0x7B) + np.count_nonzero(data == 0x5B)  # { [
-    if opened - np.count_nonzero(objects) + 1 <= max_depth:
-        return None if objects.all() else ~objects
-    nonempty = lengths > 0
-    counts = np.zeros(len(lengths), np.int64)
-    counts[nonempty] = np.add.reduceat(((data == 0x7B) | (data == 0x5B)).astype(np.int32), starts[nonempty])
-    return ~objects | (counts > max_depth)
-
-
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_BRACKETS = re.compile(rb"[\[\]{}]")
-
-
-def nesting_depth(body: bytes) -> int:
-    """How deeply a JSON text nests objects and arrays (brackets inside strings do not
-    count), without recursing: a line of 100,000 `[` is 100,000 deep."""
-    depth = deepest = 0
-    for bracket in _BRACKETS.findall(_STRING.sub(b"", body)):
-        if bracket in (b"[", b"{"):
-            depth += 1
-            deepest = max(deepest, depth)
-        else:
-            depth = max(depth - 1, 0)
-    return deepest
 
 
 def _fits(raws: pa.Array) -> bool:
