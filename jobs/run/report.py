@@ -247,4 +247,6 @@ def recent_reports(runs: str, count: int | None) -> list[RunReport]:
     """The last `count` stored run reports of a pipeline (all: None), oldest first (run ids
     sort by start time)."""
     names = sorted(n for n in fs.list_names(runs) if n.endswith(".json") and not n.endswith(RESULTS_SUFFIX))
-    return [RunReport.model_validate(fs.read_json(join(runs, name))) for name in names[-count if count else 0 :]]
+    if count is not None:
+        names = names[-count:]
+    return [RunReport.model_validate(fs.read_json(join(runs, name))) for name in names]
