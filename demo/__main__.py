@@ -56,11 +56,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
+    from jobs.cli import log_to_stdout
     from jobs.publish import report as quality_report
     from jobs.run import runner
     from jobs.session import spark_for
     from jobs.validate.validation import validate_run
 
+    log_to_stdout()
     pipeline = declare.load(args.pipeline)
     suite = load_suite(pipeline)
     suite_path = f"expectations/{pipeline.name}.yaml"

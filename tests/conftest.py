@@ -120,12 +120,6 @@ def locations(root: Path, clickstream) -> Locations:
     return Locations.resolve(clickstream.name, root=str(root))
 
 
-@pytest.fixture
-def quiet() -> list[str]:
-    """An echo that collects the runner's lines instead of printing them."""
-    return []
-
-
 # The longest modules, measured (worker seconds, 3 workers on 2 cores, 2026-11-24): they
 # start first. Under `--dist loadscope` each module is one unit of work for one worker, and
 # a long one started last would run alone at the end (pytest_configure keeps this order).

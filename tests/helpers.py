@@ -6,6 +6,7 @@ Fixtures live in conftest.py; everything here is a plain function a test imports
 from __future__ import annotations
 
 import json
+import logging
 import os
 import secrets
 import shutil
@@ -15,9 +16,14 @@ import time
 from datetime import UTC
 from pathlib import Path
 
+from jobs.flow.tally import Tally
 from jobs.lake.fs import list_names
 from jobs.lake.landing import land_lines
+from jobs.lake.locks import CheckpointLock
 from jobs.run import runner
+from jobs.run.checkpoint import CheckpointLog
+from jobs.run.context import RunContext
+from jobs.run.ledger import Ledger
 from jobs.run.report import RunReport
 
 REPO = Path(__file__).resolve().parent.parent
@@ -71,9 +77,26 @@ def all_lines(files: dict[str, list[str]]) -> list[str]:
     return [line for lines in files.values() for line in lines]
 
 
-def run_pipeline(spark, pipeline, locations, quiet: list[str], **options) -> RunReport:
-    """An in-process run on the shared session, its output collected in `quiet`."""
-    return runner.run(pipeline, locations, runner.RunOptions(**options), spark=spark, echo=quiet.append)
+def run_pipeline(spark, pipeline, locations, **options) -> RunReport:
+    """An in-process run on the shared session (what it logs: the `caplog` fixture)."""
+    return runner.run(pipeline, locations, runner.RunOptions(**options), spark=spark)
+
+
+def run_context(spark, pipeline, locations) -> RunContext:
+    """What a run works with, to call one of its steps (retention, accounting) alone."""
+    return RunContext(
+        spark=spark,
+        pipeline=pipeline,
+        locations=locations,
+        options=runner.RunOptions(),
+        checkpoint_log=CheckpointLog(locations.checkpoint, locations.output),
+        ledger=Ledger(locations.ledger),
+        tally=Tally(spark),
+        dimension=None,
+        lock=CheckpointLock(locations.ledger, pipeline.name),
+        run_id="test",
+        log=logging.getLogger("tests"),
+    )
 
 
 def python_cmd(*args: str) -> list[str]:

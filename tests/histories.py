@@ -109,7 +109,7 @@ def run_histories(spark, root: str, names: list[str], arrivals_of=samples.arriva
 
     def in_process(history: History) -> Run:
         report = run_pipeline(spark, history.pipeline, history.locations, [])
-        verdict = validate_run(spark, history.pipeline, history.locations, report, echo=lambda line: None).status
+        verdict = validate_run(spark, history.pipeline, history.locations, report).status
         return Run(report, verdict, table(spark, history.pipeline, history.locations))
 
     for history in found.values():

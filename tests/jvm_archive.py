@@ -79,8 +79,8 @@ def _load_classes() -> None:
         locations = Locations.resolve(pipeline.name, root=root)
         for arrival in samples.arrivals(pipeline.name)[:2]:
             land(locations.landing, arrival)
-            report = runner.run(pipeline, locations, runner.RunOptions(), spark=spark, echo=lambda line: None)
-            validate_run(spark, pipeline, locations, report, echo=lambda line: None)
+            report = runner.run(pipeline, locations, runner.RunOptions(), spark=spark)
+            validate_run(spark, pipeline, locations, report)
         spark.read.parquet(locations.output).collect()
     spark.stop()
 

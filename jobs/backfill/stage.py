@@ -13,7 +13,6 @@ run, so staging again gives the same result.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import date
 from typing import Any
 
@@ -32,7 +31,7 @@ from jobs.run.report import load_reports
 from jobs.validate.validation import committed_table
 
 
-def reprocess(plan: BackfillPlan, spark: SparkSession | None = None, echo: Callable[[str], None] = print):
+def reprocess(plan: BackfillPlan, spark: SparkSession | None = None):
     """Run the pipeline over the plan's range, in the backfill's own work root and checkpoint."""
     options = runner.RunOptions(
         max_files_per_trigger=plan.max_files_per_trigger,
@@ -40,7 +39,7 @@ def reprocess(plan: BackfillPlan, spark: SparkSession | None = None, echo: Calla
         landing_since=date.fromisoformat(plan.since) if plan.since else None,
         landing_until=date.fromisoformat(plan.until) if plan.until else None,
     )
-    return runner.run(declare.load(plan.pipeline), plan.locations, options, spark=spark, echo=echo)
+    return runner.run(declare.load(plan.pipeline), plan.locations, options, spark=spark)
 
 
 def stage_closed_range(

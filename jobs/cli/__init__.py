@@ -6,6 +6,7 @@ commands.py  what each command does, and its exit code
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -49,11 +50,37 @@ def _halt(waited_s: float) -> None:
     os._exit(ExitCode.STOPPED)
 
 
+class _Stdout(logging.StreamHandler):
+    """Plain lines on whatever sys.stdout is when one is written (a test's capture swaps it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(logging.Formatter("%(message)s"))
+
+    @property
+    def stream(self):
+        return sys.stdout
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
+def log_to_stdout() -> None:
+    """What the product logs (a run's steps and batches, a validation's summary) is a
+    command's output: plain lines on stdout. Once, however often it is called."""
+    logger = logging.getLogger("jobs")
+    if not any(isinstance(handler, _Stdout) for handler in logger.handlers):
+        logger.addHandler(_Stdout())
+    logger.setLevel(logging.INFO)
+
+
 def main(argv: list[str] | None = None) -> int:
     from jobs.cli.commands import fail
     from jobs.cli.parser import build_parser
 
     args = build_parser().parse_args(argv)
+    log_to_stdout()
     signal.signal(signal.SIGTERM, _stop_on_signal)
     signal.signal(signal.SIGINT, _stop_on_signal)
     try:
@@ -71,9 +98,10 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.OK
     except Exception as error:  # noqa: BLE001 - one actionable line, not a traceback
         from jobs.lake.faults import root_cause
+        from jobs.run.failure import one_line
         from jobs.session import JavaMissing
 
         code = ExitCode.REFUSED if isinstance(error, JavaMissing) else ExitCode.FAILED
-        line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        line = one_line(error)
         cause = root_cause(str(error), uses_s3=False)
         return fail(code, f"{cause} ({line})" if cause else line)

@@ -224,16 +224,16 @@ def cmd_files(args: argparse.Namespace) -> int:
 
     pipeline = declare.load(args.pipeline)
     where = Locations.resolve(pipeline.name, root=args.root, output=args.table, checkpoint=args.checkpoint)
-    log = CheckpointLog(where.checkpoint, where.output)
+    checkpoint_log = CheckpointLog(where.checkpoint, where.output)
     if args.output:
-        listed = files.table_files(log)
+        listed = files.table_files(checkpoint_log)
         if listed is None:
             return fail(ExitCode.FAILED, f"part of the sink log in {where.output}/_spark_metadata is missing")
         columns = {"bytes": "size_bytes", "modified": "modified_at", "file": "path"}
     else:
         since = _date(args.since, "--since")
         after = datetime.combine(since, datetime.min.time(), UTC) if since else None
-        listed = files.taken_files(Ledger(where.ledger), log, args.run, after)
+        listed = files.taken_files(Ledger(where.ledger), checkpoint_log, args.run, after)
         columns = {
             "batch": "batch_id",
             "run": "run_id",

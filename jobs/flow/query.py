@@ -21,6 +21,7 @@ from pyspark.sql.types import StructType
 from jobs.columns import EVENT_TIME, LINE, QUARANTINE_DETAIL, QUARANTINE_REASON, SOURCE_FILE
 from jobs.declare import PipelineBase
 from jobs.flow import sink
+from jobs.flow.admission import Limits
 from jobs.flow.enrich import enrich
 from jobs.flow.parse import parse_events, usable
 from jobs.flow.patterns import pattern_of
@@ -88,18 +89,19 @@ def source_landings(pipeline: PipelineBase, landing: str) -> list[str]:
 def start_query(
     spark: SparkSession,
     pipeline: PipelineBase,
+    *,
     landings: list[str],
     output: str,
     checkpoint: str,
     trigger: sink.Trigger,
-    max_files_per_trigger: int | None = None,
-    max_bytes_per_trigger: int | None = None,
+    limits: Limits | None = None,
     dimension: DataFrame | None = None,
     tally: Tally | None = None,
 ) -> StreamingQuery:
-    """Start the streaming query of `pipeline`: each source's landing, the flow (its rows
-    counted in `tally`), the sink."""
-    lines = [stream_lines(spark, landing, max_files_per_trigger, max_bytes_per_trigger) for landing in landings]
+    """Start the streaming query of `pipeline`: each source's landing (at most `limits` per
+    batch), the flow (its rows counted in `tally`), the sink."""
+    most = (limits.max_files, limits.max_bytes) if limits else (None, None)
+    lines = [stream_lines(spark, landing, *most) for landing in landings]
     table = pipeline_table(pipeline, lines, dimension, tally)
     retention_s = pipeline.retention.output_after_s
     return sink.start(table, pipeline.name, output, checkpoint, trigger, pipeline.output.partition_by, retention_s)

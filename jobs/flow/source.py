@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from datetime import date
-from urllib.parse import unquote
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
@@ -62,9 +61,8 @@ def stream_lines(
 
 
 def read_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
-    """The same rows from given files (as the source's log names them: URIs, their names
-    %-encoded), as a batch DataFrame."""
-    return _with_file(spark.read.format("text").load([_GLOB.sub(r"\\\1", unquote(path)) for path in paths]))
+    """The same rows from given files, as a batch DataFrame."""
+    return _with_file(spark.read.format("text").load([_GLOB.sub(r"\\\1", path) for path in paths]))
 
 
 # Characters Hadoop reads as a pattern in a path: escaped, a '[' or '*' in a name is itself.

@@ -1,5 +1,5 @@
 """Each batch's rows, counted as the query reads them, so that accounting a batch needs no
-second read of its files (jobs/run/accounting.py).
+second read of its files (jobs/run/bookkeeper.py).
 
 Spark's Python workers add to one accumulator per run (`Tally`):
 
@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 from pyspark import AccumulatorParam, TaskContext
 
 from jobs.columns import BLOCK_START, LINE, LINE_NUMBER, QUARANTINE_DETAIL, QUARANTINE_REASON, SOURCE_FILE
+from jobs.lake.layout import from_spark
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -79,7 +80,7 @@ class FileCount:
         return int(counts[values <= watermark_ms * 1000].sum())
 
 
-Files = dict[str, FileCount]  # landed file (as Spark names it in `_metadata`) -> its counts
+Files = dict[str, FileCount]  # landed file -> its counts (in tasks, named as Spark's `_metadata` names it)
 
 
 def _merge_files(total: Files, more: Files) -> None:
@@ -114,9 +115,9 @@ class Tally:
         self._accumulator.add({task: {context.taskAttemptId(): files}})
 
     def take(self, batch_id: int) -> Files:
-        """On the driver, once the batch committed: its counts, forgotten here. Empty when
-        no task of it counted a line."""
-        return take_batch(self._accumulator.value, batch_id)
+        """On the driver, once the batch committed: its counts, forgotten here, by file as
+        the product names it (`from_spark`). Empty when no task of it counted a line."""
+        return {from_spark(name): count for name, count in take_batch(self._accumulator.value, batch_id).items()}
 
 
 def take_batch(counts: dict, batch_id: int) -> Files:

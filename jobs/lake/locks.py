@@ -27,8 +27,23 @@ class AlreadyRunning(RuntimeError):
     """Another run holds the pipeline's checkpoint."""
 
 
-def _holder() -> str:
-    return f"pid {os.getpid()} on {socket.gethostname()}, since {datetime.now(UTC).isoformat(timespec='seconds')}\n"
+def _this_process() -> dict:
+    """Who holds a lock, as the local lock and the S3 lease both record it (`_describe` reads it)."""
+    return {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "pid_space": _pid_space(),
+        "started": _proc_start(os.getpid()),
+        "since": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _read_holder(text: str) -> dict:
+    try:
+        holder = json.loads(text)
+    except ValueError:
+        holder = None  # an older release's plain-text holder
+    return holder if isinstance(holder, dict) else {}
 
 
 def _refusal(pipeline: str, checkpoint: str, holder: str) -> str:
@@ -74,15 +89,18 @@ class CheckpointLock:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             handle.seek(0)
-            holder = handle.read().strip() or "unknown holder"
+            holder = _describe(_read_holder(handle.read()))
             handle.close()
             raise AlreadyRunning(_refusal(self.pipeline, str(self.path.parent.parent), holder)) from None
         handle.seek(0)
         handle.truncate()
-        handle.write(_holder())
+        handle.write(json.dumps(_this_process()) + "\n")
         handle.flush()
         self._file = handle
         return self
+
+    def describe(self) -> str:
+        return f"flock on {self.path}"
 
     def check(self) -> None:
         """A flock is never lost while its holder lives."""
@@ -142,20 +160,16 @@ class S3Lease:
         self.uri = join(ledger, "lock")
         self.pipeline = pipeline
         self.lease_s = lease_s or settings().s3_lease_s
-        self._me = {
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-            "pid_space": _pid_space(),
-            "started": _proc_start(os.getpid()),
-            "token": uuid.uuid4().hex,
-            "since": datetime.now(UTC).isoformat(timespec="seconds"),
-        }
+        self._me = _this_process() | {"token": uuid.uuid4().hex}
         self._etag: str | None = None
         self._renewed_at = 0.0  # time.monotonic() of the last renewal S3 confirmed
         self._last_error = ""
         self._lost = ""
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
+
+    def describe(self) -> str:
+        return f"lease {self.uri}, renewed every {self.lease_s / 4:g} s"
 
     def _put(self, **condition: str) -> bool:
         from botocore.exceptions import BotoCoreError, ClientError
@@ -183,10 +197,7 @@ class S3Lease:
             current = s3.client().get_object(Bucket=bucket, Key=key)
         except (BotoCoreError, ClientError) as error:
             raise s3.explain(error, self.uri) from None
-        try:
-            holder = json.loads(current["Body"].read())
-        except ValueError:
-            holder = {}  # an older release's plain-text lease: no pid to check, it expires
+        holder = _read_holder(current["Body"].read().decode(errors="replace"))  # {}: no pid to check, it expires
         age_s = (datetime.now(UTC) - current["LastModified"]).total_seconds()
         return holder, current["ETag"], age_s
 

@@ -283,7 +283,7 @@ def data_docs(root: str) -> str:
     from jobs.publish import report
 
     with environment.task_environment(log):
-        page = report.build(root, None, with_data_docs=True, echo=log.info)
+        page = report.build(root, None, with_data_docs=True)
     log.info("data quality report: %s", page)
     return page
 

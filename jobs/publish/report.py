@@ -12,8 +12,8 @@ fetched, so it opens the same from a laptop, a bucket or an air-gapped server.
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -43,6 +43,8 @@ _TEMPLATES = jinja2.Environment(
     undefined=jinja2.StrictUndefined,
 )
 _TEMPLATES.filters["duration"] = health.duration
+
+log = logging.getLogger(__name__)
 
 
 def link(uri: str) -> str | None:
@@ -144,9 +146,7 @@ def render(root: str, reports: str | None = None, found: list[dict[str, Any]] | 
     )
 
 
-def build(
-    root: str, reports: str | None = None, with_data_docs: bool = True, echo: Callable[[str], None] = print
-) -> str:
+def build(root: str, reports: str | None = None, with_data_docs: bool = True) -> str:
     """Writes the summary page (and rebuilds the Data Docs site); returns the page's location."""
     locations = Locations.resolve("any", root=root, reports=reports)
     found = sections(root, reports)  # read once: for the Data Docs' vocabulary and for the page
@@ -157,7 +157,7 @@ def build(
         try:
             data_docs.build(locations, warned)
         except data_docs.AssetsMissing as error:
-            echo(f"warning: the Data Docs pages load their styles and scripts from CDNs: {error}")
+            log.warning("the Data Docs pages load their styles and scripts from CDNs: %s", error)
     page = join(locations.reports, "index.html")
     fs.write_text(page, render(root, reports, found))
     return page

@@ -20,17 +20,19 @@ name with a fresh modification time.
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Callable
 from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 
 from jobs.lake import fs
-from jobs.lake.layout import from_spark, is_s3
+from jobs.lake.layout import is_s3
 from jobs.run.checkpoint import CheckpointLog
 
 MAX_FILE_AGE_DAYS = 7  # Spark's default maxFileAge
+log = logging.getLogger(__name__)
+
 _MAX_FILE_AGE_MS = MAX_FILE_AGE_DAYS * 24 * 3600 * 1000
 
 
@@ -64,12 +66,12 @@ class StrayOutput(NamedTuple):
     expired: int
 
 
-def remove_stray_output(log: CheckpointLog, retention_s: int | None, echo: Callable[[str], None]) -> StrayOutput:
+def remove_stray_output(checkpoint_log: CheckpointLog, retention_s: int | None) -> StrayOutput:
     """Remove the output files the sink log does not list (once no query writes): those
     older than the table's retention expired, the others were never committed."""
-    stray = log.uncommitted_output_files()
+    stray = checkpoint_log.uncommitted_output_files()
     expired_before_ms = (time.time() - retention_s) * 1000 if retention_s else None
-    written_ms = fs.modification_times(log.output) if stray and expired_before_ms else {}
+    written_ms = fs.modification_times(checkpoint_log.output) if stray and expired_before_ms else {}
     expired = [uri for uri in stray if expired_before_ms and written_ms.get(uri, expired_before_ms) < expired_before_ms]
     for uri in stray:
         folder, name = uri.rsplit("/", 1)
@@ -77,17 +79,17 @@ def remove_stray_output(log: CheckpointLog, retention_s: int | None, echo: Calla
         fs.remove_file(f"{folder}/.{name}.crc")  # Hadoop's checksum beside a local file
     found = StrayOutput(len(stray) - len(expired), len(expired))
     if found.uncommitted:
-        echo(f"  removed {found.uncommitted} output file(s) a batch wrote but never committed")
+        log.info("  removed %d output file(s) a batch wrote but never committed", found.uncommitted)
     if found.expired:
-        echo(f"  removed {found.expired} output file(s) past the table's retention (no longer in the sink log)")
+        log.info("  removed %d output file(s) past the table's retention (no longer in the sink log)", found.expired)
     return found
 
 
-def skipped_files(landings: list[str], log: CheckpointLog) -> SkippedFiles:
+def skipped_files(landings: list[str], checkpoint_log: CheckpointLog) -> SkippedFiles:
     """Files under each source's landing that the source has not taken and never will."""
     skipped = SkippedFiles()
     for source, landing in enumerate(landings):
-        found = _skipped_under(landing, log.recorded_files(source))
+        found = _skipped_under(landing, checkpoint_log.recorded_files(source))
         skipped.too_old += found.too_old
         skipped.overwritten += found.overwritten
     return skipped
@@ -97,11 +99,10 @@ def _skipped_under(landing: str, recorded: dict[str, int]) -> SkippedFiles:
     """`recorded`: what the checkpoint says the source took, with its modification times then."""
     if not recorded:
         return SkippedFiles()  # a first batch takes every file, however old
-    taken = {from_spark(path): mtime for path, mtime in recorded.items()}
     oldest_taken = max(recorded.values()) - _MAX_FILE_AGE_MS
     skipped = SkippedFiles()
     for uri, mtime in fs.modification_times(landing).items():
-        was = taken.get(uri)
+        was = recorded.get(uri)
         # S3 keeps modification times to the second; a local disk, to the millisecond here.
         if was is not None and abs(mtime - was) >= (1000 if is_s3(uri) else 1):
             skipped.overwritten.append(uri)

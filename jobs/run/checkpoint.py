@@ -7,6 +7,9 @@
 
 Spark compacts its logs every 10 batches by default: a `.compact` file then holds every
 entry so far, and older plain files may be deleted.
+
+Spark names files in its logs as %-encoded URIs; everything read here names them as the
+product does (`from_spark`: '/x/a b.json', 's3a://b/a b.json'), so nothing after converts.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from jobs.lake import fs
-from jobs.lake.layout import join
+from jobs.lake.layout import from_spark, join
 
 
 def ms_to_iso(ms: int | None) -> str | None:
@@ -113,7 +116,7 @@ class CheckpointLog:
         folder = join(self.checkpoint, "sources", str(source))
         logs = _log_files(folder)
         return {
-            entry["path"]: entry["timestamp"]
+            from_spark(entry["path"]): entry["timestamp"]
             for log_id in range(first, last + 1)
             for entry in _entries_of(folder, logs, log_id)
         }
@@ -131,7 +134,7 @@ class CheckpointLog:
         logs = _log_files(folder)
         first = max((b for b in logs if logs[b].endswith(".compact")), default=0)  # all entries so far
         return {
-            entry["path"]: entry["timestamp"]
+            from_spark(entry["path"]): entry["timestamp"]
             for b in sorted(logs)
             if b >= first
             for entry in _log_entries(join(folder, logs[b]))
@@ -143,7 +146,7 @@ class CheckpointLog:
         logs = _log_files(folder)
         if batch_id not in logs:
             return None
-        added = {e["path"] for e in _log_entries(join(folder, logs[batch_id])) if e.get("action") == "add"}
+        added = {from_spark(e["path"]) for e in _log_entries(join(folder, logs[batch_id])) if e.get("action") == "add"}
         if logs[batch_id].endswith(".compact"):
             # A compact file lists every file so far: take away what earlier batches had.
             before = _sink_entries_through(folder, logs, batch_id - 1)
@@ -200,7 +203,7 @@ def _sink_entries_through(folder: str, logs: dict[int, str], batch_id: int) -> d
             return None
         for entry in _log_entries(join(folder, logs[b])):
             if entry.get("action") == "add":
-                files[entry["path"]] = entry
+                files[from_spark(entry["path"])] = entry
             elif entry.get("action") == "delete":
-                files.pop(entry["path"], None)
+                files.pop(from_spark(entry["path"]), None)
     return files

@@ -4,6 +4,8 @@ its causes and the JVM's stack trace; the trace itself stays in Spark's log."""
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
+from urllib.parse import unquote
 
 from jobs.lake.faults import root_cause
 from jobs.lake.layout import StorageError, from_spark
@@ -27,7 +29,7 @@ def whole_text(error: BaseException | None) -> str:
     return "\n".join(parts)
 
 
-def _jvm_death(error: BaseException, log: CheckpointLog, report: RunReport) -> str | None:
+def _jvm_death(error: BaseException, checkpoint_log: CheckpointLog, report: RunReport) -> str | None:
     """What to tell a user whose run lost its JVM (py4j then only says "Connection refused")."""
     from py4j.protocol import Py4JError, Py4JNetworkError
 
@@ -45,7 +47,7 @@ def _jvm_death(error: BaseException, log: CheckpointLog, report: RunReport) -> s
     text = whole_text(error)
     code = dead_jvm_exit_code()
     try:
-        batch = log.batch_in_flight()
+        batch = checkpoint_log.batch_in_flight()
     except (OSError, StorageError):
         batch = None  # the storage is what failed
     where = f" in batch {batch}" if batch is not None else ""
@@ -77,24 +79,37 @@ _DATA_CONDITIONS = ("USER_RAISED_EXCEPTION", "PYTHON_EXCEPTION")
 _ENVIRONMENT = re.compile(r"^(ImportError|ModuleNotFoundError|MemoryError|OSError|\w*ConnectionError|EOFError)\b", re.M)
 
 
+class Condition(NamedTuple):
+    """A Spark error condition (`getCondition()`), its SQLSTATE and its message."""
+
+    name: str
+    sql_state: str
+    message: str
+
+
+def spark_conditions(error: BaseException) -> list[Condition]:
+    """The error conditions in the JVM's chain of causes of `error`, outermost first (none
+    for an error that did not come from the JVM, or when the JVM is gone)."""
+    found, throwable = [], getattr(error, "_origin", None)
+    try:
+        while throwable is not None and len(found) < 20:
+            if _is_spark_throwable(throwable):
+                condition = throwable.getCondition() or ""
+                found.append(Condition(condition, throwable.getSqlState() or "", str(throwable.getMessage())))
+            throwable = throwable.getCause()
+    except Exception:  # noqa: BLE001 - the JVM is gone: what was found is all there is
+        pass
+    return found
+
+
 def data_condition(error: BaseException) -> tuple[str, str] | None:
     """(condition, its message) of the first error in the JVM's chain of causes that a
     record's data caused; None when none did (a storage, memory or JVM failure)."""
-    throwable = getattr(error, "_origin", None)
-    try:
-        for _ in range(20):
-            if throwable is None:
-                return None
-            if _is_spark_throwable(throwable):
-                condition, state = throwable.getCondition(), throwable.getSqlState() or ""
-                message = str(throwable.getMessage())
-                if condition == "PYTHON_EXCEPTION" and _ENVIRONMENT.search(message):
-                    return None
-                if condition in _DATA_CONDITIONS or state.startswith("22"):
-                    return condition, message
-            throwable = throwable.getCause()
-    except Exception:  # noqa: BLE001 - the JVM is gone: no data failure to name
-        return None
+    for condition in spark_conditions(error):
+        if condition.name == "PYTHON_EXCEPTION" and _ENVIRONMENT.search(condition.message):
+            return None
+        if condition.name in _DATA_CONDITIONS or condition.sql_state.startswith("22"):
+            return condition.name, condition.message
     return None
 
 
@@ -105,17 +120,18 @@ def _is_spark_throwable(throwable) -> bool:
     return is_instance_of(SparkContext._gateway, throwable, "org.apache.spark.SparkThrowable")
 
 
-def _data_failure(error: BaseException, log: CheckpointLog, report: RunReport) -> str | None:
+def _data_failure(error: BaseException, checkpoint_log: CheckpointLog, report: RunReport) -> str | None:
     """What to tell a user whose batch fails on a record every time it is redone: where
     it was reading, the error, and the command that gets past it."""
     found = data_condition(error)
     if found is None:
         return None
     condition, message = found
-    batch = log.batch_in_flight()
-    read = sorted({p for s in range(2) for p in _files_of(log, batch, s)}) if batch is not None else []
-    named = [p for p in read if p in message or from_spark(p) in message]  # the error says which
-    files = [from_spark(p) for p in (named or read)]
+    batch = checkpoint_log.batch_in_flight()
+    read = sorted({p for s in range(2) for p in _files_of(checkpoint_log, batch, s)}) if batch is not None else []
+    files = [
+        p for p in read if p in message or p in unquote(message)
+    ] or read  # the error says which (as a %-encoded URI)
     read_failed = _READ_FAILED.search(message)
     if read_failed:  # the decoder named the file
         files, cause = [from_spark(read_failed.group(1))], read_failed.group(2)
@@ -123,7 +139,9 @@ def _data_failure(error: BaseException, log: CheckpointLog, report: RunReport) -
         cause = [line for line in message.splitlines() if line.strip() and not line.startswith(" ")][-1][:500]
     else:
         cause = one_line(RuntimeError(message))
-    command = f"python -m jobs quarantine-file {report.pipeline} FILE --checkpoint {log.checkpoint} --reason '...'"
+    command = (
+        f"python -m jobs quarantine-file {report.pipeline} FILE --checkpoint {checkpoint_log.checkpoint} --reason '...'"
+    )
     if len(files) == 1:
         where, command = f"reading {files[0]} (line unknown)", command.replace("FILE", files[0])
     elif files:
@@ -140,17 +158,17 @@ def _data_failure(error: BaseException, log: CheckpointLog, report: RunReport) -
 _READ_FAILED = re.compile(r"ReadFailed: reading (\S+)(?: \(and \d+ more\))?: (.*)")
 
 
-def _files_of(log: CheckpointLog, batch: int, source: int) -> list[str]:
+def _files_of(checkpoint_log: CheckpointLog, batch: int, source: int) -> list[str]:
     try:
-        return log.source_files(batch, source)
+        return checkpoint_log.source_files(batch, source)
     except (OSError, StorageError, IndexError, ValueError):
         return []
 
 
-def failure_cause(error: BaseException, log: CheckpointLog, report: RunReport, uses_s3: bool) -> str:
+def failure_cause(error: BaseException, checkpoint_log: CheckpointLog, report: RunReport, uses_s3: bool) -> str:
     """The one line a failed run reports: the root cause first when one is known."""
-    data = _data_failure(error, log, report)
+    data = _data_failure(error, checkpoint_log, report)
     if data:
         return data
-    cause = _jvm_death(error, log, report) or root_cause(whole_text(error), uses_s3)
+    cause = _jvm_death(error, checkpoint_log, report) or root_cause(whole_text(error), uses_s3)
     return f"{cause} ({one_line(error)})" if cause else one_line(error)

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, TypedDict
 
-from jobs.lake.layout import StorageError, from_spark
+from jobs.lake.layout import StorageError
 from jobs.run.checkpoint import CheckpointLog, ms_to_iso
 from jobs.run.ledger import Ledger
 from jobs.run.report import FileAccount
@@ -53,7 +53,7 @@ def accounts_after(ledger: Ledger, batch_id: int = -1) -> list[dict[str, Any]]:
 
 
 def taken_files(
-    ledger: Ledger, log: CheckpointLog, run_id: str | None = None, since: datetime | None = None
+    ledger: Ledger, checkpoint_log: CheckpointLog, run_id: str | None = None, since: datetime | None = None
 ) -> list[TakenFile]:
     """The files the pipeline has taken, in batch order: only those of run `run_id` (the
     run that accounted them), or of batches committed at or after `since` (UTC), if given."""
@@ -64,11 +64,11 @@ def taken_files(
         committed = account.get("committed_at")
         if since is not None and (committed is None or datetime.fromisoformat(committed) < since):
             continue
-        found += files_of(account, log)
+        found += files_of(account, checkpoint_log)
     return found
 
 
-def files_of(account: dict[str, Any], log: CheckpointLog) -> list[TakenFile]:
+def files_of(account: dict[str, Any], checkpoint_log: CheckpointLog) -> list[TakenFile]:
     """The files of one batch account."""
     batch = {
         "batch_id": account["batch_id"],
@@ -78,7 +78,7 @@ def files_of(account: dict[str, Any], log: CheckpointLog) -> list[TakenFile]:
     if account.get("files") is not None:
         return [
             TakenFile(
-                path=from_spark(f["path"]),
+                path=f["path"],
                 size_bytes=f["size_bytes"],
                 modified_at=ms_to_iso(f["modified_ms"]),
                 **batch,
@@ -90,23 +90,23 @@ def files_of(account: dict[str, Any], log: CheckpointLog) -> list[TakenFile]:
     listed: dict[str, int] = {}
     try:
         for source in range(2):  # a join's second source; none for other patterns
-            listed |= log.source_entries(account["batch_id"], source)
+            listed |= checkpoint_log.source_entries(account["batch_id"], source)
     except (FileNotFoundError, StorageError):
         pass  # Spark no longer keeps the batch's offsets (the last 100 batches by default)
     unknown = dict.fromkeys(FileAccount.COUNTS)
     return [
-        TakenFile(path=from_spark(path), size_bytes=None, modified_at=ms_to_iso(ms), **batch, **unknown)
+        TakenFile(path=path, size_bytes=None, modified_at=ms_to_iso(ms), **batch, **unknown)
         for path, ms in listed.items()
     ]
 
 
-def table_files(log: CheckpointLog) -> list[TableFile] | None:
+def table_files(checkpoint_log: CheckpointLog) -> list[TableFile] | None:
     """The files the output table holds: what Spark reads, and what a plain reader of the
     folder should read. None if part of the sink log is missing."""
-    committed = log.committed_output_files()
+    committed = checkpoint_log.committed_output_files()
     if committed is None:
         return None
     return [
-        TableFile(path=from_spark(path), size_bytes=entry["size"], modified_at=ms_to_iso(entry.get("modificationTime")))
+        TableFile(path=path, size_bytes=entry["size"], modified_at=ms_to_iso(entry.get("modificationTime")))
         for path, entry in sorted(committed.items())
     ]

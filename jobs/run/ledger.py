@@ -15,7 +15,7 @@ from typing import Any
 
 from jobs.declare import PipelineBase
 from jobs.lake import fs
-from jobs.lake.layout import join
+from jobs.lake.layout import from_spark, join
 from jobs.run.checkpoint import CheckpointLog
 
 
@@ -36,10 +36,14 @@ class Ledger:
         return _numbered(join(self.uri, "accounting"))
 
     def read_account(self, batch_id: int) -> dict[str, Any]:
-        return fs.read_json(join(self.uri, "accounting", str(batch_id)))
+        account = fs.read_json(join(self.uri, "accounting", str(batch_id)))
+        if account.get("files") and account.get("file_names") != "location":
+            # Written before accounts named files as the product does: they held Spark's URIs.
+            account["files"] = [f | {"path": from_spark(f["path"])} for f in account["files"]]
+        return account
 
     def write_account(self, batch_id: int, account: dict[str, Any]) -> None:
-        fs.write_json(join(self.uri, "accounting", str(batch_id)), account)
+        fs.write_json(join(self.uri, "accounting", str(batch_id)), account | {"file_names": "location"})
 
     # Spark's own counts of a batch, kept from its progress event (Spark does not keep them).
     def write_metrics(self, batch_id: int, metrics: dict[str, Any]) -> None:
@@ -108,7 +112,7 @@ def with_quarantined_files(pipeline: PipelineBase, ledger: Ledger) -> PipelineBa
 
 
 def check_contract(
-    pipeline: str, contract: dict[str, Any], ledger: Ledger, log: CheckpointLog, quarantine: str
+    pipeline: str, contract: dict[str, Any], ledger: Ledger, checkpoint_log: CheckpointLog, quarantine: str
 ) -> None:
     """Refuse to resume a checkpoint whose query the declaration no longer describes.
 
@@ -116,19 +120,20 @@ def check_contract(
     watermark delay and the event time's format may change between runs.
     """
     fresh_start = (
-        f"To start fresh, move aside {log.checkpoint}, {log.output} and {quarantine} "
+        f"To start fresh, move aside {checkpoint_log.checkpoint}, {checkpoint_log.output} and {quarantine} "
         "(or run with a new --root); the next run then reprocesses every landed file."
     )
-    if log.output_has_other_log():
+    if checkpoint_log.output_has_other_log():
         raise IncompatibleCheckpoint(
-            f"output {log.output} already holds a table written under another checkpoint, "
-            f"and checkpoint {log.checkpoint} is new: Spark would skip batches it believes are written. " + fresh_start
+            f"output {checkpoint_log.output} already holds a table written under another checkpoint, "
+            f"and checkpoint {checkpoint_log.checkpoint} is new: Spark would skip batches it believes are written. "
+            + fresh_start
         )
     recorded = ledger.recorded_contract()
     if recorded is None:
-        if log.has_started():
+        if checkpoint_log.has_started():
             raise IncompatibleCheckpoint(
-                f"checkpoint {log.checkpoint} was not started by this runner "
+                f"checkpoint {checkpoint_log.checkpoint} was not started by this runner "
                 f"(no _pipeline/declaration.json). {fresh_start}"
             )
         return
@@ -139,6 +144,6 @@ def check_contract(
     ]
     if changes:
         raise IncompatibleCheckpoint(
-            f"pipeline '{pipeline}' changed since checkpoint {log.checkpoint} was started, "
+            f"pipeline '{pipeline}' changed since checkpoint {checkpoint_log.checkpoint} was started, "
             f"in ways Spark cannot resume from: {'; '.join(changes)}. {fresh_start}"
         )

@@ -7,19 +7,20 @@ the batch's commit returns, so when the query ends every batch it ran is in it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
 from typing import Any
 
 from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.listener import StreamingQueryProgress
 
 from jobs.flow.patterns import Pattern
 
 
-def state_rows_of(progress: Any) -> int:
+def state_rows_of(progress: StreamingQueryProgress) -> int:
     return sum(operator.numRowsTotal for operator in progress.stateOperators)
 
 
-def spark_counts(progress: Any) -> dict[str, int]:
+def spark_counts(progress: StreamingQueryProgress) -> dict[str, int]:
     """What only Spark knows of a batch: repeats dropped by deduplication, and input rows
     a stream-stream join dropped as late (a join does no partial aggregation first, so
     Spark's count is of input rows)."""
@@ -30,7 +31,7 @@ def spark_counts(progress: Any) -> dict[str, int]:
     }
 
 
-def progress_line(progress: Any, pattern: Pattern) -> str:
+def progress_line(progress: StreamingQueryProgress, pattern: Pattern) -> str:
     rate = progress.processedRowsPerSecond or 0.0
     watermark = (progress.eventTime or {}).get("watermark", "-")
     counted = spark_counts(progress)
@@ -42,14 +43,14 @@ def progress_line(progress: Any, pattern: Pattern) -> str:
 
 
 class ProgressWatch:
-    """Follows a running query: prints each new batch's progress as it completes, and keeps
+    """Follows a running query: logs each new batch's progress as it completes, and keeps
     each batch's metrics: the lines each source read (what the query's own count must add up
-    to, jobs/run/accounting.py) and what only Spark counted."""
+    to, jobs/run/bookkeeper.py) and what only Spark counted."""
 
-    def __init__(self, query: StreamingQuery, pattern: Pattern, echo: Callable[[str], None]):
+    def __init__(self, query: StreamingQuery, pattern: Pattern, log: logging.Logger):
         self.query = query
         self.pattern = pattern
-        self.echo = echo
+        self.log = log
         self.metrics: dict[int, dict[str, Any]] = {}  # of each batch seen and not yet forgotten
         self.last_seen = -1  # batch
         self.last_state_rows: int | None = None
@@ -65,7 +66,7 @@ class ProgressWatch:
             counted = spark_counts(progress)
             metrics = {name: counted[name] for name in self.pattern.spark_counts}
             self.metrics[progress.batchId] = metrics | {"lines_read": [s.numInputRows for s in progress.sources]}
-            self.echo(progress_line(progress, self.pattern))
+            self.log.info("%s", progress_line(progress, self.pattern))
 
     def forget_through(self, batch_id: int) -> None:
         """Drop the metrics of batches up to `batch_id` (accounted: no longer needed)."""

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from jobs.declare import PipelineBase
 from jobs.flow.patterns import pattern_of
-from jobs.lake.layout import Locations, from_spark, normalize
+from jobs.lake.layout import Locations, normalize
 from jobs.run.checkpoint import CheckpointLog
 from jobs.run.ledger import Ledger
 
@@ -29,11 +29,11 @@ def quarantine_file(pipeline: PipelineBase, locations: Locations, file: str, rea
     ledger = Ledger(locations.ledger)
     if path in ledger.quarantined_files():
         return path  # said before (an Airflow retry says it again)
-    log = CheckpointLog(locations.checkpoint, locations.output)
-    in_flight = log.batch_in_flight()
+    checkpoint_log = CheckpointLog(locations.checkpoint, locations.output)
+    in_flight = checkpoint_log.batch_in_flight()
     for source in range(len(pattern_of(pipeline).sources)):
-        redone = {from_spark(p) for p in log.source_files(in_flight, source)} if in_flight is not None else set()
-        taken = {from_spark(p) for p in log.recorded_files(source)} - redone
+        redone = set(checkpoint_log.source_files(in_flight, source)) if in_flight is not None else set()
+        taken = set(checkpoint_log.recorded_files(source)) - redone
         if path in taken:
             raise FileAlreadyRead(
                 f"{path} was read by a committed batch of {pipeline.name} already: quarantining it now would "

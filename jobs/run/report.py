@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field, model_validator
 
 from jobs.lake import fs
-from jobs.lake.layout import from_spark, join, normalize
+from jobs.lake.layout import join, normalize
 from jobs.run.audit import SkippedFiles, file_names
 
 REPORT_VERSION = 2
@@ -85,7 +85,7 @@ def tied_files(accounts: list[BatchAccount]) -> list[str]:
             if f.modified_ms is not None:
                 batches_at.setdefault(f.modified_ms, set()).add(account.batch_id)
     tied = {ms for ms, batches in batches_at.items() if len(batches) > 1}
-    return [from_spark(f.path) for a in accounts for f in a.files or [] if f.modified_ms in tied]
+    return [f.path for a in accounts for f in a.files or [] if f.modified_ms in tied]
 
 
 class RetentionDone(BaseModel):

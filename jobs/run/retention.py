@@ -10,27 +10,18 @@ remembers how far it got, so each run looks only at batches it has not yet looke
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from jobs.declare.parts import Retention
 from jobs.lake import fs
-from jobs.lake.layout import Locations, is_inside, join
-from jobs.run.checkpoint import CheckpointLog
+from jobs.lake.layout import is_inside, join
+from jobs.run.context import RunContext
 from jobs.run.files import accounts_after, files_of
-from jobs.run.ledger import Ledger
 from jobs.run.report import RetentionDone
 
 
-def apply_retention(
-    retention: Retention,
-    ledger: Ledger,
-    log: CheckpointLog,
-    locations: Locations,
-    echo: Callable[[str], None],
-    now: datetime | None = None,
-) -> RetentionDone:
+def apply_retention(run: RunContext, *, now: datetime | None = None) -> RetentionDone:
     """Delete or archive the landed files of the accounted batches old enough; returns what it did."""
+    retention, ledger, log, locations = run.pipeline.retention, run.ledger, run.checkpoint_log, run.locations
     done = RetentionDone(archive=locations.archive if retention.landed == "archive" else None)
     if retention.landed == "keep":
         return done
@@ -58,5 +49,5 @@ def apply_retention(
         ledger.record_retention_mark(account["batch_id"])
         done.through_batch = account["batch_id"]
     if done.deleted or done.archived:
-        echo(f"  {done.describe()}")
+        run.log.info("  %s", done.describe())
     return done

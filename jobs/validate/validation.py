@@ -10,8 +10,8 @@ batch) is not in the sink log, so it is never validated and never reaches reader
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -32,6 +32,8 @@ from jobs.validate.gx import ValidationError
 from jobs.validate.result import ValidationResult, save_result
 from jobs.validate.run_checks import run_report_checks
 from jobs.validate.suite import Suite, load_suite
+
+log = logging.getLogger(__name__)
 
 
 def site_folder(locations: Locations) -> Path:
@@ -59,10 +61,10 @@ def committed_table(
     return read_committed(spark, output_schema(spark, pipeline, dimension), locations.output, files)
 
 
-def committed_files(log: CheckpointLog, batch_ids: list[int]) -> list[str]:
+def committed_files(checkpoint_log: CheckpointLog, batch_ids: list[int]) -> list[str]:
     files: list[str] = []
     for batch_id in batch_ids:
-        batch_files = log.sink_files(batch_id)
+        batch_files = checkpoint_log.sink_files(batch_id)
         if batch_files is None:
             raise ValidationError(
                 f"the sink log no longer lists the files of batch {batch_id} (compacted away); "
@@ -80,7 +82,6 @@ def _validate(
     result: ValidationResult,
     reports: list[RunReport],
     files: list[str] | None,
-    echo: Callable[[str], None],
 ) -> ValidationResult:
     started = time.monotonic()
     pipeline = with_recorded_schema(pipeline, Ledger(locations.ledger))
@@ -108,7 +109,7 @@ def _validate(
     result.duration_s = round(time.monotonic() - started, 2)
     result.decide()
     save_result(result, locations.runs)
-    echo(result.summary())
+    log.info("%s", result.summary())
     return result
 
 
@@ -118,7 +119,6 @@ def validate_run(
     locations: Locations,
     report: RunReport,
     suite: Suite | None = None,
-    echo: Callable[[str], None] = print,
 ) -> ValidationResult:
     """Validates the rows one run committed, and its row accounting."""
     files = committed_files(CheckpointLog(locations.checkpoint, locations.output), report.batch_ids)
@@ -129,7 +129,7 @@ def validate_run(
         run_ids=[report.run_id],
         validated_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
-    return _validate(spark, pipeline, locations, suite or load_suite(pipeline), result, [report], files, echo)
+    return _validate(spark, pipeline, locations, suite or load_suite(pipeline), result, [report], files)
 
 
 def validate_table(
@@ -137,7 +137,6 @@ def validate_table(
     pipeline: PipelineBase,
     locations: Locations,
     suite: Suite | None = None,
-    echo: Callable[[str], None] = print,
 ) -> ValidationResult:
     """Validates the whole committed table, and the row accounting summed over all runs."""
     now = datetime.now(UTC)
@@ -149,7 +148,7 @@ def validate_table(
         run_ids=[r.run_id for r in reports],
         validated_at=now.isoformat(timespec="seconds"),
     )
-    return _validate(spark, pipeline, locations, suite or load_suite(pipeline), result, reports, None, echo)
+    return _validate(spark, pipeline, locations, suite or load_suite(pipeline), result, reports, None)
 
 
 def latest_report(runs: str, run_id: str | None = None) -> RunReport:

@@ -15,7 +15,7 @@ from tests.helpers import REPO, all_lines, declaration_copy, event, land_in_orde
 from tests.model import ClickstreamModel
 
 
-def test_a_declared_limit_splits_a_backlog_and_a_run_option_overrides_it(spark, clickstream, tmp_path, quiet):
+def test_a_declared_limit_splits_a_backlog_and_a_run_option_overrides_it(spark, clickstream, tmp_path, caplog):
     declared = clickstream.model_copy(
         update={"spark": clickstream.spark.model_copy(update={"max_files_per_trigger": 2})}
     )
@@ -26,14 +26,14 @@ def test_a_declared_limit_splits_a_backlog_and_a_run_option_overrides_it(spark, 
     locations = Locations.resolve("clickstream", root=str(tmp_path / "root"))
     land_in_order(locations.landing, files)
 
-    report = run_pipeline(spark, declared, locations, quiet)
+    report = run_pipeline(spark, declared, locations)
     assert report.batch_limits == {"max_files": 2, "max_bytes": None, "chosen_by": "declaration"}
     assert report.batches == 3 + 1  # three of two files each, then the watermark's no-data batch
-    assert "  at most 2 new files per batch (declaration)" in quiet
+    assert "  at most 2 new files per batch (declaration)" in caplog.messages
 
     more = {f"more-{i}.json": [event("v", f"2023-07-30T11:{i:02d}:00Z", f"m{i}")] for i in range(3)}
     land_in_order(locations.landing, more)
-    again = run_pipeline(spark, declared, locations, quiet, max_files_per_trigger=1)
+    again = run_pipeline(spark, declared, locations, max_files_per_trigger=1)
     assert again.batch_limits["chosen_by"] == "run" and again.batches == 3 + 1
 
     model = ClickstreamModel()
@@ -42,9 +42,9 @@ def test_a_declared_limit_splits_a_backlog_and_a_run_option_overrides_it(spark, 
     assert table_rows(spark, locations.output) == model.rows()
 
 
-def test_the_default_limit_is_a_sixteenth_of_the_driver_heap(spark, clickstream, locations, quiet):
+def test_the_default_limit_is_a_sixteenth_of_the_driver_heap(spark, clickstream, locations):
     land_in_order(locations.landing, {"one.json": [event("u", "2023-07-30T10:00:00Z")]})
-    report = run_pipeline(spark, clickstream, locations, quiet)
+    report = run_pipeline(spark, clickstream, locations)
     heap = spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory()
     assert report.batch_limits == {"max_files": None, "max_bytes": max(heap // 16, 8 * 2**20), "chosen_by": "default"}
 

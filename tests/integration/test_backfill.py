@@ -52,12 +52,12 @@ def plan_for(root: Path, **params) -> backfill.BackfillPlan:
     )
 
 
-def run_backfill(spark, plan: backfill.BackfillPlan, quiet: list[str]) -> dict:
+def run_backfill(spark, plan: backfill.BackfillPlan) -> dict:
     spec = declare.load(plan.pipeline)
     options = {"landing_glob": plan.landing_glob, "max_files_per_trigger": plan.max_files_per_trigger}
     if plan.since:
         options.update(landing_since=date.fromisoformat(plan.since), landing_until=date.fromisoformat(plan.until))
-    run_pipeline(spark, spec, plan.locations, quiet, **options)
+    run_pipeline(spark, spec, plan.locations, **options)
     return stage_closed_range(spark, spec, plan.locations, plan.stage)
 
 
@@ -65,10 +65,10 @@ def published_rows(spark, publish_to: str) -> list[tuple]:
     return table_rows(spark, backfill.current_version(publish_to))
 
 
-def test_a_date_range_backfill_publishes_every_window_of_the_range(spark, tmp_path, quiet):
+def test_a_date_range_backfill_publishes_every_window_of_the_range(spark, tmp_path):
     days = land_days(tmp_path)
     plan = plan_for(tmp_path, since="2023-07-30", until="2023-07-31")
-    summary = run_backfill(spark, plan, quiet)
+    summary = run_backfill(spark, plan)
 
     # One availableNow batch over both days' files: nothing is late within one batch.
     model = ClickstreamModel()
@@ -91,11 +91,11 @@ def test_a_date_range_backfill_publishes_every_window_of_the_range(spark, tmp_pa
     assert {p.name for p in tmp_path.iterdir()} == {"landing", "backfills", "published"}
 
 
-def test_prefixes_with_rate_limits_follow_the_watermark_and_still_close_the_range(spark, tmp_path, quiet):
+def test_prefixes_with_rate_limits_follow_the_watermark_and_still_close_the_range(spark, tmp_path):
     days = land_days(tmp_path)
     prefixes = ["dt=2023-07-31", "dt=2023-08-01"]
     plan = plan_for(tmp_path, prefixes=prefixes, max_files_per_trigger=1)
-    run_backfill(spark, plan, quiet)
+    run_backfill(spark, plan)
     model = ClickstreamModel()
     result = model.run([lines for folder in prefixes for lines in days[folder].values()])
     assert result.late_rows_dropped > 0, "one batch per file: the late rows of later files are dropped"
@@ -107,13 +107,13 @@ def published_after(spark, plan: backfill.BackfillPlan) -> list[tuple]:
     return published_rows(spark, plan.publish_to)
 
 
-def test_nested_prefixes_select_only_their_files(spark, tmp_path, quiet):
+def test_nested_prefixes_select_only_their_files(spark, tmp_path):
     landing = tmp_path / "landing" / "clickstream"
     land(str(landing / "dt=2023-07-30" / "hour=10"), {"a.json": [event("u1", at(0)), event("u1", at(0.5))]})
     land(str(landing / "dt=2023-07-30" / "hour=11"), {"b.json": [event("u2", at(60))]})
     land(str(landing / "dt=2023-07-31" / "hour=10"), {"c.json": [event("u3", at(24 * 60))]})
     plan = plan_for(tmp_path, prefixes=["dt=2023-07-30/hour=10", "dt=2023-07-31/hour=10"])
-    summary = run_backfill(spark, plan, quiet)
+    summary = run_backfill(spark, plan)
     assert summary["input_files"] == 2
     start0, start1 = T0, T0 + timedelta(days=1)
     assert published_after(spark, plan) == [
@@ -122,7 +122,7 @@ def test_nested_prefixes_select_only_their_files(spark, tmp_path, quiet):
     ]
 
 
-def test_publishing_switches_versions_at_once_and_keeps_the_previous_one(spark, tmp_path, quiet):
+def test_publishing_switches_versions_at_once_and_keeps_the_previous_one(spark, tmp_path):
     land_days(tmp_path)
     ids = ["20230801T000000Z-a", "20230802T000000Z-b", "20230803T000000Z-c"]
     for backfill_id in ids:
@@ -132,7 +132,7 @@ def test_publishing_switches_versions_at_once_and_keeps_the_previous_one(spark, 
             allowed_roots=[str(tmp_path)],
             backfill_id=backfill_id,
         )
-        run_backfill(spark, plan, quiet)
+        run_backfill(spark, plan)
         # Staged but not published: readers still see the previous version.
         before = None if backfill_id == ids[0] else backfill.current_version(plan.publish_to)
         assert before != plan.stage
@@ -144,7 +144,7 @@ def test_publishing_switches_versions_at_once_and_keeps_the_previous_one(spark, 
     assert pointer["version"] == ids[-1] and pointer["range"] == {"since": "2023-07-30", "until": "2023-07-30"}
 
 
-def test_held_windows_finalize_every_aggregate_function(spark, tmp_path, quiet):
+def test_held_windows_finalize_every_aggregate_function(spark, tmp_path):
     """sum, avg, min and max buffers read from the state store equal plain Python's results."""
     raw = {
         "name": "spend",
@@ -171,7 +171,7 @@ def test_held_windows_finalize_every_aggregate_function(spark, tmp_path, quiet):
     lines = [json.dumps({"user_id": u, "amount": amount, "items": items, "ts": at(m)}) for u, amount, items, m in rows]
     locations = Locations.resolve("spend", root=str(tmp_path))
     land(locations.landing, {"spend.json": lines})
-    run_pipeline(spark, spec, locations, quiet)
+    run_pipeline(spark, spec, locations)
     held = pattern_of(spec).held_rows(spark, locations.checkpoint, output_schema(spark, spec)).collect()
 
     expected = defaultdict(list)
@@ -194,11 +194,11 @@ def test_held_windows_finalize_every_aggregate_function(spark, tmp_path, quiet):
         )
 
 
-def test_a_rerun_of_the_same_backfill_resumes_and_restages_the_same_result(spark, tmp_path, quiet):
+def test_a_rerun_of_the_same_backfill_resumes_and_restages_the_same_result(spark, tmp_path):
     land_days(tmp_path)
     plan = plan_for(tmp_path, since="2023-07-31", until="2023-08-01", max_files_per_trigger=2)
-    first = run_backfill(spark, plan, quiet)
-    again = run_backfill(spark, plan, quiet)  # e.g. an Airflow retry after the stage step failed
+    first = run_backfill(spark, plan)
+    again = run_backfill(spark, plan)  # e.g. an Airflow retry after the stage step failed
     assert {k: v for k, v in again.items() if k != "runs"} == {k: v for k, v in first.items() if k != "runs"}
     assert len(again["runs"]) == 2
     assert published_after(spark, plan) == table_rows(spark, plan.stage)

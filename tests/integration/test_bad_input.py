@@ -32,11 +32,11 @@ def quarantine_rows(quarantine: str) -> list[dict]:
     return rows
 
 
-def test_every_kind_of_bad_record_is_quarantined_with_file_line_and_reason(spark, clickstream, locations, quiet):
+def test_every_kind_of_bad_record_is_quarantined_with_file_line_and_reason(spark, clickstream, locations):
     good = [event("u1", "2023-07-30T10:00:20Z"), event("u2", "2023-07-30T10:00:40Z")]
     land(locations.landing, {"mixed.json": [*good, *BAD_LINES], "empty.json": [], "only-bad.json": ["nope", "{"]})
 
-    report = run_pipeline(spark, clickstream, locations, quiet)
+    report = run_pipeline(spark, clickstream, locations)
 
     assert report.status == "succeeded"
     assert report.input_files == 3
@@ -51,16 +51,16 @@ def test_every_kind_of_bad_record_is_quarantined_with_file_line_and_reason(spark
     assert Ledger(locations.ledger).read_account(0)["read_again"] is False  # counted as the query read it
 
 
-def test_accounting_a_batch_again_rewrites_the_same_quarantine(spark, clickstream, locations, quiet):
+def test_accounting_a_batch_again_rewrites_the_same_quarantine(spark, clickstream, locations):
     """A crash after a batch commits but before its accounting is repaired by the next
     run, which must not duplicate quarantined rows."""
     land(locations.landing, {"a.json": [event("u1", "2023-07-30T10:00:20Z"), "{bad", "[]"]})
-    run_pipeline(spark, clickstream, locations, quiet)
+    run_pipeline(spark, clickstream, locations)
     first = quarantine_rows(locations.quarantine)
     # Forget the accounting, as if the process had died right after the batch committed.
     shutil.rmtree(Path(locations.ledger) / "accounting")
 
-    report = run_pipeline(spark, clickstream, locations, quiet)
+    report = run_pipeline(spark, clickstream, locations)
 
     assert report.recovered_batch_ids == CheckpointLog(locations.checkpoint, locations.output).committed_batches()
     assert (report.input_rows, report.quarantined_rows) == (3, 2)
@@ -70,13 +70,13 @@ def test_accounting_a_batch_again_rewrites_the_same_quarantine(spark, clickstrea
     assert sorted(map(str, again)) == sorted(str({k: v for k, v in r.items() if k != "run_id"}) for r in first)
 
 
-def test_a_landing_with_only_empty_files_succeeds(spark, clickstream, locations, quiet):
+def test_a_landing_with_only_empty_files_succeeds(spark, clickstream, locations):
     land(locations.landing, {"empty-1.json": [], "empty-2.json": [""]})
-    report = run_pipeline(spark, clickstream, locations, quiet)
+    report = run_pipeline(spark, clickstream, locations)
     assert (report.status, report.input_files, report.input_rows, report.output_rows) == ("succeeded", 2, 0, 0)
 
 
-def test_strict_input_from_the_bytes_landed(spark, clickstream, locations, quiet):
+def test_strict_input_from_the_bytes_landed(spark, clickstream, locations):
     """What a file on disk can hold: a byte order mark, CRLF line ends, bytes that are not
     UTF-8, a value of the wrong JSON type, text after the object. Expected by hand."""
     good = [event("u1", "2023-07-30T10:00:20Z"), event("u2", "2023-07-30T10:00:40Z")]
@@ -89,7 +89,7 @@ def test_strict_input_from_the_bytes_landed(spark, clickstream, locations, quiet
     Path(locations.landing).mkdir(parents=True, exist_ok=True)
     (Path(locations.landing) / "strict.json").write_bytes(body + b"\r\n")
 
-    report = run_pipeline(spark, clickstream, locations, quiet)
+    report = run_pipeline(spark, clickstream, locations)
 
     assert (report.input_rows, report.used_rows, report.quarantined_rows) == (5, 2, 3)
     rows = sorted(
@@ -116,7 +116,7 @@ def blocks_of(spark, size: int):
             spark.conf.set(key, value)
 
 
-def test_line_numbers_count_every_line_of_a_file_read_in_blocks(spark, clickstream, locations, quiet):
+def test_line_numbers_count_every_line_of_a_file_read_in_blocks(spark, clickstream, locations):
     """A file read in many blocks by many tasks, with LF, CRLF and lone CR line ends and
     blank lines: each quarantined record's number is its line in the file, as a text
     editor counts it (Python's bytes.splitlines, independent of the code under test)."""
@@ -138,7 +138,7 @@ def test_line_numbers_count_every_line_of_a_file_read_in_blocks(spark, clickstre
     assert body.splitlines() == lines
 
     with blocks_of(spark, 2048):  # about 30 blocks
-        report = run_pipeline(spark, clickstream, locations, quiet)
+        report = run_pipeline(spark, clickstream, locations)
 
     expected = sorted((n, line.decode()) for n, line in enumerate(lines, 1) if line.startswith(b"{broken"))
     assert sorted((r["line_number"], r["line"]) for r in quarantine_rows(locations.quarantine)) == expected
@@ -146,12 +146,12 @@ def test_line_numbers_count_every_line_of_a_file_read_in_blocks(spark, clickstre
     assert report.used_rows == sum(1 for line in lines if line.startswith(b'{"'))
 
 
-def test_a_gzip_landing_is_read_counted_and_numbered(spark, clickstream, locations, quiet):
+def test_a_gzip_landing_is_read_counted_and_numbered(spark, clickstream, locations):
     lines = [event("u1", "2023-07-30T10:00:20Z"), "{bad", "", event("u2", "2023-07-30T10:00:40Z"), "[]"]
     Path(locations.landing).mkdir(parents=True, exist_ok=True)
     (Path(locations.landing) / "events.json.gz").write_bytes(gzip.compress("\n".join(lines).encode() + b"\n"))
 
-    report = run_pipeline(spark, clickstream, locations, quiet)
+    report = run_pipeline(spark, clickstream, locations)
 
     assert (report.input_files, report.input_rows, report.used_rows, report.quarantined_rows) == (1, 4, 2, 2)
     rows = sorted((r["line_number"], r["reason"]) for r in quarantine_rows(locations.quarantine))
@@ -159,14 +159,12 @@ def test_a_gzip_landing_is_read_counted_and_numbered(spark, clickstream, locatio
     assert Path(quarantine_rows(locations.quarantine)[0]["source_file"]).name == "events.json.gz"
 
 
-def test_records_up_to_the_limit_are_used_and_larger_ones_quarantined_as_too_large(
-    spark, clickstream, locations, quiet
-):
+def test_records_up_to_the_limit_are_used_and_larger_ones_quarantined_as_too_large(spark, clickstream, locations):
     big = event("u1", "2023-07-30T10:00:20Z", payload="x" * (33 * 2**20))  # 33 MiB, valid
     too_big = event("u2", "2023-07-30T10:00:40Z", payload="y" * RECORD_LIMIT)  # valid JSON, over the limit
     land(locations.landing, {"big.json": [big, too_big, event("u3", "2023-07-30T10:00:50Z")]})
 
-    report = run_pipeline(spark, clickstream, locations, quiet)
+    report = run_pipeline(spark, clickstream, locations)
 
     assert (report.input_rows, report.used_rows, report.quarantined_rows) == (3, 2, 1)
     [row] = quarantine_rows(locations.quarantine)
@@ -176,23 +174,23 @@ def test_records_up_to_the_limit_are_used_and_larger_ones_quarantined_as_too_lar
 
 
 def test_a_batch_whose_output_committed_but_not_its_checkpoint_is_accounted_from_its_files(
-    spark, clickstream, locations, quiet
+    spark, clickstream, locations
 ):
     """A run that died after the file sink committed a batch's output but before Spark
     wrote the batch's commit: the next run redoes the batch, whose sink skips it without
     reading a line (it has the output already). Its rows are counted by reading its files
     again, not taken as the none the query read."""
     land(locations.landing, {"a.json": [event("u1", "2023-07-30T10:00:20Z")]})
-    run_pipeline(spark, clickstream, locations, quiet)
+    run_pipeline(spark, clickstream, locations)
     # Not past the watermark's time: no batch without data follows this one.
     land(locations.landing, {"b.json": [event("u2", "2023-07-30T10:00:10Z"), "{bad", "[]"]})
-    (redone,) = run_pipeline(spark, clickstream, locations, quiet).batch_ids
+    (redone,) = run_pipeline(spark, clickstream, locations).batch_ids
     # As if that run had died after its sink committed the batch, before Spark's commit.
     for name in (str(redone), f".{redone}.crc"):
         (Path(locations.checkpoint) / "commits" / name).unlink()
     (Path(locations.ledger) / "accounting" / str(redone)).unlink()
 
-    report = run_pipeline(spark, clickstream, locations, quiet)
+    report = run_pipeline(spark, clickstream, locations)
 
     assert (report.batch_ids, report.recovered_batch_ids, report.input_rows) == ([redone], [], 3)
     account = Ledger(locations.ledger).read_account(redone)

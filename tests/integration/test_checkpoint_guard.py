@@ -32,14 +32,14 @@ def checkpoint_files(locations: Locations) -> list[str]:
         ({"aggregates": ()}, "aggregates"),
     ],
 )
-def test_an_incompatible_change_is_refused_before_anything_runs(spark, clickstream, locations, quiet, change, named):
+def test_an_incompatible_change_is_refused_before_anything_runs(spark, clickstream, locations, change, named):
     land(locations.landing, FIRST)
-    run_pipeline(spark, clickstream, locations, quiet)
+    run_pipeline(spark, clickstream, locations)
     land(locations.landing, SECOND)
     before = checkpoint_files(locations)
 
     with pytest.raises(RunRefused) as error:
-        run_pipeline(spark, clickstream.model_copy(update=change), locations, quiet)
+        run_pipeline(spark, clickstream.model_copy(update=change), locations)
 
     message = str(error.value)
     assert named in message
@@ -49,39 +49,39 @@ def test_an_incompatible_change_is_refused_before_anything_runs(spark, clickstre
     assert refused["status"] == "refused" and named in refused["error"]
 
 
-def test_compatible_changes_resume(spark, clickstream, locations, quiet):
+def test_compatible_changes_resume(spark, clickstream, locations):
     land(locations.landing, FIRST)
-    run_pipeline(spark, clickstream, locations, quiet)
+    run_pipeline(spark, clickstream, locations)
     land(locations.landing, SECOND)
     changed = clickstream.model_copy(update={"watermark_s": 600, "description": "new words"})
 
-    report = run_pipeline(spark, changed, locations, quiet, trigger=Trigger("once"), max_files_per_trigger=5)
+    report = run_pipeline(spark, changed, locations, trigger=Trigger("once"), max_files_per_trigger=5)
 
     assert report.status == "succeeded" and report.input_rows == 1
 
 
-def test_a_second_run_on_a_held_checkpoint_refuses_to_start(spark, clickstream, locations, quiet):
+def test_a_second_run_on_a_held_checkpoint_refuses_to_start(spark, clickstream, locations):
     land(locations.landing, FIRST)
     with CheckpointLock(locations.ledger, clickstream.name), pytest.raises(RunRefused) as error:
-        run_pipeline(spark, clickstream, locations, quiet)
+        run_pipeline(spark, clickstream, locations)
     assert "already running" in str(error.value) and f"pid {__import__('os').getpid()}" in str(error.value)
     assert not CheckpointLog(locations.checkpoint, locations.output).has_started()
     # Released: the next run goes ahead.
-    assert run_pipeline(spark, clickstream, locations, quiet).status == "succeeded"
+    assert run_pipeline(spark, clickstream, locations).status == "succeeded"
 
 
-def test_a_new_checkpoint_on_an_existing_table_is_refused(spark, clickstream, locations, quiet, root):
+def test_a_new_checkpoint_on_an_existing_table_is_refused(spark, clickstream, locations, root):
     land(locations.landing, FIRST)
-    run_pipeline(spark, clickstream, locations, quiet)
+    run_pipeline(spark, clickstream, locations)
     moved = Locations.resolve(clickstream.name, root=str(root), checkpoint=str(root / "other-checkpoint"))
 
     with pytest.raises(RunRefused) as error:
-        run_pipeline(spark, clickstream, moved, quiet)
+        run_pipeline(spark, clickstream, moved)
 
     assert "already holds a table written under another checkpoint" in str(error.value)
 
 
-def test_a_missing_landing_location_is_refused(spark, clickstream, locations, quiet):
+def test_a_missing_landing_location_is_refused(spark, clickstream, locations):
     with pytest.raises(RunRefused) as error:
-        run_pipeline(spark, clickstream, locations, quiet)
+        run_pipeline(spark, clickstream, locations)
     assert f"landing location {locations.landing} does not exist" in str(error.value)

@@ -37,11 +37,11 @@ def written_rows(paths: list[str]) -> int:
     return sum(pq.ParquetFile(Path(p.removeprefix("file:"))).metadata.num_rows for p in paths)
 
 
-def test_batches_stay_readable_after_spark_compacts_its_logs(spark, clickstream, locations, quiet):
+def test_batches_stay_readable_after_spark_compacts_its_logs(spark, clickstream, locations):
     files = {f"part-{i:02d}.json": [event(f"u{i % 3}", at(2 * i)), event("u9", at(2 * i + 0.5))] for i in range(FILES)}
     land_in_order(locations.landing, files)
 
-    report = run_pipeline(spark, clickstream, locations, quiet, max_files_per_trigger=1)
+    report = run_pipeline(spark, clickstream, locations, max_files_per_trigger=1)
 
     log = CheckpointLog(locations.checkpoint, locations.output)
     source_log, sink_log = Path(locations.checkpoint) / "sources" / "0", Path(locations.output) / "_spark_metadata"

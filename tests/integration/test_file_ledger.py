@@ -35,13 +35,13 @@ def _ledger(capsys, root: Path, *options: str) -> list[dict]:
     return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
 
 
-def test_the_ledger_names_each_file_with_its_batch_run_and_rows(spark, clickstream, root, locations, quiet, capsys):
+def test_the_ledger_names_each_file_with_its_batch_run_and_rows(spark, clickstream, root, locations, capsys):
     model = ClickstreamModel()
     land_in_order(locations.landing, FIRST_RUN)
-    first = run_pipeline(spark, clickstream, locations, quiet, max_files_per_trigger=1)
+    first = run_pipeline(spark, clickstream, locations, max_files_per_trigger=1)
     expected = dict(zip(FIRST_RUN, model.run_batches(list(FIRST_RUN.values())), strict=True))
     land_in_order(locations.landing, SECOND_RUN)
-    second = run_pipeline(spark, clickstream, locations, quiet, max_files_per_trigger=1)
+    second = run_pipeline(spark, clickstream, locations, max_files_per_trigger=1)
     expected |= dict(zip(SECOND_RUN, model.run_batches(list(SECOND_RUN.values())), strict=True))
 
     ledger = _ledger(capsys, root)
@@ -74,9 +74,9 @@ def test_the_ledger_names_each_file_with_its_batch_run_and_rows(spark, clickstre
     assert all(f["size_bytes"] == Path(f["path"]).stat().st_size for f in table)
 
 
-def test_the_text_ledger_is_a_table_with_unknowns_marked(spark, clickstream, root, locations, quiet, capsys):
+def test_the_text_ledger_is_a_table_with_unknowns_marked(spark, clickstream, root, locations, capsys):
     land_in_order(locations.landing, {"only.json": [event("u1", "2023-07-30T10:00:10Z"), "{"]})
-    run_pipeline(spark, clickstream, locations, quiet)
+    run_pipeline(spark, clickstream, locations)
 
     assert main(["files", "clickstream", "--root", str(root)]) == 0
     header, row, total = capsys.readouterr().out.splitlines()

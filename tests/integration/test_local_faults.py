@@ -35,16 +35,16 @@ def _read_only(folder: Path):
             subprocess.run(["chattr", "-i", str(path)], check=True) if ROOT else path.chmod(0o755)
 
 
-def test_a_read_only_output_folder_is_named_in_the_error(spark, clickstream, locations, quiet):
+def test_a_read_only_output_folder_is_named_in_the_error(spark, clickstream, locations):
     land(locations.landing, FIRST)
-    run_pipeline(spark, clickstream, locations, quiet)
+    run_pipeline(spark, clickstream, locations)
     land(locations.landing, SECOND)
     output = Path(locations.output)
     with _read_only(output), pytest.raises(RunFailed) as failed:
-        run_pipeline(spark, clickstream, locations, quiet)
+        run_pipeline(spark, clickstream, locations)
     assert str(failed.value).startswith(f"permission denied on {output}/"), failed.value
 
-    run_pipeline(spark, clickstream, locations, quiet)
+    run_pipeline(spark, clickstream, locations)
     model = ClickstreamModel()
     model.run([all_lines(FIRST), all_lines(SECOND)])
     assert table_rows(spark, locations.output) == model.rows()
@@ -52,7 +52,7 @@ def test_a_read_only_output_folder_is_named_in_the_error(spark, clickstream, loc
 
 
 @pytest.mark.skipif(not ROOT, reason="mounting a small disk needs root")
-def test_a_full_disk_is_named_in_the_error(spark, clickstream, tmp_path, quiet):
+def test_a_full_disk_is_named_in_the_error(spark, clickstream, tmp_path):
     from jobs.lake.layout import Locations
 
     disk = tmp_path / "small-disk"
@@ -65,7 +65,7 @@ def test_a_full_disk_is_named_in_the_error(spark, clickstream, tmp_path, quiet):
             locations.landing, {"a.json": [event(f"u{i}", "2023-07-30T10:00:10Z", pad="x" * 200) for i in range(1500)]}
         )
         with pytest.raises(RunFailed) as failed:
-            run_pipeline(spark, clickstream, locations, quiet)
+            run_pipeline(spark, clickstream, locations)
     finally:
         subprocess.run(["umount", "--lazy", str(disk)], check=True)
     assert str(failed.value).startswith("the disk is full"), failed.value

@@ -147,7 +147,7 @@ def test_events_keep_the_good_rows_and_quarantine_the_rest(histories):
     }
 
 
-def test_a_batch_failing_on_its_data_names_the_file_and_the_command_that_gets_past_it(spark, tmp_path, quiet):
+def test_a_batch_failing_on_its_data_names_the_file_and_the_command_that_gets_past_it(spark, tmp_path):
     """A declaration that fails a batch on purpose (new fields, `new_fields: fail`) stands
     for any data a batch cannot get past: every rerun redoes the batch and fails the same
     way, until the file is quarantined by the command the error names."""
@@ -156,14 +156,14 @@ def test_a_batch_failing_on_its_data_names_the_file_and_the_command_that_gets_pa
     spec = declare.parse(yaml.safe_load((folder / "clickstream_inferred.yaml").read_text()))
     locations = Locations.resolve(spec.name, root=str(tmp_path / "root"))
     land(locations.landing, {"a.json": [event("u1", "2023-07-30T10:00:20Z")]})
-    run_pipeline(spark, spec, locations, quiet)
+    run_pipeline(spark, spec, locations)
     bad = [event("u2", "2023-07-30T10:01:00Z", shoe_size=44), "", event("u3", "2023-07-30T10:01:10Z")]
     (stuck,) = land(locations.landing, {"b.json": bad})
     land_in_order(locations.landing, {"c.json": [event("u4", "2023-07-30T10:02:00Z")]})
 
     for _ in range(2):  # the same failure, run after run
         with pytest.raises(RunFailed) as failed:
-            run_pipeline(spark, spec, locations, quiet)
+            run_pipeline(spark, spec, locations)
         message = str(failed.value)
         assert f"failed on its data, reading {stuck} (line unknown): USER_RAISED_EXCEPTION" in message
         assert "new field(s) shoe_size" in message
@@ -177,7 +177,7 @@ def test_a_batch_failing_on_its_data_names_the_file_and_the_command_that_gets_pa
         capture_output=True, text=True, env=env, cwd=REPO, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    report = run_pipeline(spark, spec, locations, quiet)
+    report = run_pipeline(spark, spec, locations)
 
     assert report.status == "succeeded"
     assert (report.input_rows, report.quarantined_rows, report.used_rows) == (3, 2, 1)  # c.json's row is used
@@ -204,9 +204,7 @@ def quarantine_records(quarantine: str) -> list[dict]:
     return [json.loads(line) for p in Path(quarantine).glob("batch_id=*/*.json") for line in p.read_text().splitlines()]
 
 
-def test_a_processor_that_raises_for_one_key_quarantines_that_key_s_rows_and_goes_on(
-    spark, tmp_path, quiet, monkeypatch
-):
+def test_a_processor_that_raises_for_one_key_quarantines_that_key_s_rows_and_goes_on(spark, tmp_path, monkeypatch):
     """rack_alerts with a processor that raises for one rack: that rack's rows of each
     batch are quarantined with the exception, its state is not written, the others go on."""
     real = PROCESSORS["rack_status"]
@@ -228,7 +226,7 @@ def test_a_processor_that_raises_for_one_key_quarantines_that_key_s_rows_and_goe
     readings = [rack("r-ok", 10 + m, 120.0) for m in range(3)] + [rack("r-bad", 10 + m, 120.0) for m in range(2)]
     land(locations.landing, {"racks.json": readings})
 
-    report = run_pipeline(spark, spec, locations, quiet)
+    report = run_pipeline(spark, spec, locations)
 
     assert (report.status, report.input_rows, report.used_rows, report.quarantined_rows) == ("succeeded", 5, 3, 2)
     assert report.state_rows == 1  # r-ok only: r-bad's state was not written
@@ -238,13 +236,13 @@ def test_a_processor_that_raises_for_one_key_quarantines_that_key_s_rows_and_goe
     assert [row.status for row in spark.read.parquet(locations.output).collect()] == ["WARNING"]
 
 
-def test_a_future_dated_event_is_quarantined_and_the_next_arrival_is_used(spark, clickstream, locations, quiet):
+def test_a_future_dated_event_is_quarantined_and_the_next_arrival_is_used(spark, clickstream, locations):
     land(locations.landing, {"a.json": [event("u1", "2023-07-30T10:00:20Z"), event("u2", "9999-12-31T23:59:00Z")]})
-    first = run_pipeline(spark, clickstream, locations, quiet)
+    first = run_pipeline(spark, clickstream, locations)
     land_in_order(
         locations.landing, {"b.json": [event("u3", "2023-07-30T10:07:00Z"), event("u4", "2023-07-30T10:08:00Z")]}
     )
-    second = run_pipeline(spark, clickstream, locations, quiet)
+    second = run_pipeline(spark, clickstream, locations)
 
     assert (first.quarantined_rows, first.used_rows, first.watermark) == (1, 1, "2023-07-30T09:55:20Z")
     assert (second.used_rows, second.late_rows_dropped, second.warnings) == (2, 0, [])
@@ -255,7 +253,7 @@ def test_a_future_dated_event_is_quarantined_and_the_next_arrival_is_used(spark,
     )
 
 
-def test_a_batch_read_again_decides_about_the_future_at_the_batch_s_own_time(spark, tmp_path, quiet):
+def test_a_batch_read_again_decides_about_the_future_at_the_batch_s_own_time(spark, tmp_path):
     """An event 5 s ahead, with max_future 1 second: in the future at the batch's time,
     not when its accounting is redone later (from the time Spark recorded for the batch)."""
     raw = yaml.safe_load((pipelines_dir() / "clickstream.yaml").read_text())
@@ -264,11 +262,11 @@ def test_a_batch_read_again_decides_about_the_future_at_the_batch_s_own_time(spa
     locations = Locations.resolve(spec.name, root=str(tmp_path))
     soon = (datetime.now(UTC) + timedelta(seconds=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
     land(locations.landing, {"a.json": [event("u1", soon), event("u2", "2023-07-30T10:00:20Z")]})
-    run_pipeline(spark, spec, locations, quiet)
+    run_pipeline(spark, spec, locations)
     shutil.rmtree(Path(locations.ledger) / "accounting")  # as if the run died before accounting
     time.sleep(max(0.0, (datetime.fromisoformat(soon) - datetime.now(UTC)).total_seconds() + 2))
 
-    report = run_pipeline(spark, spec, locations, quiet)
+    report = run_pipeline(spark, spec, locations)
 
     assert report.recovered_batch_ids and (report.input_rows, report.quarantined_rows) == (2, 1)
     assert [r["reason"] for r in quarantine_records(locations.quarantine)] == ["event_time_in_future"]

@@ -42,7 +42,7 @@ def validated(spark, tmp_path_factory) -> dict:
         quarantine_shares.append(expected.quarantined_rows / expected.input_rows)
         input_rows += expected.input_rows
         quarantined += expected.quarantined_rows
-        validations.append(validate_run(spark, spec, locations, report, echo=lambda line: None))
+        validations.append(validate_run(spark, spec, locations, report))
     return {
         "root": root,
         "spec": spec,
@@ -107,7 +107,7 @@ def test_good_output_passes_every_check(validated):
 
 
 def test_whole_table_passes_and_reads_every_committed_row(spark, validated):
-    validation = validate_table(spark, validated["spec"], validated["locations"], echo=lambda line: None)
+    validation = validate_table(spark, validated["spec"], validated["locations"])
     assert [c.name for c in validation.checks if c.success is False] == validated["table_warnings"]
     assert validation.rows_validated == sum(validated["written"])
     assert validation.run_ids == [r.run_id for r in load_reports(validated["locations"].runs)]
@@ -128,7 +128,7 @@ def test_files_the_sink_never_committed_are_not_read(spark, validated, tmp_path)
     stray_file = Path(locations.output) / "window_date=2023-07-30" / "part-99999-uncommitted.c000.parquet"
     shutil.copy(part, stray_file)
     try:
-        validation = validate_table(spark, validated["spec"], locations, echo=lambda line: None)
+        validation = validate_table(spark, validated["spec"], locations)
     finally:
         stray_file.unlink()
     assert [c.name for c in validation.checks if c.success is False] == validated["table_warnings"]
@@ -152,7 +152,7 @@ def _corrupt_one_committed_file(spark, locations: Locations, run_report: RunRepo
 def test_corrupted_output_fails_exactly_the_broken_expectations(spark, damaged):
     locations, report, corrupted, total = damaged
     spec = declare.load("clickstream")
-    validation = validate_run(spark, spec, locations, report, echo=lambda line: None)
+    validation = validate_run(spark, spec, locations, report)
 
     # What should fail, counted from the corrupted rows themselves.
     nulls = int(corrupted["user_id"].isna().sum())
@@ -184,7 +184,7 @@ def test_corrupted_output_fails_exactly_the_broken_expectations(spark, damaged):
     lenient = suite.model_copy(
         update={"expectations": tuple(e.model_copy(update={"severity": "warn"}) for e in suite.expectations)}
     )
-    warned = validate_run(spark, spec, locations, report, lenient, echo=lambda line: None)
+    warned = validate_run(spark, spec, locations, report, lenient)
     assert warned.status == "warned"
     assert sorted(_failed(warned)) == sorted(failed)
 
@@ -305,7 +305,7 @@ def test_report_opens_without_errors_in_headless_chromium(validated, tmp_path):
     # The latest validation of clickstream (other tests of this module validate its table too).
     last_verdict = max(load_results(locations.runs), key=lambda result: result.validated_at).status
     states["clickstream"] = {"passed": "healthy", "warned": "warning", "failed": "failing"}[last_verdict]
-    summary = Path(quality_report.build(str(root), echo=lambda line: None))
+    summary = Path(quality_report.build(str(root)))
     mode, expected_mode = modes(summary)
     assert mode == expected_mode  # the process umask decides, as for any file
     artifacts = REPO / "test-artifacts"

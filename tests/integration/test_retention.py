@@ -16,7 +16,7 @@ from jobs.run.checkpoint import CheckpointLog
 from jobs.run.files import taken_files
 from jobs.run.ledger import Ledger
 from jobs.run.retention import apply_retention
-from tests.helpers import all_lines, assert_run_matches, event, land_in_order, run_pipeline, table_rows
+from tests.helpers import all_lines, assert_run_matches, event, land_in_order, run_context, run_pipeline, table_rows
 from tests.model import ClickstreamModel
 
 FIRST = {
@@ -34,17 +34,17 @@ def _landed(locations) -> list[str]:
     return sorted(str(p.relative_to(locations.landing)) for p in Path(locations.landing).rglob("*.json"))
 
 
-def test_landed_files_are_deleted_once_accounted_and_the_ledger_still_answers(spark, clickstream, locations, quiet):
+def test_landed_files_are_deleted_once_accounted_and_the_ledger_still_answers(spark, clickstream, locations, caplog):
     pipeline, model = _with(clickstream, landed="delete", landed_after=0), ClickstreamModel()
     land_in_order(locations.landing, FIRST)
 
-    first = run_pipeline(spark, pipeline, locations, quiet)
+    first = run_pipeline(spark, pipeline, locations)
 
     assert (first.retention.deleted, _landed(locations)) == (2, [])
-    assert any("retention: 2 deleted landed file(s)" in line for line in quiet)
+    assert any("retention: 2 deleted landed file(s)" in line for line in caplog.messages)
     model.run([all_lines(FIRST)])
     land_in_order(locations.landing, SECOND)
-    second = run_pipeline(spark, pipeline, locations, quiet)  # the source does not miss what was deleted
+    second = run_pipeline(spark, pipeline, locations)  # the source does not miss what was deleted
     assert_run_matches(second, model.run([all_lines(SECOND)]))
     assert second.retention.deleted == 1 and table_rows(spark, locations.output) == model.rows()
     # The ledger names every file, with its rows, after the files are gone.
@@ -52,51 +52,49 @@ def test_landed_files_are_deleted_once_accounted_and_the_ledger_still_answers(sp
     assert [(Path(f["path"]).name, f["input_rows"]) for f in taken] == [("a.json", 2), ("b.json", 1), ("c.json", 1)]
 
 
-def test_files_younger_than_the_retention_are_kept(spark, clickstream, locations, quiet):
+def test_files_younger_than_the_retention_are_kept(spark, clickstream, locations):
     land_in_order(locations.landing, FIRST)
-    report = run_pipeline(spark, _with(clickstream, landed="delete", landed_after="30 days"), locations, quiet)
+    report = run_pipeline(spark, _with(clickstream, landed="delete", landed_after="30 days"), locations)
     assert (report.retention.deleted, len(_landed(locations))) == (0, 2)
 
 
-def test_archived_files_keep_their_folders_and_bytes(spark, clickstream, locations, quiet):
+def test_archived_files_keep_their_folders_and_bytes(spark, clickstream, locations):
     land_in_order(locations.landing, FIRST)
     before = {name: (Path(locations.landing) / name).read_bytes() for name in FIRST}
 
-    report = run_pipeline(spark, _with(clickstream, landed="archive", landed_after=0), locations, quiet)
+    report = run_pipeline(spark, _with(clickstream, landed="archive", landed_after=0), locations)
 
     assert (report.retention.archived, report.retention.archive, _landed(locations)) == (2, locations.archive, [])
     assert {name: (Path(locations.archive) / name).read_bytes() for name in FIRST} == before
 
 
-def test_retention_never_touches_a_batch_that_is_not_accounted(spark, clickstream, locations, quiet):
+def test_retention_never_touches_a_batch_that_is_not_accounted(spark, clickstream, locations):
     files = {f"f{i}.json": [event(f"u{i}", f"2023-07-30T10:0{i}:00Z")] for i in range(3)}
     land_in_order(locations.landing, files)
-    run_pipeline(spark, clickstream, locations, quiet, max_files_per_trigger=1)
+    run_pipeline(spark, clickstream, locations, max_files_per_trigger=1)
     # As if the run had died after committing batch 2, before accounting it.
-    ledger = Ledger(locations.ledger)
     Path(join(locations.ledger, "accounting", "2")).unlink()
-    retention = Retention(landed="delete", landed_after=0)
-    log = CheckpointLog(locations.checkpoint, locations.output)
+    run = run_context(spark, _with(clickstream, landed="delete", landed_after=0), locations)
 
-    done = apply_retention(retention, ledger, log, locations, quiet.append, now=datetime.now(UTC) + timedelta(days=1))
+    done = apply_retention(run, now=datetime.now(UTC) + timedelta(days=1))
 
     assert (done.deleted, done.through_batch, _landed(locations)) == (2, 1, ["f2.json"])
-    recovered = run_pipeline(spark, clickstream, locations, quiet)  # reads f2.json again, to account batch 2
+    recovered = run_pipeline(spark, clickstream, locations)  # reads f2.json again, to account batch 2
     assert recovered.recovered_batch_ids == [2] and recovered.input_rows == 1
-    later = apply_retention(retention, ledger, log, locations, quiet.append, now=datetime.now(UTC) + timedelta(days=1))
+    later = apply_retention(run, now=datetime.now(UTC) + timedelta(days=1))
     assert (later.deleted, later.through_batch, _landed(locations)) == (1, 3, [])
 
 
-def test_output_files_past_the_tables_retention_leave_the_log_and_the_folder(spark, clickstream, locations, quiet):
+def test_output_files_past_the_tables_retention_leave_the_log_and_the_folder(spark, clickstream, locations):
     pipeline = _with(clickstream, output_after="1 second")
     files = {f"f{i}.json": [event("u1", f"2023-07-30T1{i}:00:00Z")] for i in range(4)}  # each closes a window
     spark.conf.set("spark.sql.streaming.fileSink.log.compactInterval", "3")
     try:
         land_in_order(locations.landing, dict(list(files.items())[:2]))
-        run_pipeline(spark, pipeline, locations, quiet, max_files_per_trigger=1)
+        run_pipeline(spark, pipeline, locations, max_files_per_trigger=1)
         time.sleep(1.5)  # the first windows' files are now past the retention
         land_in_order(locations.landing, dict(list(files.items())[2:]))
-        report = run_pipeline(spark, pipeline, locations, quiet, max_files_per_trigger=1)
+        report = run_pipeline(spark, pipeline, locations, max_files_per_trigger=1)
     finally:
         spark.conf.unset("spark.sql.streaming.fileSink.log.compactInterval")
 

@@ -12,12 +12,19 @@ from jobs.flow.parse import parse_events, usable
 from jobs.flow.patterns import pattern_of
 from jobs.flow.query import start_query
 from jobs.flow.sink import Trigger
-from jobs.flow.tally import Tally
-from jobs.run.accounting import account_batches
+from jobs.run.bookkeeper import account_batches
 from jobs.run.checkpoint import CheckpointLog
-from jobs.run.ledger import Ledger
 from jobs.run.report import load_reports
-from tests.helpers import all_lines, assert_run_matches, event, land, land_in_order, run_pipeline, table_rows
+from tests.helpers import (
+    all_lines,
+    assert_run_matches,
+    event,
+    land,
+    land_in_order,
+    run_context,
+    run_pipeline,
+    table_rows,
+)
 from tests.model import ClickstreamModel
 
 T0 = datetime(2023, 7, 30, 10, 0, tzinfo=UTC)
@@ -46,11 +53,11 @@ ARRIVALS = [
 ]
 
 
-def test_arrivals_match_the_model_run_by_run(spark, clickstream, locations, quiet):
+def test_arrivals_match_the_model_run_by_run(spark, clickstream, locations):
     model = ClickstreamModel()
     for arrival in ARRIVALS:
         land(locations.landing, arrival)
-        report = run_pipeline(spark, clickstream, locations, quiet)
+        report = run_pipeline(spark, clickstream, locations)
         expected = model.run([all_lines(arrival)])
 
         assert report.status == "succeeded"
@@ -64,12 +71,12 @@ def test_arrivals_match_the_model_run_by_run(spark, clickstream, locations, quie
     assert sum(r.quarantined_rows for r in load_reports(locations.runs)) == 3
 
 
-def test_a_run_with_no_new_files_writes_nothing(spark, clickstream, locations, quiet, root):
+def test_a_run_with_no_new_files_writes_nothing(spark, clickstream, locations, root):
     land(locations.landing, ARRIVALS[0])
-    run_pipeline(spark, clickstream, locations, quiet)
+    run_pipeline(spark, clickstream, locations)
     files_before = sorted(p.name for p in root.rglob("*") if "runs" not in p.parts)
 
-    report = run_pipeline(spark, clickstream, locations, quiet)
+    report = run_pipeline(spark, clickstream, locations)
 
     assert report.status == "succeeded"
     assert (report.batches, report.input_rows, report.output_rows) == (0, 0, 0)
@@ -77,7 +84,7 @@ def test_a_run_with_no_new_files_writes_nothing(spark, clickstream, locations, q
     assert len(load_reports(locations.runs)) == 2
 
 
-def test_rate_limited_run_matches_the_model_batch_by_batch(spark, clickstream, locations, quiet):
+def test_rate_limited_run_matches_the_model_batch_by_batch(spark, clickstream, locations):
     """One file per batch: late rows are judged against the previous batch's watermark."""
     files = {
         "f1.json": [event("u1", at(20.0))],
@@ -88,7 +95,7 @@ def test_rate_limited_run_matches_the_model_batch_by_batch(spark, clickstream, l
         "f3.json": [event("u3", at(20.5)), event("u4", at(26.5)), event("u5", at(14.0))],
     }
     land_in_order(locations.landing, files)
-    report = run_pipeline(spark, clickstream, locations, quiet, max_files_per_trigger=1)
+    report = run_pipeline(spark, clickstream, locations, max_files_per_trigger=1)
 
     model = ClickstreamModel()
     expected = model.run(list(files.values()))
@@ -102,10 +109,10 @@ def test_rate_limited_run_matches_the_model_batch_by_batch(spark, clickstream, l
     assert table_rows(spark, locations.output) == model.rows()
 
 
-def test_trigger_once_reads_everything_in_one_batch(spark, clickstream, locations, quiet):
+def test_trigger_once_reads_everything_in_one_batch(spark, clickstream, locations):
     for arrival in ARRIVALS[:2]:
         land(locations.landing, arrival)
-    report = run_pipeline(spark, clickstream, locations, quiet, trigger=Trigger("once"), max_files_per_trigger=1)
+    report = run_pipeline(spark, clickstream, locations, trigger=Trigger("once"), max_files_per_trigger=1)
 
     model = ClickstreamModel()
     lines = [line for arrival in ARRIVALS[:2] for lines in arrival.values() for line in lines]
@@ -115,39 +122,46 @@ def test_trigger_once_reads_everything_in_one_batch(spark, clickstream, location
     assert report.output_rows == len(expected.emitted) == 0
     # Windows the moved watermark closed wait for the next run that has new data:
     # without new files, no batch runs at all.
-    assert run_pipeline(spark, clickstream, locations, quiet).output_rows == 0
+    assert run_pipeline(spark, clickstream, locations).output_rows == 0
     land(locations.landing, ARRIVALS[2])
-    follow_up = run_pipeline(spark, clickstream, locations, quiet)
+    follow_up = run_pipeline(spark, clickstream, locations)
     expected = model.run([all_lines(ARRIVALS[2])])
     assert follow_up.output_rows == len(expected.emitted) > 0
     assert table_rows(spark, locations.output) == model.rows()
 
 
-def test_late_rows_match_sparks_own_count_when_no_two_share_a_window(spark, clickstream, locations, quiet):
+def test_late_rows_match_sparks_own_count_when_no_two_share_a_window(spark, clickstream, locations):
     """Ties the accounting's late-row rule to Spark's: numRowsDroppedByWatermark counts
     groups, which equals rows when every late row is alone in its (window, user)."""
     land(locations.landing, {"first.json": [event("u1", at(30.0))]})
-    run_pipeline(spark, clickstream, locations, quiet)
+    run_pipeline(spark, clickstream, locations)
     late = [event(f"late{i}", at(i)) for i in range(5)] + [event("fresh", at(29.0))]
     land(locations.landing, {"second.json": late})
 
-    query = start_query(spark, clickstream, [locations.landing], locations.output, locations.checkpoint, Trigger())
+    query = start_query(
+        spark,
+        clickstream,
+        landings=[locations.landing],
+        output=locations.output,
+        checkpoint=locations.checkpoint,
+        trigger=Trigger(),
+    )
     query.awaitTermination()
     dropped_by_spark = sum(p.stateOperators[0].numRowsDroppedByWatermark for p in query.recentProgress)
 
-    log, ledger = CheckpointLog(locations.checkpoint, locations.output), Ledger(locations.ledger)
-    new = [b for b in log.committed_batches() if b not in ledger.accounted_batches()]
-    accounts = account_batches(spark, clickstream, log, ledger, locations.quarantine, new, "r", Tally(spark))
+    run = run_context(spark, clickstream, locations)
+    new = [b for b in run.checkpoint_log.committed_batches() if b not in run.ledger.accounted_batches()]
+    accounts = account_batches(run, new, store=True)
     assert dropped_by_spark == 5
     assert sum(a.late_rows_dropped for a in accounts) == 5
 
 
-def test_transforms_give_the_same_windows_in_batch_and_streaming(spark, clickstream, locations, quiet):
+def test_transforms_give_the_same_windows_in_batch_and_streaming(spark, clickstream, locations):
     """The pure transforms on a batch DataFrame agree with what the streaming run wrote
     for windows the watermark has closed."""
     lines = [line for arrival in ARRIVALS for lines in arrival.values() for line in lines]
     land(locations.landing, {"all.json": lines})
-    run_pipeline(spark, clickstream, locations, quiet)
+    run_pipeline(spark, clickstream, locations)
 
     batch = (
         spark.read.text(locations.landing)
@@ -162,9 +176,9 @@ def test_transforms_give_the_same_windows_in_batch_and_streaming(spark, clickstr
     assert streamed.count() > 3
 
 
-def test_output_layout_and_columns(spark, clickstream, locations, quiet, root):
+def test_output_layout_and_columns(spark, clickstream, locations, root):
     land(locations.landing, ARRIVALS[0] | ARRIVALS[1])
-    run_pipeline(spark, clickstream, locations, quiet)
+    run_pipeline(spark, clickstream, locations)
     table = spark.read.parquet(locations.output)
     assert table.columns == ["window_start", "window_end", "user_id", "event_count", "window_date"]
     assert dict(table.dtypes) == {
@@ -180,10 +194,10 @@ def test_output_layout_and_columns(spark, clickstream, locations, quiet, root):
     }
 
 
-def test_max_bytes_per_trigger_splits_a_backlog_into_batches(spark, clickstream, locations, quiet):
+def test_max_bytes_per_trigger_splits_a_backlog_into_batches(spark, clickstream, locations):
     files = {f"b{i}.json": [event("u1", at(i)), event("u2", at(i + 0.5))] for i in range(3)}
     land_in_order(locations.landing, files)
-    report = run_pipeline(spark, clickstream, locations, quiet, max_bytes_per_trigger=1)  # at least one file per batch
+    report = run_pipeline(spark, clickstream, locations, max_bytes_per_trigger=1)  # at least one file per batch
     data_batches = [
         b for b in report.batch_ids if CheckpointLog(locations.checkpoint, locations.output).source_files(b)
     ]

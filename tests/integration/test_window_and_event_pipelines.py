@@ -79,7 +79,7 @@ def test_inferred_schema_is_recorded_and_new_fields_are_rescued(histories):
     assert sum(1 for row in model.rows() if row[-1]) == 6  # the six events with new fields
 
 
-def test_enrichment_keeps_unmatched_events_with_nulls_when_declared(spark, tmp_path, quiet):
+def test_enrichment_keeps_unmatched_events_with_nulls_when_declared(spark, tmp_path):
     """Also a Parquet dimension, at a full path outside <root>/dimensions/."""
     dimension = tmp_path / "elsewhere" / "users.parquet"
     spark.createDataFrame([("user1", "DE", "pro")], "user_id string, country string, plan string").write.parquet(
@@ -92,40 +92,40 @@ def test_enrichment_keeps_unmatched_events_with_nulls_when_declared(spark, tmp_p
     arrival = samples.arrivals(spec.name)[0]
     land(locations.landing, arrival)
 
-    report = run_pipeline(spark, spec, locations, quiet)
+    report = run_pipeline(spark, spec, locations)
 
     model = EventsModel(lambda line: enriched_row(line, {"user1": ("DE", "pro")}, unmatched="keep"))
     assert_run_matches(report, model.run([all_lines(arrival)]))
     assert table(spark, spec, locations) == ordered(model.rows())
 
 
-def test_enrichment_refuses_a_missing_or_ambiguous_dimension(spark, tmp_path, quiet):
+def test_enrichment_refuses_a_missing_or_ambiguous_dimension(spark, tmp_path):
     spec = declare.load("clickstream_enriched")
     locations = Locations.resolve(spec.name, root=str(tmp_path / "root"))
     land(locations.landing, samples.arrivals(spec.name)[0])
     with pytest.raises(RunRefused, match="dimension table users not found"):
-        run_pipeline(spark, spec, locations, quiet)
+        run_pipeline(spark, spec, locations)
     fs.write_text(join(locations.dimensions, "users.csv"), "user_id,country,plan\nu1,DE,pro\nu1,FR,free\n")
     with pytest.raises(RunRefused, match="more than one row for user_id 'u1'"):
-        run_pipeline(spark, spec, locations, quiet)
+        run_pipeline(spark, spec, locations)
     assert not fs.exists(locations.output)
 
 
-def test_new_fields_fail_the_run_and_lose_nothing_until_the_declaration_says_ignore(spark, tmp_path, quiet):
+def test_new_fields_fail_the_run_and_lose_nothing_until_the_declaration_says_ignore(spark, tmp_path):
     declared = declare.load("clickstream_inferred")
     spec = declared.model_copy(update={"source": declared.source.model_copy(update={"new_fields": "fail"})})
     locations = Locations.resolve(spec.name, root=str(tmp_path / "root"))
     arrivals = samples.arrivals(spec.name)
     fields = inferred_fields(all_lines(arrivals[0]))
     land(locations.landing, arrivals[0])
-    run_pipeline(spark, spec, locations, quiet)
+    run_pipeline(spark, spec, locations)
     land(locations.landing, arrivals[2])
 
     with pytest.raises(RunFailed, match=r"new field\(s\) campaign, device in .*arrival-3-a.json"):
-        run_pipeline(spark, spec, locations, quiet)
+        run_pipeline(spark, spec, locations)
 
     ignoring = spec.model_copy(update={"source": spec.source.model_copy(update={"new_fields": "ignore"})})
-    report = run_pipeline(spark, ignoring, locations, quiet)
+    report = run_pipeline(spark, ignoring, locations)
     model = EventsModel(lambda line: inferred_row(line, fields, "ignore"))
     model.run([all_lines(arrivals[0])])
     assert_run_matches(report, model.run([all_lines(arrivals[2])]))

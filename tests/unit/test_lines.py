@@ -23,4 +23,4 @@ def test_lines_before_a_block_are_the_lines_that_start_at_or_before_it(tmp_path,
     for offset in range(1, len(body)):
         # Built, not parsed: the line starts are known from how the file was made.
         expected = sum(1 for start in starts if start <= offset)
-        assert lines_before(f"file:{path}", offset, chunk_size) == expected, offset
+        assert lines_before(str(path), offset, chunk_size) == expected, offset

@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 import pyarrow as pa
 
 from jobs.flow.tally import FileCount, Quarantined, RowCounter, TaskCounts, take_batch
-from jobs.run.accounting import counts_that_add_up
+from jobs.lake.layout import from_spark
+from jobs.run.accounts import counts_that_add_up
 
 
 class FakeTally:
@@ -70,11 +71,14 @@ def test_a_task_spark_ran_twice_counts_once_and_later_batches_stay():
 def test_a_count_is_used_only_when_it_adds_up_to_the_lines_spark_read():
     def counts(records_of_a: int = 2) -> dict:
         return {
-            "file:/l/a.json": FileCount(lines=3, blank=1, records=records_of_a),
-            "file:/l/b.json": FileCount(lines=2, records=2),
+            "/l/a.json": FileCount(lines=3, blank=1, records=records_of_a),
+            "/l/b.json": FileCount(lines=2, records=2),
         }
 
-    listed = [{"file:///l/a.json": 1, "file:///l/b.json": 2}]  # as the source's log names them
+    # Spark names a file 'file:/l/a.json' in a task and 'file:///l/a.json' in the source's
+    # log: both are named as the product names it where Spark hands them over.
+    assert from_spark("file:/l/a.json") == from_spark("file:///l/a.json") == "/l/a.json"
+    listed = [{"/l/a.json": 1, "/l/b.json": 2}]
     assert counts_that_add_up(counts(), listed, [5]) is not None
     assert counts_that_add_up(counts(), listed, [6]) is None  # a task's count is missing
     assert counts_that_add_up(counts(records_of_a=1), listed, [5]) is None  # ... or part of it

@@ -1,12 +1,13 @@
-"""A run's accounts as the query commits batches (jobs/run/accountant.py), with the
+"""A run's accounts as the query commits batches (jobs/run/bookkeeper.py), with the
 accounting, the checkpoint's log, the ledger and the lock as fakes: which batches are
 accounted when, stored when, and reported once."""
 
 from __future__ import annotations
 
 import threading
+from types import SimpleNamespace
 
-from jobs.run.accountant import Accountant
+from jobs.run.bookkeeper import Bookkeeper
 from jobs.run.report import BatchAccount, RunReport
 
 
@@ -41,7 +42,7 @@ def account(batch_id: int) -> BatchAccount:
 def accountant(committed_before: list[int], store_as_it_goes: bool = False, before_store=lambda: None):
     log, ledger, calls = Log(committed_before), Ledger(), []
 
-    def account_batches(batch_ids, store, seen):
+    def account_batches(batch_ids, *, store, seen):
         # (batches, stored, those of them whose metrics from the query's progress were handed over)
         calls.append((list(batch_ids), store, [b for b in batch_ids if b in seen]))
         before_store()
@@ -51,7 +52,9 @@ def accountant(committed_before: list[int], store_as_it_goes: bool = False, befo
         return [account(b) for b in batch_ids]
 
     report = RunReport(run_id="r", pipeline="p", trigger="available-now", started_at="2026-11-23T00:00:00+00:00")
-    return Accountant(account_batches, log, ledger, Lock(), report, store_as_it_goes), log, ledger, calls, report
+    run = SimpleNamespace(checkpoint_log=log, ledger=ledger, lock=Lock())  # the parts of a RunContext it uses
+    books = Bookkeeper(account_batches, run, report, store_as_it_goes=store_as_it_goes)
+    return books, log, ledger, calls, report
 
 
 def seen(*batch_ids: int) -> dict:

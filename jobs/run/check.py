@@ -1,0 +1,92 @@
+"""The run's check: that the declaration still describes the checkpoint's query (before
+Spark starts, so that a refused run changes nothing), then, with Spark, the recorded (or
+now inferred) schema and the dimension; what the run then works with is its context."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from jobs.declare import PipelineBase
+from jobs.flow.enrich import check_dimension, dimension_uri, read_dimension
+from jobs.flow.patterns import pattern_of
+from jobs.flow.source import check_inferred, infer_schema
+from jobs.flow.tally import Tally
+from jobs.lake import fs
+from jobs.lake.layout import Locations, StorageError
+from jobs.lake.locks import CheckpointLock, S3Lease
+from jobs.run.checkpoint import CheckpointLog
+from jobs.run.context import RunContext, RunOptions
+from jobs.run.ledger import Ledger, check_contract, with_quarantined_files, with_recorded_schema
+
+log = logging.getLogger(__name__)
+
+
+def checkpoint_contract(pipeline: PipelineBase, locations: Locations) -> dict[str, Any]:
+    """What the checkpoint depends on: the pattern's contract, and where it reads and writes."""
+    return {**pattern_of(pipeline).contract(), "landing": locations.landing, "output": locations.output}
+
+
+def check_before_spark(pipeline: PipelineBase, locations: Locations) -> None:
+    """Before Spark starts, so that a refused run changes nothing: the declaration still
+    describes the checkpoint's query, and the landing exists."""
+    checkpoint_log = CheckpointLog(locations.checkpoint, locations.output)
+    contract = checkpoint_contract(pipeline, locations)
+    check_contract(pipeline.name, contract, Ledger(locations.ledger), checkpoint_log, locations.quarantine)
+    if not fs.exists(locations.landing):
+        raise StorageError(
+            f"landing location {locations.landing} does not exist; land files there first "
+            f"(python -m jobs land FILE... --to {locations.landing}) or pass --landing"
+        )
+    log.info("  check: the declaration matches checkpoint %s", locations.checkpoint)
+
+
+def checked_context(
+    spark: SparkSession,
+    pipeline: PipelineBase,
+    locations: Locations,
+    options: RunOptions,
+    *,
+    lock: CheckpointLock | S3Lease,
+    run_id: str,
+) -> RunContext:
+    """The rest of the check, with Spark: the recorded (or now inferred) schema, the
+    dimension; then the contract is recorded."""
+    from jobs.session import set_runtime_conf
+
+    set_runtime_conf(
+        spark, {"spark.sql.shuffle.partitions": str(pipeline.state_partitions)} | pipeline.spark.sql_conf()
+    )
+    ledger = Ledger(locations.ledger)
+    if pipeline.source.infer_schema and ledger.recorded_schema() is None:
+        listed = options.listed(locations.landing)
+        fields = infer_schema(spark, listed)
+        check_inferred(pipeline, fields)
+        ledger.record_schema(fields, listed)
+        log.info("  inferred and recorded the schema: %s", ", ".join(f"{k} {v}" for k, v in fields.items()))
+    dimension = None
+    if pipeline.enrich is not None:
+        dimension = read_dimension(spark, pipeline.enrich, locations.dimensions)
+        rows = check_dimension(dimension, pipeline.enrich)
+        log.info(
+            "  dimension %s: %d rows from %s",
+            pipeline.enrich.table,
+            rows,
+            dimension_uri(pipeline.enrich, locations.dimensions),
+        )
+    ledger.record_contract(checkpoint_contract(pipeline, locations))
+    return RunContext(
+        spark=spark,
+        pipeline=with_quarantined_files(with_recorded_schema(pipeline, ledger), ledger),
+        locations=locations,
+        options=options,
+        checkpoint_log=CheckpointLog(locations.checkpoint, locations.output),
+        ledger=ledger,
+        tally=Tally(spark),
+        dimension=dimension,
+        lock=lock,
+        run_id=run_id,
+        log=logging.getLogger(f"jobs.run.{pipeline.name}"),  # one pipeline's lines, apart from others in one app
+    )
