@@ -108,7 +108,7 @@ def run_histories(spark, root: str, names: list[str], arrivals_of=samples.arriva
     found = {name: History(declare.load(name), Locations.resolve(name, root=root)) for name in names}
 
     def in_process(history: History) -> Run:
-        report = run_pipeline(spark, history.pipeline, history.locations, [])
+        report = run_pipeline(spark, history.pipeline, history.locations)
         verdict = validate_run(spark, history.pipeline, history.locations, report).status
         return Run(report, verdict, table(spark, history.pipeline, history.locations))
 

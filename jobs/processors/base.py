@@ -12,6 +12,12 @@ from jobs.columns import EVENT_TIME
 
 # (key, the key's events of this batch as pandas DataFrames, its GroupState) -> output frames
 GroupFunction = Callable[[tuple, Iterator[Any], Any], Iterator[Any]]
+Columns = list[tuple[str, str]]  # (name, Spark SQL type): what a processor emits or keeps
+
+
+def ddl(columns: Columns) -> str:
+    """The columns as Spark's DDL, each name quoted (a name may hold a space or a comma)."""
+    return ", ".join(f"`{name.replace('`', '``')}` {type_}" for name, type_ in columns)
 
 
 class ProcessorSettings(BaseModel):
@@ -25,14 +31,14 @@ class Processor:
     name: str
     description: str
     settings: type[ProcessorSettings]  # its settings with their defaults; a declaration may set each
-    output: Callable[[Any], str]  # DDL of the rows it emits after the keys, given the settings
-    state: str  # DDL of what it keeps per key
+    output: Callable[[Any], Columns]  # the columns it emits after the keys, given the settings
+    state: Columns  # what it keeps per key
     event_time_timeout: bool  # True: it closes things when the watermark passes them
     inputs: Callable[[Any], list[str]]  # the event fields it reads, given the settings
     function: Callable[[Any, list[str]], GroupFunction]  # (settings, keys) -> the group function
 
     def output_columns(self, settings: ProcessorSettings, keys: list[str]) -> list[str]:
-        return [*keys, *(part.split()[0] for part in self.output(settings).split(","))]
+        return [*keys, *(name for name, _ in self.output(settings))]
 
 
 def events_in_time_order(pdfs: Iterator[Any], columns: list[str]):

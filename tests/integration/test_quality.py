@@ -36,7 +36,7 @@ def validated(spark, tmp_path_factory) -> dict:
     input_rows = quarantined = 0
     for files in ARRIVALS[:3]:
         land(locations.landing, files)
-        report = run_pipeline(spark, spec, locations, [])
+        report = run_pipeline(spark, spec, locations)
         expected = model.run([all_lines(files)])
         written.append(len(expected.emitted))
         quarantine_shares.append(expected.quarantined_rows / expected.input_rows)
@@ -67,7 +67,7 @@ def damaged(spark, tmp_path) -> tuple[Locations, RunReport, pd.DataFrame, int]:
     model = ClickstreamModel()
     for files in ARRIVALS[:2]:
         land(locations.landing, files)
-        run_pipeline(spark, spec, locations, [])
+        run_pipeline(spark, spec, locations)
         written = len(model.run([all_lines(files)]).emitted)
     report = load_reports(locations.runs)[1]
     # The duplicated row adds one to what the second run wrote.

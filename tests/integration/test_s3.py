@@ -52,7 +52,7 @@ def test_arrivals_in_a_bucket_match_the_model_run_by_run(spark, s3_root):
             path: len("".join(f"{line}\n" for line in files[path.rsplit("/", 1)[-1]]).encode()) for path in landed
         }
         assert all(path.startswith(f"s3a://{S3_BUCKET}/") for path in landed)
-        report = run_pipeline(spark, spec, locations, [])
+        report = run_pipeline(spark, spec, locations)
         expected = model.run([all_lines(files)])
         # Only the new objects are read, and every row is accounted for.
         assert report.input_files == len(files)
@@ -74,8 +74,8 @@ def test_a_run_with_nothing_new_reads_nothing(spark, s3_root):
     spec = declare.load("clickstream")
     locations = Locations.resolve(spec.name, root=s3_root)
     land(locations.landing, ARRIVALS[0])
-    run_pipeline(spark, spec, locations, [])
-    again = run_pipeline(spark, spec, locations, [])
+    run_pipeline(spark, spec, locations)
+    again = run_pipeline(spark, spec, locations)
     assert (again.batches, again.input_rows) == (0, 0)
 
 
@@ -88,16 +88,16 @@ def test_date_organised_prefixes_and_listing_limits(spark, s3_root):
     land(f"{locations.landing}/dt=2023-07-30/hour=10", new)
 
     # Only dt= folders from 2023-07-29 on are listed: the old file is never seen.
-    report = run_pipeline(spark, spec, locations, [], landing_since=date(2023, 7, 29))
+    report = run_pipeline(spark, spec, locations, landing_since=date(2023, 7, 29))
     assert (report.input_files, report.input_rows) == (2, 2)
 
     # A glob: one more file in the same hour is read; nothing twice.
     land(f"{locations.landing}/dt=2023-07-30/hour=11", {"d.json": [event("u4", "2023-07-30T11:00:00Z")]})
-    report = run_pipeline(spark, spec, locations, [], landing_glob="dt=2023-07-3*/hour=*")
+    report = run_pipeline(spark, spec, locations, landing_glob="dt=2023-07-3*/hour=*")
     assert (report.input_files, report.input_rows) == (1, 1)
 
     # Without a limit, the whole history is listed and only the old file is new.
-    report = run_pipeline(spark, spec, locations, [])
+    report = run_pipeline(spark, spec, locations)
     assert (report.input_files, report.input_rows) == (1, 2)
 
 
@@ -240,7 +240,7 @@ def test_retention_archives_landed_objects_within_the_bucket(spark, s3_root):
     files = {"a.json": [event("u1", "2023-07-30T10:00:10Z")], "b.json": [event("u2", "2023-07-30T10:00:20Z"), "{"]}
     land(locations.landing, files)
 
-    report = run_pipeline(spark, spec, locations, [])
+    report = run_pipeline(spark, spec, locations)
 
     assert (report.retention.archived, list_names(locations.landing)) == (2, [])
     assert {name: read_text(f"{locations.archive}/{name}") for name in files} == {

@@ -145,7 +145,7 @@ def test_each_processor_says_what_it_emits_and_reads(name):
     processor = PROCESSORS[name]
     settings = processor.settings()
     columns = processor.output_columns(settings, ["key"])
-    assert columns[0] == "key" and len(columns) == len(processor.output(settings).split(",")) + 1
+    assert columns[0] == "key" and len(columns) == len(processor.output(settings)) + 1
     assert processor.inputs(settings) and processor.state
 
 
@@ -195,3 +195,17 @@ def test_a_processor_that_succeeds_writes_its_state_through_the_guard():
     rows = where(pd.DataFrame({EVENT_TIME: [T0], "temperature": [120.0]}))
     [out] = Guarded(rack_status(settings, ["rack"]), "rack_status", tally)(("r1",), iter([rows]), state)
     assert (list(out["status"]), state.value, tally.added) == (["WARNING"], ("WARNING", 1), [])
+
+
+def test_a_processor_declares_its_columns_as_name_and_type_pairs_and_the_ddl_is_built_from_them(spark):
+    """A type holding a comma (decimal(10,2)) or a name holding a space is no longer split
+    by hand: Spark parses the DDL built from the pairs back into the same columns."""
+    from jobs.processors.base import ddl
+
+    columns = [("amount", "decimal(10,2)"), ("rack id", "string"), ("seen", "map<string,int>")]
+    parsed = spark.createDataFrame([], ddl(columns)).schema
+    assert [(f.name, f.dataType.simpleString()) for f in parsed] == columns
+    settings = RackStatusSettings(column="temp")
+    assert PROCESSORS["rack_status"].output_columns(settings, ["rack"]) == [
+        "rack", "status", "changed_at", "temp", "consecutive_high",
+    ]  # fmt: skip

@@ -20,6 +20,7 @@ from jobs.columns import EVENT_TIME
 from jobs.declare import ProcessPipeline
 from jobs.flow.guard import WHERE, Guarded
 from jobs.flow.patterns.base import Pattern
+from jobs.processors.base import ddl
 from jobs.units import spark_duration
 
 if TYPE_CHECKING:
@@ -85,8 +86,8 @@ class ProcessPattern(Pattern):
         function = processor.function(settings, list(pipeline.keys))
         return inputs.groupBy(*pipeline.keys).applyInPandasWithState(
             Guarded(function, processor.name, tally) if tally is not None and len(where) == 3 else function,
-            f"{keys_ddl}, {processor.output(settings)}",
-            processor.state,
+            f"{keys_ddl}, {ddl(processor.output(settings))}",
+            ddl(processor.state),
             "append",
             timeout,
         )
