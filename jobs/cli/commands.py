@@ -35,9 +35,9 @@ def _link(text: str | None) -> str | None:
     return text
 
 
-def _locations(args: argparse.Namespace, pipeline: str) -> Locations:
+def _locations(args: argparse.Namespace, pipeline_name: str) -> Locations:
     return Locations.resolve(
-        pipeline,
+        pipeline_name,
         root=args.root,
         landing=getattr(args, "landing", None),
         output=args.output,

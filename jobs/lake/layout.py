@@ -90,7 +90,7 @@ class Locations:
     @classmethod
     def resolve(
         cls,
-        pipeline: str,
+        pipeline_name: str,
         root: str = DEFAULT_ROOT,
         landing: str | None = None,
         output: str | None = None,
@@ -102,18 +102,18 @@ class Locations:
         """Each location defaults from the root, following the documented layout."""
         base = normalize(root)
         return cls(
-            landing=normalize(landing) if landing else join(base, "landing", pipeline),
-            output=normalize(output) if output else join(base, "tables", pipeline),
-            checkpoint=normalize(checkpoint) if checkpoint else join(base, "checkpoints", pipeline),
-            quarantine=normalize(quarantine) if quarantine else join(base, "quarantine", pipeline),
-            runs=normalize(runs) if runs else join(base, "runs", pipeline),
+            landing=normalize(landing) if landing else join(base, "landing", pipeline_name),
+            output=normalize(output) if output else join(base, "tables", pipeline_name),
+            checkpoint=normalize(checkpoint) if checkpoint else join(base, "checkpoints", pipeline_name),
+            quarantine=normalize(quarantine) if quarantine else join(base, "quarantine", pipeline_name),
+            runs=normalize(runs) if runs else join(base, "runs", pipeline_name),
             # Great Expectations keeps its project in a local folder, also when the root is a bucket.
             quality=join(base, "quality")
             if not is_s3(base)
             else join(normalize(DEFAULT_ROOT), "quality", *split_bucket(base)),
             reports=normalize(reports) if reports else join(base, "reports"),
             dimensions=join(base, "dimensions"),
-            archive=join(base, "archive", pipeline),
+            archive=join(base, "archive", pipeline_name),
         )
 
     @property

@@ -46,9 +46,9 @@ def _read_holder(text: str) -> dict:
     return holder if isinstance(holder, dict) else {}
 
 
-def _refusal(pipeline: str, checkpoint: str, holder: str) -> str:
+def _refusal(pipeline_name: str, checkpoint: str, holder: str) -> str:
     return (
-        f"pipeline '{pipeline}' is already running on checkpoint {checkpoint} ({holder}); "
+        f"pipeline '{pipeline_name}' is already running on checkpoint {checkpoint} ({holder}); "
         "wait for it to finish, or stop it, then run again"
     )
 
@@ -77,9 +77,9 @@ class CheckpointLock:
     """An exclusive flock on `<ledger>/lock`. The kernel releases it when the holder exits,
     however it exits, so a crashed run never leaves a stale lock behind."""
 
-    def __init__(self, ledger: str, pipeline: str):
+    def __init__(self, ledger: str, pipeline_name: str):
         self.path = local_path(join(ledger, "lock"))
-        self.pipeline = pipeline
+        self.pipeline = pipeline_name
         self._file = None
 
     def __enter__(self) -> CheckpointLock:
@@ -156,9 +156,9 @@ class S3Lease:
     whose renewal finds another run's copy.
     """
 
-    def __init__(self, ledger: str, pipeline: str, lease_s: float | None = None):
+    def __init__(self, ledger: str, pipeline_name: str, lease_s: float | None = None):
         self.uri = join(ledger, "lock")
-        self.pipeline = pipeline
+        self.pipeline = pipeline_name
         self.lease_s = lease_s or settings().s3_lease_s
         self._me = _this_process() | {"token": uuid.uuid4().hex}
         self._etag: str | None = None
@@ -269,6 +269,6 @@ def _describe(holder: dict) -> str:
     return f"pid {holder['pid']} on {holder.get('host', '?')}, since {holder.get('since', '?')}"
 
 
-def checkpoint_lock(ledger: str, pipeline: str) -> CheckpointLock | S3Lease:
+def checkpoint_lock(ledger: str, pipeline_name: str) -> CheckpointLock | S3Lease:
     """The lock that keeps two runs off one checkpoint, local or in a bucket."""
-    return S3Lease(ledger, pipeline) if is_s3(ledger) else CheckpointLock(ledger, pipeline)
+    return S3Lease(ledger, pipeline_name) if is_s3(ledger) else CheckpointLock(ledger, pipeline_name)

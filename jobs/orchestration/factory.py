@@ -53,15 +53,15 @@ DATA_QUALITY_DAG_ID = f"{DAG_PREFIX}data_quality"
 PUBLISHED_ALIAS = AssetAlias("jobs-published")
 
 
-def location_asset(location: str, pipeline: str) -> Asset:
+def location_asset(location: str, pipeline_name: str) -> Asset:
     """An Asset named by its location (Airflow wants s3:// where Spark wants s3a://)."""
     uri = "s3://" + location.removeprefix("s3a://") if location.startswith("s3a://") else f"file://{location}"
-    return Asset(uri=uri, group="jobs", extra={"pipeline": pipeline})
+    return Asset(uri=uri, group="jobs", extra={"pipeline": pipeline_name})
 
 
-def table_asset(pipeline: str, root: str) -> Asset:
+def table_asset(pipeline_name: str, root: str) -> Asset:
     """The pipeline's output table: another root is another table, not the same Asset moved."""
-    return location_asset(Locations.resolve(pipeline, root=root).output, pipeline)
+    return location_asset(Locations.resolve(pipeline_name, root=root).output, pipeline_name)
 
 
 def outlasting_delay(delay_s: float, retries: int, max_delay_s: float, lease_s: float) -> float:
@@ -92,14 +92,14 @@ def _retry_args(orchestration: Orchestration, root: str) -> dict[str, Any]:
 
 # Scheduled pipeline DAGs.
 @task(trigger_rule=TriggerRule.NONE_FAILED)
-def publish_report(pipeline: str, root: str, jobs_run_id: str) -> dict[str, Any]:
+def publish_report(pipeline_name: str, root: str, jobs_run_id: str) -> dict[str, Any]:
     """The run report and its validation verdict (None when there was nothing new to
     validate): into the task log and the XCom."""
     from jobs.lake import fs
     from jobs.run.report import load_report, report_uri
     from jobs.validate.result import result_uri
 
-    locations = Locations.resolve(pipeline, root=root)
+    locations = Locations.resolve(pipeline_name, root=root)
     with environment.task_environment(log):
         report = load_report(locations.runs, jobs_run_id)
         results = result_uri(locations.runs, jobs_run_id)
@@ -126,29 +126,29 @@ def publish_report(pipeline: str, root: str, jobs_run_id: str) -> dict[str, Any]
     for line in json.dumps(published, indent=2).splitlines():
         log.info("%s", line)
     for warning in report.warnings:
-        log.warning("%s: %s", pipeline, warning)
+        log.warning("%s: %s", pipeline_name, warning)
     return published
 
 
 @task
-def table_updated(pipeline: str, root: str, published: dict[str, Any]) -> None:
+def table_updated(pipeline_name: str, root: str, published: dict[str, Any]) -> None:
     """An event for the table's Asset, with the run report as its extra, when the run
     appended rows; skipped otherwise, so consumers (the data quality DAG) wake for new
     rows only."""
     if published["output_rows"] == 0:
         raise AirflowSkipException(f"no Asset event: run {published['run_id']} appended no rows")
-    get_current_context()["outlet_events"][table_asset(pipeline, root)].extra = published
+    get_current_context()["outlet_events"][table_asset(pipeline_name, root)].extra = published
 
 
-def pipeline_dag(spec: declare.PipelineBase, root: str) -> DAG:
+def pipeline_dag(pipeline: declare.PipelineBase, root: str) -> DAG:
     with DAG(
-        dag_id=f"{DAG_PREFIX}{spec.name}",
-        description=spec.description,
-        schedule=spec.schedule,
+        dag_id=f"{DAG_PREFIX}{pipeline.name}",
+        description=pipeline.description,
+        schedule=pipeline.schedule,
         start_date=START_DATE,
         catchup=False,
         max_active_runs=1,  # two runs never share the checkpoint (the run also locks it)
-        default_args=_retry_args(spec.orchestration, root),
+        default_args=_retry_args(pipeline.orchestration, root),
         params={
             "max_files_per_trigger": Param(
                 None, type=["null", "integer"], minimum=1, description="at most this many new files per batch"
@@ -169,22 +169,28 @@ def pipeline_dag(spec: declare.PipelineBase, root: str) -> DAG:
             ),
         },
         tags=["jobs", "pipeline"],
-        doc_md=f"**{spec.name}**: {spec.description}\n\nDeclared in `jobs/pipelines/{spec.name}.yaml`.",
+        doc_md=f"**{pipeline.name}**: {pipeline.description}\n\nDeclared in `jobs/pipelines/{pipeline.name}.yaml`.",
     ) as dag:
-        sizes = spec.spark.session_conf()
-        run = RunPipelineOperator(task_id="run", pipeline=spec.name, root=root, name=f"jobs-{spec.name}", conf=sizes)
-        validate = ValidateRunOperator(
-            task_id="validate", pipeline=spec.name, root=root, name=f"jobs-validate-{spec.name}", conf=sizes
+        sizes = pipeline.spark.session_conf()
+        run = RunPipelineOperator(
+            task_id="run", pipeline_name=pipeline.name, root=root, name=f"jobs-{pipeline.name}", conf=sizes
         )
-        published = publish_report(spec.name, root, run.output)
+        validate = ValidateRunOperator(
+            task_id="validate",
+            pipeline_name=pipeline.name,
+            root=root,
+            name=f"jobs-validate-{pipeline.name}",
+            conf=sizes,
+        )
+        published = publish_report(pipeline.name, root, run.output)
         run >> validate >> published
-        table_updated.override(outlets=[table_asset(spec.name, root)])(spec.name, root, published)
+        table_updated.override(outlets=[table_asset(pipeline.name, root)])(pipeline.name, root, published)
     return dag
 
 
 def pipeline_dags() -> dict[str, DAG]:
     root = environment.root()
-    return {f"{DAG_PREFIX}{name}": pipeline_dag(spec, root) for name, spec in declare.load_all().items()}
+    return {f"{DAG_PREFIX}{name}": pipeline_dag(pipeline, root) for name, pipeline in declare.load_all().items()}
 
 
 # The backfill DAG.
@@ -329,7 +335,7 @@ def data_quality_dag(pipelines: list[str], root: str) -> DAG:
         checks = [
             ValidateTableOperator(
                 task_id=f"validate_{name}",
-                pipeline=name,
+                pipeline_name=name,
                 root=root,
                 skip_on_exit=(ExitCode.REFUSED,),  # nothing to validate (checked before spark-submit too)
                 name=f"jobs-validate-{name}",

@@ -75,9 +75,9 @@ class RunPipelineOperator(JobsSubmitOperator):
     """`python -m jobs run PIPELINE` with a run id chosen here, returned as the task's XCom,
     so the tasks after it find this run's report. Rate limits come from the DAG run's params."""
 
-    def __init__(self, *, pipeline: str, root: str, **kwargs: Any) -> None:
+    def __init__(self, *, pipeline_name: str, root: str, **kwargs: Any) -> None:
         # Validation is the DAG's next task, so the run does not validate on its own.
-        super().__init__(jobs_args=["run", pipeline, f"--root={root}", "--no-validate"], **kwargs)
+        super().__init__(jobs_args=["run", pipeline_name, f"--root={root}", "--no-validate"], **kwargs)
 
     def arguments(self, context: Any) -> list[str]:
         self.run_id = new_run_id(datetime.now(UTC))
@@ -103,9 +103,9 @@ class ValidateRunOperator(JobsSubmitOperator):
     """`python -m jobs validate PIPELINE --run=<the run task's run id>`, skipped without
     starting Spark when that run committed no batch (nothing new landed)."""
 
-    def __init__(self, *, pipeline: str, root: str, run_task: str = "run", **kwargs: Any) -> None:
-        super().__init__(jobs_args=["validate", pipeline, f"--root={root}"], **kwargs)
-        self.pipeline = pipeline
+    def __init__(self, *, pipeline_name: str, root: str, run_task: str = "run", **kwargs: Any) -> None:
+        super().__init__(jobs_args=["validate", pipeline_name, f"--root={root}"], **kwargs)
+        self.pipeline_name = pipeline_name
         self.root = root
         self.run_task = run_task
 
@@ -118,7 +118,7 @@ class ValidateRunOperator(JobsSubmitOperator):
 
         self.run_id = context["ti"].xcom_pull(task_ids=self.run_task)
         with environment.task_environment(self.log):
-            report = load_report(Locations.resolve(self.pipeline, root=self.root).runs, self.run_id)
+            report = load_report(Locations.resolve(self.pipeline_name, root=self.root).runs, self.run_id)
         if not report.batch_ids:
             raise AirflowSkipException(
                 f"nothing to validate: run {self.run_id} committed no batch (nothing new landed)"
@@ -131,9 +131,9 @@ class ValidateTableOperator(JobsSubmitOperator):
     pipeline has committed no batch (there is no table yet), and when no run has appended
     rows since the table's last check (unless the DAG run's param `revalidate` is set)."""
 
-    def __init__(self, *, pipeline: str, root: str, **kwargs: Any) -> None:
-        super().__init__(jobs_args=["validate", pipeline, f"--root={root}", "--all"], **kwargs)
-        self.pipeline = pipeline
+    def __init__(self, *, pipeline_name: str, root: str, **kwargs: Any) -> None:
+        super().__init__(jobs_args=["validate", pipeline_name, f"--root={root}", "--all"], **kwargs)
+        self.pipeline_name = pipeline_name
         self.root = root
 
     def execute(self, context: Any) -> Any:
@@ -141,15 +141,15 @@ class ValidateTableOperator(JobsSubmitOperator):
         from jobs.run.report import has_committed_batches, load_reports
         from jobs.validate.result import current_table_check, load_results
 
-        runs = Locations.resolve(self.pipeline, root=self.root).runs
+        runs = Locations.resolve(self.pipeline_name, root=self.root).runs
         with environment.task_environment(self.log):
             reports, results = load_reports(runs), load_results(runs)
         current = current_table_check(reports, results)
         if not has_committed_batches(reports):
-            raise AirflowSkipException(f"nothing to validate yet: {self.pipeline} has committed no batch")
+            raise AirflowSkipException(f"nothing to validate yet: {self.pipeline_name} has committed no batch")
         if current and not context["params"].get("revalidate"):
             raise AirflowSkipException(
-                f"unchanged: no run of {self.pipeline} appended rows since table check {current}"
+                f"unchanged: no run of {self.pipeline_name} appended rows since table check {current}"
             )
         return super().execute(context)
 

@@ -80,13 +80,13 @@ def stale_checks(runs: list[RunReport], results: list[ValidationResult]) -> dict
     return {v.validation_id: len(appended_since(v, runs)) for v in results if v.scope == "table"}
 
 
-def backfills(root: str, pipeline: str) -> list[dict[str, Any]]:
+def backfills(root: str, pipeline_name: str) -> list[dict[str, Any]]:
     """The pipeline's backfills, newest first: their runs and what each published."""
-    folder = join(normalize(root), "backfills", pipeline)
+    folder = join(normalize(root), "backfills", pipeline_name)
     found = []
     for backfill_id in reversed(fs.list_names(folder)):
         work_root = join(folder, backfill_id)
-        runs = load_reports(Locations.resolve(pipeline, root=work_root).runs)
+        runs = load_reports(Locations.resolve(pipeline_name, root=work_root).runs)
         record = join(work_root, PUBLISHED)
         published = fs.read_json(record) if fs.exists(record) else None
         if published:

@@ -112,7 +112,7 @@ def with_quarantined_files(pipeline: PipelineBase, ledger: Ledger) -> PipelineBa
 
 
 def check_contract(
-    pipeline: str, contract: dict[str, Any], ledger: Ledger, checkpoint_log: CheckpointLog, quarantine: str
+    pipeline_name: str, contract: dict[str, Any], ledger: Ledger, checkpoint_log: CheckpointLog, quarantine: str
 ) -> None:
     """Refuse to resume a checkpoint whose query the declaration no longer describes.
 
@@ -144,6 +144,6 @@ def check_contract(
     ]
     if changes:
         raise IncompatibleCheckpoint(
-            f"pipeline '{pipeline}' changed since checkpoint {checkpoint_log.checkpoint} was started, "
+            f"pipeline '{pipeline_name}' changed since checkpoint {checkpoint_log.checkpoint} was started, "
             f"in ways Spark cannot resume from: {'; '.join(changes)}. {fresh_start}"
         )
