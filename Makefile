@@ -8,7 +8,7 @@ export JOBS_CACHE_DIR := $(CURDIR)/.cache
 # pytest workers: most test time is JVM start-up and waiting, not CPU, so more workers than cores.
 TEST_WORKERS ?= 3
 
-.PHONY: help venv assets browser s3-jars s3-up s3-down cluster cluster-stop airflow airflow-stop demo demo-s3 report test test-fast bench bench-cluster bench-ledger bench-dags lint format lock clean
+.PHONY: help docs venv assets browser s3-jars s3-up s3-down cluster cluster-stop airflow airflow-stop demo demo-s3 report test test-fast bench bench-cluster bench-ledger bench-dags lint format lock clean
 
 help:
 	@echo "make demo     land sample events in arrivals and run the pipeline after each (PIPELINE=name, default clickstream)"
@@ -22,6 +22,7 @@ help:
 	@echo "make bench-cluster  the same pipeline on local[2] and on the standalone cluster (BENCH_ARGS='--events N ...')"
 	@echo "make bench-ledger  how long python -m jobs files takes with 100,000 files taken"
 	@echo "make bench-dags    what the pipeline and data quality DAG runs cost (airflow dags test)"
+	@echo "make docs     the reference site (docs/, MkDocs) on http://127.0.0.1:8000; make test builds it strictly"
 	@echo "make lint     ruff check and format check"
 	@echo "make lock     regenerate requirements.txt from pyproject.toml"
 	@echo "make clean    remove ./data (the demo's root) and caches"
@@ -61,6 +62,10 @@ airflow: venv assets s3-jars
 
 airflow-stop: venv
 	@$(PY) -m infra.airflow.local stop
+
+# The reference site, served from docs/ on this machine only (the strict build is a test).
+docs: venv
+	$(VENV)/bin/mkdocs serve --strict --dev-addr 127.0.0.1:8000
 
 demo: venv assets
 	$(PY) -m demo $(if $(PIPELINE),--pipeline $(PIPELINE),)
@@ -108,4 +113,4 @@ lock: venv
 	$(VENV)/bin/uv pip compile --python-version 3.11 pyproject.toml --extra airflow --extra dev -o requirements.txt
 
 clean:
-	rm -rf data .pytest_cache .ruff_cache test-artifacts .cache airflow_home
+	rm -rf data .pytest_cache .ruff_cache .cache airflow_home site

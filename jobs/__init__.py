@@ -9,6 +9,7 @@ The packages follow the data:
     backfill/    reprocess a closed range, then publish it at once
     publish/     the data quality report (runs, checks, backfills) and Data Docs
 and beside them: processors/ (per-key functions a `process` pipeline names), cli/,
-orchestration/ (Airflow), pipelines/ (the declarations, data), settings.py, units.py,
-exit_codes.py, session.py, executors.py (what a cluster's executors need).
+orchestration/ (Airflow), entry/ (what spark-submit starts), pipelines/ (the declarations,
+data), settings.py, units.py, columns.py (column names the flow adds), exit_codes.py,
+session.py, executors.py (what a cluster's executors need), __main__.py (python -m jobs).
 """

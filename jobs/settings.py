@@ -23,6 +23,8 @@ class Settings(BaseSettings):
     root: str = "./data"  # base of every location; s3a://bucket/prefix works
     publish_roots: Annotated[list[str], NoDecode] = []  # more places backfills may publish to
     cache_dir: Path = Path(".cache")  # fetched jars and Data Docs assets (make s3-jars, make assets)
+    # Great Expectations keeps its project in a local folder: for a root in a bucket, under this one.
+    quality_dir: Path = Path("./data/quality")
     # Other declarations and suites than the ones shipped with the package.
     pipelines_dir: Path | None = None
     expectations_dir: Path | None = None

@@ -9,9 +9,12 @@ import logging
 import os
 import secrets
 import subprocess
+import tempfile
 from pathlib import Path
 
+import hypothesis
 import pytest
+from hypothesis.database import DirectoryBasedExampleDatabase
 
 from jobs import declare
 from jobs.lake.layout import Locations
@@ -24,12 +27,55 @@ os.environ.setdefault("JOBS_CACHE_DIR", str(REPO / ".cache"))
 # Spark's classes mapped from an archive the controlling process makes once (tests/jvm_archive.py).
 _OWN_JAVA_OPTIONS = "JAVA_TOOL_OPTIONS" not in os.environ
 os.environ.setdefault("JAVA_TOOL_OPTIONS", jvm_archive.BASE_OPTIONS)
+# Great Expectations' local project for a root in a bucket: outside the checkout (JOBS_QUALITY_DIR).
+os.environ.setdefault("JOBS_QUALITY_DIR", tempfile.mkdtemp(prefix="jobs-tests-quality-"))
+# Hypothesis keeps the examples it found in the cache, not in a folder of its own in the checkout.
+hypothesis.settings.register_profile(
+    "jobs", database=DirectoryBasedExampleDatabase(Path(os.environ["JOBS_CACHE_DIR"]) / "hypothesis")
+)
+hypothesis.settings.load_profile("jobs")
 # Airflow, imported by some tests, sets the root logger to INFO; py4j's finalizers then log
 # "Closing down clientserver connection" at a worker's exit, into a stream pytest closed.
 logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
+def _checkout_status() -> set[str]:
+    """What `git status --ignored` lists in the checkout (empty outside a git checkout)."""
+    listed = subprocess.run(
+        ["git", "status", "--porcelain", "--ignored", "--untracked-files=all"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return set(listed.stdout.splitlines()) if listed.returncode == 0 else set()
+
+
+# What tests may leave in the checkout: the environment, the cache and the tools' own caches.
+_MAY_WRITE = (".venv/", ".cache/", ".pytest_cache/", ".ruff_cache/")
+
+
+def _written_by_tests(before: set[str], after: set[str]) -> list[str]:
+    new = [entry[3:] for entry in sorted(after - before)]
+    return [path for path in new if not path.startswith(_MAY_WRITE) and "__pycache__/" not in path]
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A test that wrote into the checkout, outside its temporary folders, fails the session."""
+    before = getattr(session.config, "_checkout_before", None)
+    if before is None:
+        return
+    written = _written_by_tests(before, _checkout_status())
+    if written:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        shown = ", ".join(written[:10]) + (" ..." if len(written) > 10 else "")
+        reporter.write_line(f"tests wrote into the checkout (use tmp_path): {shown}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def pytest_configure(config):
+    if not hasattr(config, "workerinput"):  # once, in the process that controls the session
+        config._checkout_before = _checkout_status()
     # xdist hands out modules by their number of tests unless told not to; LONGEST_FIRST
     # (below) is the order wanted, so the collection order is kept.
     config.option.loadscopereorder = False

@@ -12,7 +12,7 @@ from datetime import UTC, date, datetime
 from jobs import declare
 from jobs.exit_codes import ExitCode
 from jobs.lake.layout import Locations
-from jobs.units import UsageError, check_id, new_run_id, parse_size
+from jobs.units import UsageError, check_id, duration_words, new_run_id, parse_size
 from jobs.validate.suite import load_suite
 
 
@@ -26,6 +26,15 @@ def _date(text: str | None, option: str) -> date | None:
         return date.fromisoformat(text) if text else None
     except ValueError:
         raise UsageError(f"{option} {text!r}: use a date like 2023-07-30") from None
+
+
+def _moment(text: str | None, option: str) -> datetime | None:
+    """A date or a time (ISO 8601), in UTC unless it says otherwise."""
+    try:
+        moment = datetime.fromisoformat(text) if text else None
+    except ValueError:
+        raise UsageError(f"{option} {text!r}: use a date or a time like 2023-07-30 or 2023-07-30T14:05Z") from None
+    return moment.replace(tzinfo=UTC) if moment and moment.tzinfo is None else moment
 
 
 def _link(text: str | None) -> str | None:
@@ -74,9 +83,11 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"  schedule   {pipeline.schedule or 'none'}")
         kept = pipeline.retention
         landed = (
-            "kept" if kept.landed == "keep" else f"{kept.landed}d {kept.landed_after_s // 86400} days after accounting"
+            "kept"
+            if kept.landed == "keep"
+            else f"{kept.landed}d {duration_words(kept.landed_after_s)} after accounting"
         )
-        output = f"{kept.output_after_s // 86400} days" if kept.output_after_s else "kept"
+        output = duration_words(kept.output_after_s) if kept.output_after_s else "kept"
         print(f"  retention  landed files {landed}; output files {output}")
         print(
             f"  checks     {len(severities)} expectations ({severities.count('fail')} fail, "
@@ -231,8 +242,7 @@ def cmd_files(args: argparse.Namespace) -> int:
             return fail(ExitCode.FAILED, f"part of the sink log in {where.output}/_spark_metadata is missing")
         columns = {"bytes": "size_bytes", "modified": "modified_at", "file": "path"}
     else:
-        since = _date(args.since, "--since")
-        after = datetime.combine(since, datetime.min.time(), UTC) if since else None
+        after = _moment(args.since, "--since")
         listed = files.taken_files(Ledger(where.ledger), checkpoint_log, args.run, after)
         columns = {
             "batch": "batch_id",

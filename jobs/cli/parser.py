@@ -170,7 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
     files.add_argument("--table", metavar="URI", help="the output table (default: <root>/tables/<pipeline>)")
     chosen = files.add_mutually_exclusive_group()
     chosen.add_argument("--run", metavar="RUN_ID", help="only the files of the batches this run accounted")
-    chosen.add_argument("--since", metavar="DATE", help="only files of batches committed on or after DATE (UTC)")
+    chosen.add_argument(
+        "--since", metavar="TIME", help="only files of batches committed at or after TIME (a date or an ISO time; UTC)"
+    )
     chosen.add_argument("--output", action="store_true", help="list the output table's committed files instead")
     files.add_argument("--json", action="store_true", help="one JSON object per file, one per line")
     files.set_defaults(handler=handlers.cmd_files)

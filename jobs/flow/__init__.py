@@ -7,6 +7,7 @@ parse.py     lines -> typed events, each with the reason it cannot be used (deco
 enrich.py    events + a dimension's columns (a stream-static join)
 patterns/    events -> output rows: one module per pattern (window, process, join, events)
 sink.py      output rows -> the Parquet table, and reading back what it committed
+admission.py how much new input a batch takes: a share of the driver's heap, or as declared
 tally.py     every row counted as the query reads it, for the accounting (jobs/run/)
 guard.py     a processor's function that cannot fail the batch (its key's rows quarantined)
 query.py     the whole flow for one pipeline

@@ -83,7 +83,8 @@ def infer_schema(spark: SparkSession, path: str) -> dict[str, str]:
     try:
         schema = spark.readStream.format("json").option("recursiveFileLookup", "true").load(path).schema
     except AnalysisException as error:
-        raise StorageError(f"cannot infer a schema from {path}: nothing usable has landed yet ({error})") from None
+        why = "nothing usable has landed yet" if error.getCondition() == "UNABLE_TO_INFER_SCHEMA" else "Spark could not"
+        raise StorageError(f"cannot infer a schema from {path}: {why} ({error})") from None
     finally:
         spark.conf.set("spark.sql.streaming.schemaInference", previous)
     return {f.name: f.dataType.simpleString() for f in schema.fields if f.name != _CORRUPT_RECORD}

@@ -6,4 +6,5 @@ atomic landing. No Spark.
     s3.py       S3 clients, Spark's s3a settings, S3 errors in one line
     locks.py    one run per checkpoint (flock, or a lease in a bucket)
     landing.py  landing files atomically, as producers must
+    faults.py   the root cause of a storage error, in words a user can act on
 """

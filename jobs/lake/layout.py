@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from jobs.settings import settings
+
 DEFAULT_ROOT = "./data"
 S3_SCHEMES = ("s3a", "s3")
 
@@ -110,7 +112,7 @@ class Locations:
             # Great Expectations keeps its project in a local folder, also when the root is a bucket.
             quality=join(base, "quality")
             if not is_s3(base)
-            else join(normalize(DEFAULT_ROOT), "quality", *split_bucket(base)),
+            else join(normalize(str(settings().quality_dir)), *split_bucket(base)),
             reports=normalize(reports) if reports else join(base, "reports"),
             dimensions=join(base, "dimensions"),
             archive=join(base, "archive", pipeline_name),

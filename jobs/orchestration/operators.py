@@ -8,7 +8,9 @@ another option or a shell command.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
@@ -21,6 +23,15 @@ from jobs.units import new_run_id
 
 ENTRY_POINT = package_file("entry/spark_submit.py")
 LOG4J_CONFIG = package_file("log4j2.properties")
+
+
+def task_log_file(context: Any) -> Path:
+    """<cache>/logs/airflow/<dag>/<run>/<task>.<try>.log: one file per task attempt."""
+    ti = context["ti"]
+    parts = [ti.dag_id, ti.run_id, f"{ti.task_id}.{ti.try_number}.log"]
+    path = settings().cache_dir.resolve().joinpath("logs", "airflow", *(re.sub(r"[^\w.=-]", "_", p) for p in parts))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 class JobsSubmitOperator(SparkSubmitOperator):
@@ -51,6 +62,12 @@ class JobsSubmitOperator(SparkSubmitOperator):
 
     def execute(self, context: Any) -> Any:
         self.application_args = self.arguments(context)
+        # Spark's log (its stack traces) in a file of this task's own, which the run report names.
+        java_options = self.conf.get("spark.driver.extraJavaOptions", "")
+        self.conf = {
+            **self.conf,
+            "spark.driver.extraJavaOptions": f"{java_options} -Djobs.log.file={task_log_file(context)}",
+        }
         environment.ensure_spark_connection(self._conn_id, self.log)
         with environment.task_environment(self.log, environment.spark_master(self._conn_id)):
             if any("s3a://" in arg or "s3://" in arg for arg in self.application_args):

@@ -6,10 +6,14 @@ group, with the state Spark keeps for that key in the checkpoint, to the process
 function through `applyInPandasWithState`.
 
 A processor is one module here (see base.py): a pydantic model of its settings, checked
-when the declaration loads; what it emits and keeps (DDL); whether it uses event-time
+when the declaration loads; what it emits and keeps ((name, type) pairs); whether it uses event-time
 timeouts; and a pure function of (settings, keys) -> group function, unit-tested with a
 fake state. Nothing here imports Spark, and pandas only inside the functions, so
 declarations and the Airflow DAG files read settings and columns without them.
+
+    base.py               what a processor is (Processor), its settings and columns
+    rack_status.py        a rack's status changes, from runs of high readings
+    spending_sessions.py  spending sessions with an event-time timeout
 
 Adding one: a module like rack_status.py, and its PROCESSOR in the tuple below.
 """

@@ -13,6 +13,7 @@ and when an account is stored.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from jobs.flow.patterns import Pattern
@@ -34,44 +35,39 @@ def counts_that_add_up(counts: Files, listed: list[dict[str, int]], lines_read: 
     return counts
 
 
-def batch_account(
-    pattern: Pattern,
-    batch_id: int,
-    *,
-    listed: list[dict[str, int]],
-    files: Files,
-    missing: set[str],
-    metrics: dict[str, Any],
-    late_ms: int,
-    output_rows: int | None,
-    run_id: str,
-) -> BatchAccount:
-    """The account of batch `batch_id`: `listed`, per source, the files it read with the
-    modification time each was listed with; `files`, their counts; `missing`, those gone
-    before anything of them was counted; `metrics`, what Spark counted of the batch."""
-    present = {path: files[path] for entries in listed for path in entries if path not in missing}
-    late = sum(count.late(late_ms) for count in present.values())
+@dataclass(frozen=True, kw_only=True)
+class BatchRead:
+    """What a committed batch read, and what is known of it."""
+
+    batch_id: int
+    listed: list[dict[str, int]]  # per source, the files it read -> their modification time when listed
+    files: Files  # their counts
+    missing: set[str]  # the files gone before anything of them was counted
+    metrics: dict[str, Any]  # what Spark counted of the batch (jobs/run/progress.py)
+    late_ms: int  # the watermark the batch dropped rows against
+
+
+def batch_account(pattern: Pattern, read: BatchRead, *, output_rows: int | None, run_id: str) -> BatchAccount:
+    """The account of a batch: its rows by fate, in total and per file."""
+    present = {path: read.files[path] for entries in read.listed for path in entries if path not in read.missing}
     quarantined = sum(len(count.quarantined) for count in present.values())
     records = sum(count.records for count in present.values())
-    duplicates: int | None = 0
-    if "duplicates_dropped" in pattern.spark_counts:
-        duplicates = metrics.get("duplicates_dropped")
-    if "late_rows_dropped" in pattern.spark_counts:
-        late = metrics.get("late_rows_dropped") or 0
+    late = sum(count.late(read.late_ms) for count in present.values())
+    late, duplicates = _dropped_by_spark(pattern, read.metrics, late)
     # What Spark drops itself is counted per batch: per file, the rows it may have come
     # from are unknown, unless it dropped none.
     late_known = not ("late_rows_dropped" in pattern.spark_counts and late)
     used_known = duplicates == 0 and late_known
     per_file = [
-        _file_account(path, modified_ms, present[path], late_ms, used_known=used_known, late_known=late_known)
+        _file_account(path, modified_ms, present[path], read.late_ms, used_known=used_known, late_known=late_known)
         if path in present
         else FileAccount(path=path, size_bytes=None, modified_ms=modified_ms, **dict.fromkeys(FileAccount.COUNTS))
-        for entries in listed
+        for entries in read.listed
         for path, modified_ms in entries.items()
     ]
     return BatchAccount(
-        batch_id=batch_id,
-        late_watermark_ms=late_ms,
+        batch_id=read.batch_id,
+        late_watermark_ms=read.late_ms,
         input_files=len(per_file),
         input_rows=records,
         used_rows=records - quarantined - late - (duplicates or 0),
@@ -81,8 +77,19 @@ def batch_account(
         output_rows=output_rows,
         run_id=run_id,
         files=per_file,
-        missing_files=[path for entries in listed for path in entries if path in missing],
+        missing_files=[path for entries in read.listed for path in entries if path in read.missing],
     )
+
+
+def _dropped_by_spark(pattern: Pattern, metrics: dict[str, Any], late: int) -> tuple[int, int | None]:
+    """(late rows, duplicates): Spark's own counts where the pattern has Spark drop them
+    (None: the count was never seen), the query's count of late rows otherwise."""
+    duplicates: int | None = 0
+    if "duplicates_dropped" in pattern.spark_counts:
+        duplicates = metrics.get("duplicates_dropped")
+    if "late_rows_dropped" in pattern.spark_counts:
+        late = metrics.get("late_rows_dropped") or 0
+    return late, duplicates
 
 
 def _file_account(

@@ -31,7 +31,7 @@ from jobs.flow.tally import FileCount, Files
 from jobs.lake import fs
 from jobs.lake.layout import join
 from jobs.lake.locks import LeaseLost
-from jobs.run.accounts import batch_account, counts_that_add_up
+from jobs.run.accounts import BatchRead, batch_account, counts_that_add_up
 from jobs.run.checkpoint import ms_to_iso
 from jobs.run.context import RunContext
 from jobs.run.recount import read_again
@@ -79,17 +79,16 @@ def _account_batch(run: RunContext, batch_id: int, metrics: dict[str, Any] | Non
         files, missing = read_again(run, batch_id, listed)
     missing |= _uncounted(files, listed)
     sink_files = log.sink_files(batch_id)
-    account = batch_account(
-        pattern,
-        batch_id,
+    read = BatchRead(
+        batch_id=batch_id,
         listed=listed,
         files=files,
         missing=missing,
         metrics=metrics,
         late_ms=log.late_watermark_ms(batch_id),
-        output_rows=None if sink_files is None else sum(fs.parquet_row_count(path) for path in sink_files),
-        run_id=run.run_id,
     )
+    output_rows = None if sink_files is None else sum(fs.parquet_row_count(path) for path in sink_files)
+    account = batch_account(pattern, read, output_rows=output_rows, run_id=run.run_id)
     account.read_again = read_again_
     _write_quarantine(join(run.locations.quarantine, f"batch_id={batch_id}"), listed, files, run.run_id)
     return account

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from jobs.declare import PipelineBase
 from jobs.flow.enrich import check_dimension, dimension_uri, read_dimension
@@ -43,6 +43,22 @@ def check_before_spark(pipeline: PipelineBase, locations: Locations) -> None:
     log.info("  check: the declaration matches checkpoint %s", locations.checkpoint)
 
 
+def _infer_schema(spark: SparkSession, pipeline: PipelineBase, ledger: Ledger, listed: str) -> None:
+    """A first run of a pipeline that infers its schema: inferred once, then recorded."""
+    fields = infer_schema(spark, listed)
+    check_inferred(pipeline, fields)
+    ledger.record_schema(fields, listed)
+    log.info("  inferred and recorded the schema: %s", ", ".join(f"{k} {v}" for k, v in fields.items()))
+
+
+def _dimension(spark: SparkSession, pipeline: PipelineBase, locations: Locations) -> DataFrame:
+    dimension = read_dimension(spark, pipeline.enrich, locations.dimensions)
+    rows = check_dimension(dimension, pipeline.enrich)
+    uri = dimension_uri(pipeline.enrich, locations.dimensions)
+    log.info("  dimension %s: %d rows from %s", pipeline.enrich.table, rows, uri)
+    return dimension
+
+
 def checked_context(
     spark: SparkSession,
     pipeline: PipelineBase,
@@ -61,21 +77,8 @@ def checked_context(
     )
     ledger = Ledger(locations.ledger)
     if pipeline.source.infer_schema and ledger.recorded_schema() is None:
-        listed = options.listed(locations.landing)
-        fields = infer_schema(spark, listed)
-        check_inferred(pipeline, fields)
-        ledger.record_schema(fields, listed)
-        log.info("  inferred and recorded the schema: %s", ", ".join(f"{k} {v}" for k, v in fields.items()))
-    dimension = None
-    if pipeline.enrich is not None:
-        dimension = read_dimension(spark, pipeline.enrich, locations.dimensions)
-        rows = check_dimension(dimension, pipeline.enrich)
-        log.info(
-            "  dimension %s: %d rows from %s",
-            pipeline.enrich.table,
-            rows,
-            dimension_uri(pipeline.enrich, locations.dimensions),
-        )
+        _infer_schema(spark, pipeline, ledger, options.listed(locations.landing))
+    dimension = _dimension(spark, pipeline, locations) if pipeline.enrich is not None else None
     ledger.record_contract(checkpoint_contract(pipeline, locations))
     return RunContext(
         spark=spark,

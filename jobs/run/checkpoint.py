@@ -15,7 +15,7 @@ product does (`from_spark`: '/x/a b.json', 's3a://b/a b.json'), so nothing after
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from jobs.lake import fs
@@ -25,7 +25,9 @@ from jobs.lake.layout import from_spark, join
 def ms_to_iso(ms: int | None) -> str | None:
     if ms is None:
         return None
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat().replace("+00:00", "Z")
+    """'2023-07-30T10:03:06Z', or '...06.250Z': to the millisecond Spark keeps, never more."""
+    moment = datetime.fromtimestamp(ms // 1000, UTC) + timedelta(milliseconds=ms % 1000)
+    return moment.isoformat(timespec="milliseconds" if ms % 1000 else "seconds").replace("+00:00", "Z")
 
 
 def _log_entries(uri: str) -> list[dict[str, Any]]:

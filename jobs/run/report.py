@@ -144,6 +144,7 @@ class RunReport(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     locations: dict[str, str] = Field(default_factory=dict)
     link: str | None = None  # where the run was started from: the Airflow task's page, when Airflow ran it
+    spark_log: str | None = None  # the file with Spark's log and stack traces (one per Airflow task)
 
     _upgrade = model_validator(mode="before")(_from_version_1)
 

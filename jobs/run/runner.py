@@ -94,6 +94,7 @@ def run(
             log.info("  lock: %s", lock.describe())
             check_before_spark(pipeline, locations)
             spark = spark or _session(pipeline, locations)
+            report.spark_log = _spark_log_file(spark)
             _execute(checked_context(spark, pipeline, locations, options, lock=lock, run_id=report.run_id), report)
         report.finish("succeeded")
         report.warnings = _warnings(report, locations)
@@ -115,6 +116,12 @@ def _new_report(pipeline: PipelineBase, locations: Locations, options: RunOption
         locations=asdict(locations),
         link=options.link,
     )
+
+
+def _spark_log_file(spark: SparkSession) -> str | None:
+    from jobs.session import spark_log_file
+
+    return spark_log_file(spark)
 
 
 def _session(pipeline: PipelineBase, locations: Locations) -> SparkSession:
@@ -275,9 +282,7 @@ def _ended(error: BaseException, report: RunReport, locations: Locations, spark:
     checkpoint_log = CheckpointLog(locations.checkpoint, locations.output)
     report.finish("failed", failure_cause(error, checkpoint_log, report, locations.uses_s3))
     if spark is not None:
-        from jobs.session import spark_log_file
-
-        log.error("  stack traces: %s", spark_log_file(spark) or "in the log of the JVM that died")
+        log.error("  stack traces: %s", report.spark_log or "in the log of the JVM that died")
     return RunFailed(report.error)
 
 

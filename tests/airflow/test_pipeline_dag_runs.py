@@ -3,6 +3,8 @@ checkpoint, a second run on new files, and the data quality DAG over that table.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -54,7 +56,7 @@ def test_a_killed_run_task_is_retried_and_resumes_from_the_checkpoint(pipeline_r
 
 
 def test_a_second_dag_run_processes_only_the_new_files(pipeline_runs, spark):
-    root, first_files, second_files, _, second, _ = pipeline_runs
+    root, first_files, second_files, first, second, _ = pipeline_runs
     assert second.state == "success", second.output[-5000:]
     published = second.xcom("publish_report")
     assert published["input_files"] == len(second_files)
@@ -76,6 +78,10 @@ def test_a_second_dag_run_processes_only_the_new_files(pipeline_runs, spark):
     assert (
         f"/dags/jobs_clickstream/runs/{second.run_id.replace('+', '%2B').replace(':', '%3A')}/tasks/run" in report.link
     )
+    # Spark's log of that run is a file of the task's own, which the report names.
+    spark_log = Path(report.spark_log)
+    assert spark_log.parts[-4:-2] == ("airflow", "jobs_clickstream") and spark_log.name == "run.1.log"
+    assert spark_log.is_file() and str(spark_log) not in {r.spark_log for r in first.reports}
 
 
 def test_the_data_quality_dag_fails_on_a_broken_table_and_still_rebuilds_the_docs(pipeline_runs, airflow_home, spark):

@@ -4,6 +4,7 @@ and the files the output table holds, compared with the model and the file syste
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -66,6 +67,11 @@ def test_the_ledger_names_each_file_with_its_batch_run_and_rows(spark, clickstre
     today = datetime.fromisoformat(first.started_at).date()
     assert len(_ledger(capsys, root, "--since", today.isoformat())) == 4
     assert _ledger(capsys, root, "--since", (today + timedelta(days=1)).isoformat()) == []
+    # ... or by a time: just after the first run's last commit (times to the millisecond, as Spark keeps them).
+    last_of_first = max(datetime.fromisoformat(f["committed_at"]) for f in ledger if f["run_id"] == first.run_id)
+    assert all(re.fullmatch(r"[\d:T-]+(\.\d{3})?Z", f["committed_at"]) for f in ledger)
+    after_first = (last_of_first + timedelta(milliseconds=1)).isoformat()
+    assert [Path(f["path"]).name for f in _ledger(capsys, root, "--since", after_first)] == list(SECOND_RUN)
 
     # The table's files: exactly those Spark reads, with their sizes.
     table = _ledger(capsys, root, "--output")

@@ -4,6 +4,7 @@ exactly the expectations it breaks, and uncommitted files are never read."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from datetime import UTC, datetime, timedelta
@@ -308,8 +309,8 @@ def test_report_opens_without_errors_in_headless_chromium(validated, tmp_path):
     summary = Path(quality_report.build(str(root)))
     mode, expected_mode = modes(summary)
     assert mode == expected_mode  # the process umask decides, as for any file
-    artifacts = REPO / "test-artifacts"
-    artifacts.mkdir(exist_ok=True)
+    artifacts = Path(os.environ["JOBS_CACHE_DIR"]) / "test-artifacts"  # screenshots, kept after the run
+    artifacts.mkdir(parents=True, exist_ok=True)
     reports = load_reports(locations.runs)
     flags = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
 

@@ -117,3 +117,16 @@ def test_each_stage_says_what_it_owns():
     for folder in sorted(p for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()):
         docstring = ast.get_docstring(ast.parse((folder / "__init__.py").read_text()))
         assert docstring and len(docstring.splitlines()[0]) > 20, folder.name
+
+
+def test_every_module_is_named_in_its_package_docstring():
+    """The package docstrings are the module map (the docs site renders them): a module
+    (`name.py`) or subpackage (`name/`) missing from its package's docstring fails here."""
+    missing = []
+    for init in sorted(PACKAGE.rglob("__init__.py")):
+        folder = init.parent
+        docstring = ast.get_docstring(ast.parse(init.read_text())) or ""
+        named = [f"{p.name}" for p in folder.glob("*.py") if p.name != "__init__.py"]
+        named += [f"{d.name}/" for d in folder.iterdir() if (d / "__init__.py").exists() or d.name == "pipelines"]
+        missing += [f"{folder.relative_to(REPO)}/{name}" for name in sorted(named) if name not in docstring]
+    assert missing == []

@@ -1,5 +1,6 @@
 """Patterns: what a pipeline is, one module each, behind one interface (base.Pattern).
 
+    base.py     the interface: every question about a pipeline its pattern answers
     window.py   watermarked event-time windows aggregated per key (optionally deduplicated)
     process.py  a stateful processor per key (jobs/processors/)
     join.py     a stream-stream join of two sources
