@@ -56,13 +56,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    from jobs.cli import log_to_stdout
+    from jobs.cli import logs_on_stdout
+
+    with logs_on_stdout():
+        return _show(args)
+
+
+def _show(args: argparse.Namespace) -> int:
+    """Land the samples arrival by arrival, run and validate after each, then show the table."""
     from jobs.publish import report as quality_report
     from jobs.run import runner
     from jobs.session import spark_for
     from jobs.validate.validation import validate_run
 
-    log_to_stdout()
     pipeline = declare.load(args.pipeline)
     suite = load_suite(pipeline)
     suite_path = f"expectations/{pipeline.name}.yaml"

@@ -28,7 +28,7 @@ os.environ.setdefault("JOBS_CACHE_DIR", str(REPO / ".cache"))
 _OWN_JAVA_OPTIONS = "JAVA_TOOL_OPTIONS" not in os.environ
 os.environ.setdefault("JAVA_TOOL_OPTIONS", jvm_archive.BASE_OPTIONS)
 # Great Expectations' local project for a root in a bucket: outside the checkout (JOBS_QUALITY_DIR).
-os.environ.setdefault("JOBS_QUALITY_DIR", tempfile.mkdtemp(prefix="jobs-tests-quality-"))
+os.environ.setdefault("JOBS_QUALITY_DIR", os.path.join(tempfile.mkdtemp(prefix="jobs-tests-"), "quality"))
 # Hypothesis keeps the examples it found in the cache, not in a folder of its own in the checkout.
 hypothesis.settings.register_profile(
     "jobs", database=DirectoryBasedExampleDatabase(Path(os.environ["JOBS_CACHE_DIR"]) / "hypothesis")

@@ -6,11 +6,13 @@ commands.py  what each command does, and its exit code
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import sys
 import threading
+from collections.abc import Iterator
 
 from pydantic import ValidationError as SettingsError
 
@@ -66,23 +68,35 @@ class _Stdout(logging.StreamHandler):
         pass
 
 
-def log_to_stdout() -> None:
+@contextlib.contextmanager
+def logs_on_stdout() -> Iterator[None]:
     """What the product logs (a run's steps and batches, a validation's summary) is a
-    command's output: plain lines on stdout. Once, however often it is called."""
-    logger = logging.getLogger("jobs")
-    if not any(isinstance(handler, _Stdout) for handler in logger.handlers):
-        logger.addHandler(_Stdout())
+    command's output: plain lines on stdout, while the command runs."""
+    logger, handler = logging.getLogger("jobs"), _Stdout()
+    level = logger.level
+    logger.addHandler(handler)
     logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from jobs.cli.commands import fail
     from jobs.cli.parser import build_parser
 
     args = build_parser().parse_args(argv)
-    log_to_stdout()
     signal.signal(signal.SIGTERM, _stop_on_signal)
     signal.signal(signal.SIGINT, _stop_on_signal)
+    with logs_on_stdout():
+        return _handled(args)
+
+
+def _handled(args) -> int:
+    """The command's exit code; an error becomes one line on stderr, never a traceback."""
+    from jobs.cli.commands import fail
+
     try:
         return args.handler(args)
     except UsageError as error:

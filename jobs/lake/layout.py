@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from jobs.settings import settings
-
 DEFAULT_ROOT = "./data"
 S3_SCHEMES = ("s3a", "s3")
 
@@ -102,6 +100,8 @@ class Locations:
         reports: str | None = None,
     ) -> Locations:
         """Each location defaults from the root, following the documented layout."""
+        from jobs.settings import settings  # here: Spark's Python workers import this module, without pydantic
+
         base = normalize(root)
         return cls(
             landing=normalize(landing) if landing else join(base, "landing", pipeline_name),

@@ -63,9 +63,9 @@ def account_batches(
 
 def _account_batch(run: RunContext, batch_id: int, metrics: dict[str, Any] | None) -> BatchAccount:
     """One batch's account, its quarantined records written first."""
-    log, pattern = run.checkpoint_log, pattern_of(run.pipeline)
+    checkpoint_log, pattern = run.checkpoint_log, pattern_of(run.pipeline)
     # Per source, the files the batch read (a stream-stream join reads two: sources/0 and 1).
-    listed = [log.source_entries(batch_id, s) for s in range(len(pattern.sources))]
+    listed = [checkpoint_log.source_entries(batch_id, s) for s in range(len(pattern.sources))]
     counts = run.tally.take(batch_id)
     if metrics is not None and _read_nothing_of(counts, listed, metrics):
         metrics = None  # what Spark counted of the batch in this run is not the batch's
@@ -78,14 +78,14 @@ def _account_batch(run: RunContext, batch_id: int, metrics: dict[str, Any] | Non
     if files is None:
         files, missing = read_again(run, batch_id, listed)
     missing |= _uncounted(files, listed)
-    sink_files = log.sink_files(batch_id)
+    sink_files = checkpoint_log.sink_files(batch_id)
     read = BatchRead(
         batch_id=batch_id,
         listed=listed,
         files=files,
         missing=missing,
         metrics=metrics,
-        late_ms=log.late_watermark_ms(batch_id),
+        late_ms=checkpoint_log.late_watermark_ms(batch_id),
     )
     output_rows = None if sink_files is None else sum(fs.parquet_row_count(path) for path in sink_files)
     account = batch_account(pattern, read, output_rows=output_rows, run_id=run.run_id)
@@ -158,10 +158,10 @@ class Bookkeeper:
 
     def __init__(self, account: AccountBatches, run: RunContext, report: RunReport, *, store_as_it_goes: bool):
         self._account_batches = account
-        self._log, self._ledger, self._lock = run.checkpoint_log, run.ledger, run.lock
+        self._checkpoint_log, self._ledger, self._lock = run.checkpoint_log, run.ledger, run.lock
         self._report = report
         self._store_as_it_goes = store_as_it_goes
-        self.accounted_through = max(self._log.committed_batches(), default=-1)
+        self.accounted_through = max(self._checkpoint_log.committed_batches(), default=-1)
         self._accounts: list[BatchAccount] = []  # reported
         self._unstored: list[BatchAccount] = []  # accounted beside the query, not yet in the ledger
         self._thread: threading.Thread | None = None
@@ -219,7 +219,7 @@ class Bookkeeper:
             self._ledger.write_account(account.batch_id, account.model_dump())
         self._reported(self._unstored)
         self._unstored = []
-        left = [b for b in self._log.committed_batches() if b > self.accounted_through]
+        left = [b for b in self._checkpoint_log.committed_batches() if b > self.accounted_through]
         if left:
             self.account(left, seen)
 
@@ -227,7 +227,7 @@ class Bookkeeper:
         after = self.accounted_through
         if not any(b > after for b in seen):
             return
-        committed = [b for b in self._log.committed_batches() if b > after]
+        committed = [b for b in self._checkpoint_log.committed_batches() if b > after]
         # In order: a batch whose progress was not seen waits for `finish`, and so do those after it.
         new = list(itertools.takewhile(seen.__contains__, committed))
         if not new:

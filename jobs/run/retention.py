@@ -21,7 +21,7 @@ from jobs.run.report import RetentionDone
 
 def apply_retention(run: RunContext, *, now: datetime | None = None) -> RetentionDone:
     """Delete or archive the landed files of the accounted batches old enough; returns what it did."""
-    retention, ledger, log, locations = run.pipeline.retention, run.ledger, run.checkpoint_log, run.locations
+    retention, ledger, checkpoint_log, locations = run.pipeline.retention, run.ledger, run.checkpoint_log, run.locations
     done = RetentionDone(archive=locations.archive if retention.landed == "archive" else None)
     if retention.landed == "keep":
         return done
@@ -33,7 +33,7 @@ def apply_retention(run: RunContext, *, now: datetime | None = None) -> Retentio
         committed = account.get("committed_at")
         if committed is None or datetime.fromisoformat(committed) > cutoff:
             break  # batches commit in order: the later ones are younger still
-        for taken in files_of(account, log):
+        for taken in files_of(account, checkpoint_log):
             path = taken["path"]
             if not is_inside(path, locations.landing):
                 continue  # landed elsewhere (the landing moved): not this declaration's to remove

@@ -153,10 +153,12 @@ def _execute(run: RunContext, report: RunReport) -> None:
 def _recover(run: RunContext, report: RunReport, books: Bookkeeper) -> None:
     """Account the batches an interrupted earlier run committed but did not account."""
     pending = sorted(set(run.checkpoint_log.committed_batches()) - run.ledger.accounted_batches())
-    if pending:
-        run.log.info("  accounting batches %s, committed by an interrupted earlier run", pending)
-        report.recovered_batch_ids = pending
-        books.account(pending)
+    if not pending:
+        run.log.info("  recover: every committed batch is accounted")
+        return
+    run.log.info("  recover: accounting batches %s, committed by an interrupted earlier run", pending)
+    report.recovered_batch_ids = pending
+    books.account(pending)
 
 
 def _start(run: RunContext, report: RunReport) -> StreamingQuery:
@@ -172,7 +174,7 @@ def _start(run: RunContext, report: RunReport) -> StreamingQuery:
         options.max_bytes_per_trigger,
     )
     report.batch_limits = asdict(limits)
-    run.log.info("  %s", limits.describe())
+    run.log.info("  start: %s", limits.describe())
     return start_query(
         run.spark,
         run.pipeline,

@@ -29,7 +29,7 @@ def test_a_declared_limit_splits_a_backlog_and_a_run_option_overrides_it(spark, 
     report = run_pipeline(spark, declared, locations)
     assert report.batch_limits == {"max_files": 2, "max_bytes": None, "chosen_by": "declaration"}
     assert report.batches == 3 + 1  # three of two files each, then the watermark's no-data batch
-    assert "  at most 2 new files per batch (declaration)" in caplog.messages
+    assert "  start: at most 2 new files per batch (declaration)" in caplog.messages
 
     more = {f"more-{i}.json": [event("v", f"2023-07-30T11:{i:02d}:00Z", f"m{i}")] for i in range(3)}
     land_in_order(locations.landing, more)

@@ -10,6 +10,7 @@ import pytest
 
 from jobs import executors
 from jobs.lake.layout import Locations, StorageError
+from tests.helpers import REPO
 
 
 def test_the_package_zip_holds_the_package_and_its_data_and_is_named_by_its_content(tmp_path, monkeypatch):
@@ -48,3 +49,27 @@ def test_a_cluster_run_refuses_locations_on_this_machines_disk(monkeypatch):
         executors.check_reachable("spark://master:7077", local)
     monkeypatch.setenv("JOBS_SHARED_FILESYSTEM", "true")
     executors.check_reachable("spark://master:7077", local)
+
+
+# What Spark's Python workers import of the package (the decoder, the tally, the processor
+# guard, the processors), and libraries a cluster node's Python need not have.
+WORKER_MODULES = ("jobs.flow.decode", "jobs.flow.tally", "jobs.flow.guard", "jobs.flow.depth", "jobs.processors")
+NOT_ON_NODES = ("yaml", "pydantic_settings", "airflow", "great_expectations", "boto3", "jinja2")
+
+
+def test_what_the_workers_import_needs_nothing_a_node_may_lack():
+    """A node runs its own python3 with pyspark, pandas, pyarrow, numpy and msgspec: the
+    modules its workers import must not pull in the driver's other libraries."""
+    script = f"""
+import sys
+class Refuse:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {NOT_ON_NODES!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}} (not on a cluster node)")
+sys.meta_path.insert(0, Refuse())
+import importlib
+for module in {WORKER_MODULES!r}:
+    importlib.import_module(module)
+"""
+    imported = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=False)
+    assert imported.returncode == 0, imported.stderr[-2000:]
