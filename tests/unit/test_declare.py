@@ -302,3 +302,16 @@ def test_spark_settings_reach_the_session_and_spark_submit_as_spark_conf():
     # The state store is part of the checkpoint's contract: a checkpoint's state is in its store's format.
     assert pattern_of(pipeline).contract()["state_store"] == "rocksdb"
     assert "state_store" not in pattern_of(declare.parse(VALID)).contract()
+
+
+def test_list_verbose_says_retention_in_the_declaration_s_own_words(tmp_path, monkeypatch, capsys):
+    from jobs.cli import main
+    from tests.helpers import declaration_copy
+
+    retention = {"landed": "delete", "landed_after": "36 hours", "output_after": "90 minutes"}
+    monkeypatch.setenv("JOBS_PIPELINES_DIR", str(declaration_copy(tmp_path, "clickstream", retention=retention)))
+    assert main(["list", "-v"]) == 0
+    assert (
+        "  retention  landed files deleted 36 hours after accounting; output files 90 minutes"
+        in capsys.readouterr().out
+    )
