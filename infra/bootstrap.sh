@@ -37,5 +37,6 @@ echo "setting up $VENV from requirements.txt (first time: about 2 minutes)..."
 "$VENV/bin/python" -m pip install --quiet "uv==$UV_VERSION"
 "$VENV/bin/uv" pip sync --quiet --python "$VENV/bin/python" --compile-bytecode requirements.txt
 "$VENV/bin/uv" pip install --quiet --python "$VENV/bin/python" --no-deps --editable .
+rm -rf ./*.egg-info  # setuptools' build leftover in the checkout: the installed metadata is in $VENV
 printf '%s' "$wanted" > "$STAMP"
 echo "environment ready: $VENV"

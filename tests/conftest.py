@@ -12,9 +12,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import hypothesis
 import pytest
-from hypothesis.database import DirectoryBasedExampleDatabase
+from hypothesis.configuration import set_hypothesis_home_dir
 
 from jobs import declare
 from jobs.lake.layout import Locations
@@ -29,11 +28,10 @@ _OWN_JAVA_OPTIONS = "JAVA_TOOL_OPTIONS" not in os.environ
 os.environ.setdefault("JAVA_TOOL_OPTIONS", jvm_archive.BASE_OPTIONS)
 # Great Expectations' local project for a root in a bucket: outside the checkout (JOBS_QUALITY_DIR).
 os.environ.setdefault("JOBS_QUALITY_DIR", os.path.join(tempfile.mkdtemp(prefix="jobs-tests-"), "quality"))
-# Hypothesis keeps the examples it found in the cache, not in a folder of its own in the checkout.
-hypothesis.settings.register_profile(
-    "jobs", database=DirectoryBasedExampleDatabase(Path(os.environ["JOBS_CACHE_DIR"]) / "hypothesis")
-)
-hypothesis.settings.load_profile("jobs")
+# Hypothesis keeps what it learns (examples, constants) in the cache, not in a folder of its own
+# in the checkout.
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(Path(os.environ["JOBS_CACHE_DIR"]) / "hypothesis"))
+set_hypothesis_home_dir(os.environ["HYPOTHESIS_STORAGE_DIRECTORY"])
 # Airflow, imported by some tests, sets the root logger to INFO; py4j's finalizers then log
 # "Closing down clientserver connection" at a worker's exit, into a stream pytest closed.
 logging.getLogger("py4j").setLevel(logging.WARNING)
