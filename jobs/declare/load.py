@@ -6,6 +6,7 @@ JOBS_PIPELINES_DIR points at another folder of them.
 
 from __future__ import annotations
 
+import re
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -53,6 +54,8 @@ def describe(error: ValidationError, where: str) -> str:
         place = " ".join([where, *loc[:-1]]) if loc else where
         field = loc[-1] if loc else ""
         kind, message, found = problem["type"], problem["msg"], problem.get("input")
+        if kind == "literal_error" and isinstance(found, dict | list):
+            continue  # a mapping where a union also takes a word ('infer'): the mapping's own error says more
         if kind == "extra_forbidden":
             unknown.setdefault(place, []).append(field)
         elif kind == "missing":
@@ -77,7 +80,13 @@ def _readable(loc: tuple) -> list[str]:
     a processor's name after `process`), list positions counted from 1."""
     parts = list(loc[1:] if loc and loc[0] in PATTERNS else loc)
     parts = [p for i, p in enumerate(parts) if not (i and parts[i - 1] == "process" and p in PROCESSORS)]
+    parts = [p for p in parts if not (isinstance(p, str) and _PYDANTIC_LABEL.match(p))]
     return [f"#{p + 1}" if isinstance(p, int) else str(p) for p in parts]
+
+
+# What pydantic puts in an error's location for a union's member or a mapping's key
+# ("dict[function-after[_column(), str],literal[...]]", "[key]"): its own words, not the user's.
+_PYDANTIC_LABEL = re.compile(r"^(\[key\]|[a-z-]+\[.*\])$")
 
 
 def load_file(path: Path | Traversable) -> PipelineBase:

@@ -315,3 +315,13 @@ def test_list_verbose_says_retention_in_the_declaration_s_own_words(tmp_path, mo
         "  retention  landed files deleted 36 hours after accounting; output files 90 minutes"
         in capsys.readouterr().out
     )
+
+
+def test_a_schema_error_is_in_the_user_s_words_never_pydantic_s():
+    """A dotted field name in a declared schema: one line naming it, without pydantic's
+    own type names (`dict[function-after[...]]`, `[key]`) or the other branch of the union
+    ('infer') that a mapping was never meant to be."""
+    source = {**PROCESS["source"], "schema": {"rack": "string", "rack.room": "string", "t": "double", "ts": "string"}}
+    with pytest.raises(declare.DeclarationError) as refused:
+        declare.parse({**PROCESS, "source": source})
+    assert str(refused.value) == "pipeline 'racks' source schema rack.room: 'rack.room' is not a plain column name"
