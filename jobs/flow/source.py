@@ -90,6 +90,31 @@ def infer_schema(spark: SparkSession, path: str) -> dict[str, str]:
     return {f.name: f.dataType.simpleString() for f in schema.fields if f.name != _CORRUPT_RECORD}
 
 
+def schema_outline(fields: dict[str, str], width: int = 300) -> str:
+    """An inferred schema in a line of at most about `width` characters: its top-level
+    fields, an object as its number of fields, an array in brackets
+    ('actor {6 fields}, commits [{4 fields}], id string')."""
+    parts = [f"{name} {_outline(kind)}" for name, kind in fields.items()]
+    shown = []
+    for part in parts:
+        if len(", ".join([*shown, part])) > width:
+            return ", ".join(shown) + f" and {len(parts) - len(shown)} more"
+        shown.append(part)
+    return ", ".join(shown)
+
+
+def _outline(kind: str) -> str:
+    if kind.startswith("array<") and kind.endswith(">"):
+        return f"[{_outline(kind[6:-1])}]"
+    if kind.startswith("struct<") and kind.endswith(">"):
+        depth, fields = 0, 1
+        for char in kind[7:-1]:
+            depth += {"<": 1, ">": -1}.get(char, 0)
+            fields += char == "," and depth == 0
+        return f"{{{fields} field{'s' if fields != 1 else ''}}}"
+    return kind
+
+
 def check_inferred(pipeline: PipelineBase, fields: dict[str, str]) -> None:
     """The fields the declaration names must be in the inferred schema, and a dimension's
     columns must not be."""

@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 from jobs.declare import PipelineBase
 from jobs.flow.enrich import check_dimension, dimension_uri, read_dimension
 from jobs.flow.patterns import pattern_of
-from jobs.flow.source import check_inferred, infer_schema
+from jobs.flow.source import check_inferred, infer_schema, schema_outline
 from jobs.flow.tally import Tally
 from jobs.lake import fs
 from jobs.lake.layout import Locations, StorageError
@@ -48,7 +48,7 @@ def _infer_schema(spark: SparkSession, pipeline: PipelineBase, ledger: Ledger, l
     fields = infer_schema(spark, listed)
     check_inferred(pipeline, fields)
     ledger.record_schema(fields, listed)
-    log.info("  inferred and recorded the schema: %s", ", ".join(f"{k} {v}" for k, v in fields.items()))
+    log.info("  inferred and recorded the schema (%d fields): %s", len(fields), schema_outline(fields))
 
 
 def _dimension(spark: SparkSession, pipeline: PipelineBase, locations: Locations) -> DataFrame:

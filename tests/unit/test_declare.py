@@ -325,3 +325,18 @@ def test_a_schema_error_is_in_the_user_s_words_never_pydantic_s():
     with pytest.raises(declare.DeclarationError) as refused:
         declare.parse({**PROCESS, "source": source})
     assert str(refused.value) == "pipeline 'racks' source schema rack.room: 'rack.room' is not a plain column name"
+
+
+def test_an_inferred_schema_is_outlined_by_its_top_level_fields_in_one_short_line():
+    from jobs.flow.source import schema_outline
+
+    nested = {
+        "actor": "struct<id:bigint,login:string,avatar:struct<url:string,size:int>>",
+        "payload": "struct<commits:array<struct<sha:string,message:string>>,size:bigint>",
+        "tags": "array<string>",
+        "id": "string",
+    }
+    assert schema_outline(nested) == "actor {3 fields}, payload {2 fields}, tags [string], id string"
+    wide = {f"field_{i}": f"struct<{','.join(f'x{j}:string' for j in range(50))}>" for i in range(400)}
+    line = schema_outline(wide)
+    assert len(line) < 320 and line.endswith(" more") and line.startswith("field_0 {50 fields}")
