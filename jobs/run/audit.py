@@ -31,8 +31,6 @@ from jobs.lake.layout import is_s3
 from jobs.run.checkpoint import CheckpointLog
 
 MAX_FILE_AGE_DAYS = 7  # Spark's default maxFileAge
-log = logging.getLogger(__name__)
-
 _MAX_FILE_AGE_MS = MAX_FILE_AGE_DAYS * 24 * 3600 * 1000
 
 
@@ -66,7 +64,7 @@ class StrayOutput(NamedTuple):
     expired: int
 
 
-def remove_stray_output(checkpoint_log: CheckpointLog, retention_s: int | None) -> StrayOutput:
+def remove_stray_output(checkpoint_log: CheckpointLog, retention_s: int | None, *, log: logging.Logger) -> StrayOutput:
     """Remove the output files the sink log does not list (once no query writes): those
     older than the table's retention expired, the others were never committed."""
     stray = checkpoint_log.uncommitted_output_files()

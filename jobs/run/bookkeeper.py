@@ -74,11 +74,10 @@ def _account_batch(run: RunContext, batch_id: int, metrics: dict[str, Any] | Non
     else:
         metrics = run.ledger.read_metrics(batch_id) or {}
     files, missing = counts_that_add_up(counts, listed, metrics.get("lines_read")), set()
-    read_again_ = files is None
-    if files is None:
+    was_read_again = files is None
+    if was_read_again:
         files, missing = read_again(run, batch_id, listed)
     missing |= _uncounted(files, listed)
-    sink_files = checkpoint_log.sink_files(batch_id)
     read = BatchRead(
         batch_id=batch_id,
         listed=listed,
@@ -87,9 +86,10 @@ def _account_batch(run: RunContext, batch_id: int, metrics: dict[str, Any] | Non
         metrics=metrics,
         late_ms=checkpoint_log.late_watermark_ms(batch_id),
     )
+    sink_files = checkpoint_log.sink_files(batch_id)
     output_rows = None if sink_files is None else sum(fs.parquet_row_count(path) for path in sink_files)
     account = batch_account(pattern, read, output_rows=output_rows, run_id=run.run_id)
-    account.read_again = read_again_
+    account.read_again = was_read_again
     _write_quarantine(join(run.locations.quarantine, f"batch_id={batch_id}"), listed, files, run.run_id)
     return account
 

@@ -4,7 +4,6 @@ now inferred) schema and the dimension; what the run then works with is its cont
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -18,10 +17,8 @@ from jobs.lake import fs
 from jobs.lake.layout import Locations, StorageError
 from jobs.lake.locks import CheckpointLock, S3Lease
 from jobs.run.checkpoint import CheckpointLog
-from jobs.run.context import RunContext, RunOptions
+from jobs.run.context import RunContext, RunOptions, run_log
 from jobs.run.ledger import Ledger, check_contract, with_quarantined_files, with_recorded_schema
-
-log = logging.getLogger(__name__)
 
 
 def checkpoint_contract(pipeline: PipelineBase, locations: Locations) -> dict[str, Any]:
@@ -40,7 +37,7 @@ def check_before_spark(pipeline: PipelineBase, locations: Locations) -> None:
             f"landing location {locations.landing} does not exist; land files there first "
             f"(python -m jobs land FILE... --to {locations.landing}) or pass --landing"
         )
-    log.info("  check: the declaration matches checkpoint %s", locations.checkpoint)
+    run_log(pipeline.name).info("  check: the declaration matches checkpoint %s", locations.checkpoint)
 
 
 def _infer_schema(spark: SparkSession, pipeline: PipelineBase, ledger: Ledger, listed: str) -> None:
@@ -48,14 +45,16 @@ def _infer_schema(spark: SparkSession, pipeline: PipelineBase, ledger: Ledger, l
     fields = infer_schema(spark, listed)
     check_inferred(pipeline, fields)
     ledger.record_schema(fields, listed)
-    log.info("  inferred and recorded the schema (%d fields): %s", len(fields), schema_outline(fields))
+    run_log(pipeline.name).info(
+        "  inferred and recorded the schema (%d fields): %s", len(fields), schema_outline(fields)
+    )
 
 
 def _dimension(spark: SparkSession, pipeline: PipelineBase, locations: Locations) -> DataFrame:
     dimension = read_dimension(spark, pipeline.enrich, locations.dimensions)
     rows = check_dimension(dimension, pipeline.enrich)
     uri = dimension_uri(pipeline.enrich, locations.dimensions)
-    log.info("  dimension %s: %d rows from %s", pipeline.enrich.table, rows, uri)
+    run_log(pipeline.name).info("  dimension %s: %d rows from %s", pipeline.enrich.table, rows, uri)
     return dimension
 
 
@@ -91,5 +90,5 @@ def checked_context(
         dimension=dimension,
         lock=lock,
         run_id=run_id,
-        log=logging.getLogger(f"jobs.run.{pipeline.name}"),  # one pipeline's lines, apart from others in one app
+        log=run_log(pipeline.name),
     )

@@ -22,6 +22,12 @@ if TYPE_CHECKING:
     from jobs.run.ledger import Ledger
 
 
+def run_log(pipeline_name: str) -> logging.Logger:
+    """Where every line of a pipeline's runs goes: one logger per pipeline, so that the lines
+    of pipelines sharing one process (or one Airflow worker) can be told apart."""
+    return logging.getLogger(f"jobs.run.{pipeline_name}")
+
+
 @dataclass(frozen=True)
 class RunOptions:
     """How a caller (the CLI, a DAG, a backfill) asks for one run."""

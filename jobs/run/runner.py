@@ -16,7 +16,6 @@ interrupted before its commit is redone from the same files on the next run.
 
 from __future__ import annotations
 
-import logging
 import threading
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -35,7 +34,7 @@ from jobs.run.audit import remove_stray_output, skipped_files
 from jobs.run.bookkeeper import Bookkeeper, account_batches
 from jobs.run.check import check_before_spark, checked_context
 from jobs.run.checkpoint import CheckpointLog, ms_to_iso
-from jobs.run.context import RunContext, RunOptions
+from jobs.run.context import RunContext, RunOptions, run_log
 from jobs.run.failure import failure_cause, one_line
 from jobs.run.ledger import IncompatibleCheckpoint
 from jobs.run.progress import ProgressWatch
@@ -45,8 +44,6 @@ from jobs.run.warnings import HISTORY_RUNS, run_warnings
 from jobs.units import new_run_id
 
 __all__ = ["RunFailed", "RunOptions", "RunRefused", "RunStopped", "request_stop", "run"]
-
-log = logging.getLogger(__name__)
 
 # Set by a signal handler: the run in progress stops at its next poll. Raising
 # KeyboardInterrupt from the handler instead could land inside a py4j call and break
@@ -85,7 +82,7 @@ def run(
     Raises RunRefused (nothing was done), RunStopped or RunFailed; the report is
     stored and logged in every case.
     """
-    report = _new_report(pipeline, locations, options)
+    report, log = _new_report(pipeline, locations, options), run_log(pipeline.name)
     log.info("%s: run %s, trigger %s, landing %s", pipeline.name, report.run_id, options.trigger, locations.landing)
     _stop_requested.clear()
     _run_in_progress.set()
@@ -250,7 +247,7 @@ def _settle(run: RunContext, report: RunReport, watch: ProgressWatch, books: Boo
 
 def _audit(run: RunContext, report: RunReport, *, with_retention: bool) -> None:
     """What the folders hold that Spark's logs do not say (jobs/run/audit.py), and retention."""
-    stray = remove_stray_output(run.checkpoint_log, run.pipeline.retention.output_after_s)
+    stray = remove_stray_output(run.checkpoint_log, run.pipeline.retention.output_after_s, log=run.log)
     report.uncommitted_files_removed, report.expired_output_files_removed = stray
     if run.options.lists_all:  # what a run does not list is not skipped
         landed = source_landings(run.pipeline, run.locations.landing)
@@ -284,12 +281,13 @@ def _ended(error: BaseException, report: RunReport, locations: Locations, spark:
     checkpoint_log = CheckpointLog(locations.checkpoint, locations.output)
     report.finish("failed", failure_cause(error, checkpoint_log, report, locations.uses_s3))
     if spark is not None:
-        log.error("  stack traces: %s", report.spark_log or "in the log of the JVM that died")
+        run_log(report.pipeline).error("  stack traces: %s", report.spark_log or "in the log of the JVM that died")
     return RunFailed(report.error)
 
 
 def _store(report: RunReport, locations: Locations, options: RunOptions) -> None:
     """Log the run's summary and store its report."""
+    log = run_log(report.pipeline)
     log.info("%s", report.summary())
     try:
         log.info("  report: %s", save(report, locations.runs, options.report_path))
