@@ -261,6 +261,81 @@ def ad_arrivals(seed: int = 19) -> Arrivals:
     return arrivals
 
 
+REPOS = [(1296269, "octocat/Hello-World"), (724712, "rust-lang/rust"), (2325298, "torvalds/linux")]
+ACTORS = [(583231, "octocat"), (9919, "github"), (1024025, "torvalds")]
+
+
+def github_event(number: int, kind: str, moment: datetime, rng: random.Random, **changes) -> dict:
+    """An activity event of the shape a code host's events API sends: nested objects, a
+    list of commits in a push, and many fields no declaration names."""
+    actor, repo = rng.choice(ACTORS), rng.choice(REPOS)
+    payload: dict = {"action": "started"} if kind == "WatchEvent" else {"ref": "main", "ref_type": "branch"}
+    if kind == "PushEvent":
+        commits = [
+            {"sha": f"{number:08x}{n:032x}", "author": {"name": actor[1]}, "message": f"change {n}", "distinct": True}
+            for n in range(rng.randrange(1, 4))
+        ]
+        payload = {"push_id": 10**9 + number, "size": len(commits), "ref": "refs/heads/main", "commits": commits}
+    event = {
+        "id": str(30_000_000_000 + number),
+        "type": kind,
+        "actor": {"id": actor[0], "login": actor[1], "url": f"https://api.github.com/users/{actor[1]}"},
+        "repo": {"id": repo[0], "name": repo[1], "url": f"https://api.github.com/repos/{repo[1]}"},
+        "payload": payload,
+        "public": True,
+        "created_at": _iso(moment),
+    }
+    for path, value in changes.items():  # "repo__id" -> event["repo"]["id"]
+        *parents, last = path.split("__")
+        inner = event
+        for name in parents:
+            inner = inner[name]
+        inner[last] = value
+    return event
+
+
+def github_activity_arrivals(seed: int = 19) -> Arrivals:
+    """Four arrivals of activity events: pushes, stars and branches; pages that overlap
+    (an event again), late events, and events of the wrong shape at depth 1, at depth 2
+    and inside the list of commits."""
+    rng = random.Random(seed)
+    kinds = ["PushEvent", "PushEvent", "WatchEvent", "CreateEvent"]
+
+    def page(first: int, start_minute: int, minutes: int, count: int) -> list[dict]:
+        moments = sorted(
+            START + timedelta(seconds=rng.randrange(start_minute * 60, (start_minute + minutes) * 60))
+            for _ in range(count)
+        )
+        return [github_event(first + n, rng.choice(kinds), moment, rng) for n, moment in enumerate(moments)]
+
+    pages = [page(0, 0, 4, 30), page(100, 4, 5, 30), page(200, 9, 5, 30), page(300, 14, 6, 30)]
+    lines = [[json.dumps(event) for event in events] for events in pages]
+    at = START + timedelta(minutes=7)
+    wrong = [
+        github_event(900, "PushEvent", at, rng, repo__id="1296269"),  # depth 1: a string for a long
+        github_event(901, "PushEvent", at, rng, payload__size=2.5),  # depth 1: a fraction for a long
+        github_event(902, "WatchEvent", at, rng, actor="octocat"),  # an object expected
+    ]
+    push = github_event(903, "PushEvent", at, rng)
+    push["payload"]["commits"] = [{"sha": "a1", "message": "ok"}, {"sha": 1234, "message": "sha as a number"}]
+    wrong.append(push)  # inside the list of commits
+    no_repo = github_event(904, "WatchEvent", at, rng)
+    del no_repo["repo"]
+    late = [github_event(950 + n, "WatchEvent", START + timedelta(minutes=1, seconds=10 * n), rng) for n in range(3)]
+    return [
+        {"events-page-1.json": lines[0][:20], "events-page-2.json": lines[0][15:]},  # 5 events on both pages
+        {"events-page-3.json": [*lines[1], *(json.dumps(e) for e in wrong[:2])]},
+        {
+            "events-page-4.json": [
+                *lines[2],
+                *(json.dumps(e) for e in [*wrong[2:], no_repo, *late]),
+                '{"id": "9", "type": ',
+            ]
+        },
+        {"events-page-5.json": [*lines[3], lines[2][-1]]},  # an event seen a page ago, again
+    ]
+
+
 SAMPLES: dict[str, Callable[[], Arrivals]] = {
     "clickstream": clickstream_arrivals,
     "clickstream_unique": clickstream_unique_arrivals,
@@ -272,6 +347,7 @@ SAMPLES: dict[str, Callable[[], Arrivals]] = {
     "spending_sessions": spending_sessions_arrivals,
     "ad_clicks": ad_arrivals,
     "ad_impressions": ad_arrivals,
+    "github_activity": github_activity_arrivals,
 }
 
 

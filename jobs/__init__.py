@@ -10,6 +10,6 @@ The packages follow the data:
     publish/     the data quality report (runs, checks, backfills) and Data Docs
 and beside them: processors/ (per-key functions a `process` pipeline names), cli/,
 orchestration/ (Airflow), entry/ (what spark-submit starts), pipelines/ (the declarations,
-data), settings.py, units.py, columns.py (column names the flow adds), exit_codes.py,
+data), settings.py, units.py, schema.py (field types: objects, arrays, decimals; paths), columns.py (column names the flow adds), exit_codes.py,
 session.py, executors.py (what a cluster's executors need), __main__.py (python -m jobs).
 """

@@ -20,6 +20,7 @@ _SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)b?\s*$", re.IGNORECASE)
 _SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _COLUMN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_@$][A-Za-z0-9_@$\-]*)*$")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")
 
 
@@ -115,9 +116,22 @@ def _column(value: str) -> str:
     return value
 
 
+def _path(value: str) -> str:
+    if not _PATH.match(value):
+        raise ValueError(f"{value!r} is not a field name, or a path to a field inside objects like repo.name")
+    return value
+
+
+def column_name(path: str) -> str:
+    """The flat column a path becomes ('repo.name' -> 'repo_name'); a field's name is itself."""
+    return path.replace(".", "_")
+
+
 # Declaration types: a duration in whole seconds ("5 minutes" -> 300), a size in bytes
-# ("64m" -> 67108864), a pipeline-style name (lower-case letters, digits, '_'), a column name.
+# ("64m" -> 67108864), a pipeline-style name (lower-case letters, digits, '_'), a column name,
+# a field or a path to one inside objects ("repo.name").
 Duration = Annotated[int, BeforeValidator(_seconds)]
 Size = Annotated[int, BeforeValidator(_bytes)]
 Name = Annotated[str, AfterValidator(_name)]
 ColumnName = Annotated[str, AfterValidator(_column)]
+FieldPath = Annotated[str, AfterValidator(_path)]

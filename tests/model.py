@@ -338,6 +338,60 @@ def DeviceStepsModel() -> WindowModel:
     )
 
 
+# github_activity's declared schema, as the Python types a JSON value must have: objects as
+# dicts, arrays as one-element lists, at any depth (null fits anything).
+GITHUB_SCHEMA = {
+    "id": str,
+    "type": str,
+    "actor": {"id": int, "login": str},
+    "repo": {"id": int, "name": str},
+    "payload": {"size": int, "commits": [{"sha": str, "message": str}]},
+    "created_at": str,
+}
+
+
+def fits(value: Any, shape: Any) -> bool:
+    """Whether a JSON value has the declared shape: every declared field (at any depth) of
+    its own JSON type, whole numbers in a long's range; other keys do not matter."""
+    if value is None:
+        return True
+    if isinstance(shape, dict):
+        return isinstance(value, dict) and all(fits(value.get(name), inner) for name, inner in shape.items())
+    if isinstance(shape, list):
+        return isinstance(value, list) and all(fits(item, shape[0]) for item in value)
+    if shape is int:
+        return is_long(value)
+    return isinstance(value, shape) and not isinstance(value, bool)
+
+
+def github_reading(line: str) -> Reading | None:
+    """A usable activity event: every declared field of its type, an id, a type and a
+    repo.name, and a time; keyed by (type, repo name), with its payload.size."""
+    found = record(line)
+    if found is None or not fits(found, GITHUB_SCHEMA):
+        return None
+    repo, payload = found.get("repo") or {}, found.get("payload") or {}
+    if found.get("id") is None or found.get("type") is None or repo.get("name") is None:
+        return None
+    moment = iso_time(found.get("created_at"))
+    return Reading(moment, (found["type"], repo["name"]), payload.get("size")) if moment else None
+
+
+def GithubActivityModel() -> WindowModel:
+    """Events and the sum of payload.size per (type, repo.name), 1-minute windows, watermark
+    5 minutes, each id counted once."""
+    return WindowModel(
+        read=github_reading,
+        finish=lambda sizes: (
+            len(sizes),
+            sum(s for s in sizes if s is not None) if any(s is not None for s in sizes) else None,
+        ),
+        delay=timedelta(minutes=5),
+        window=timedelta(minutes=1),
+        identity=lambda line: json.loads(line)["id"],
+    )
+
+
 @dataclass
 class EventsModel:
     """A stateless pipeline: each usable record is one output row; nothing is late or held.

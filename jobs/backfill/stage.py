@@ -75,7 +75,14 @@ def stage_closed_range(
         "last_window": bounds[2],
         **{
             key: sum(getattr(r, key) for r in reports)
-            for key in ("input_files", "input_rows", "used_rows", "quarantined_rows", "late_rows_dropped")
+            for key in (
+                "input_files",
+                "input_rows",
+                "used_rows",
+                "quarantined_rows",
+                "late_rows_dropped",
+                "rescued_rows",
+            )
         },
         "runs": [r.run_id for r in reports],
     }

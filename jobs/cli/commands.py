@@ -252,6 +252,7 @@ def cmd_files(args: argparse.Namespace) -> int:
             "used": "used_rows",
             "quarantined": "quarantined_rows",
             "late": "late_rows_dropped",
+            **({"rescued": "rescued_rows"} if pipeline.source.rescues else {}),
             "bytes": "size_bytes",
             "modified": "modified_at",
             "file": "path",

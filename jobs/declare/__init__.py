@@ -1,7 +1,8 @@
 """The declaration model: what a pipeline says, checked on load (pydantic; no Spark).
 
 units of a declaration   jobs/units.py (durations, names, sizes)
-its parts                parts.py (source, enrichment, window, aggregates, join, processor, output)
+its parts                parts.py (source, enrichment, window, keys, aggregates, join, processor, output)
+how it runs              operations.py (Spark sizes and state store, Airflow retries, retention)
 the whole, by pattern    pipeline.py (a union over window, process, join, events)
 reading YAML             load.py
 """

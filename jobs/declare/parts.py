@@ -1,28 +1,28 @@
-"""The parts a declaration is made of: its source, enrichment, window, aggregates, join,
-processor, output and Airflow settings. Each checks itself; checks that span parts are
-in pipeline.py."""
+"""The parts a declaration is made of: its source (fields of any depth, jobs/schema.py),
+enrichment, window, keys, aggregates, join, processor and output. Each checks itself;
+checks that span parts are in pipeline.py, how a pipeline runs in operations.py."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union, get_args
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    PositiveInt,
     PrivateAttr,
     create_model,
     field_validator,
     model_validator,
 )
 
+from jobs import schema
 from jobs.processors import PROCESSORS
 from jobs.processors.base import Processor, ProcessorSettings
-from jobs.units import ColumnName, Duration, Name, Size
+from jobs.schema import Array, Kind, Struct
+from jobs.units import ColumnName, Duration, FieldPath, Name, column_name
 
-FieldType = Literal["string", "long", "int", "double", "boolean", "timestamp", "date"]
-FIELD_TYPES = get_args(FieldType)
+TYPE_CHOICES = ", ".join(schema.SCALARS) + ", decimal(p,s), an object {field: type} or a list [type]"
 MAX_DEPTH = 64  # objects and arrays in a record, by default: deeper than real events nest, far below any parser's limit
 MAX_FUTURE_S = 86400  # an event time more than a day after its batch's is quarantined, by default
 
@@ -34,7 +34,7 @@ class Part(BaseModel):
 
 
 class EventTime(Part):
-    column: str
+    column: FieldPath
     # ISO-8601 (a trailing Z or an offset; no zone means UTC), epoch_seconds,
     # epoch_millis, or a Spark datetime pattern such as "yyyy-MM-dd HH:mm:ss".
     format: str = "iso8601"
@@ -48,21 +48,51 @@ class EventTime(Part):
         return None if value is None or str(value).strip().lower() == "none" else value
 
 
+def declared_kind(declared: Any, path: str) -> Kind:
+    """A declared field's type: a scalar's name, a mapping (an object), or a list of one
+    type (an array); refused with the field's path."""
+    if isinstance(declared, str):
+        try:
+            return schema.scalar(declared)
+        except schema.TypeSpellingError:
+            raise ValueError(f"field {path!r} has type {declared!r}; use one of {TYPE_CHOICES}") from None
+    if isinstance(declared, dict) and declared:
+        for name in declared:
+            if not isinstance(name, str) or not name or "." in name:
+                raise ValueError(f"field {path!r} holds a field named {name!r}; name fields without dots")
+        return Struct(tuple((name, declared_kind(kind, f"{path}.{name}")) for name, kind in declared.items()))
+    if isinstance(declared, list) and len(declared) == 1:
+        return Array(declared_kind(declared[0], f"{path}[]"))
+    raise ValueError(f"field {path!r} has type {declared!r}; use one of {TYPE_CHOICES}")
+
+
+def _declared_types(value: Any) -> dict[str, str]:
+    """A mapping of field (or path) -> declared type, each type in its one spelling."""
+    if not isinstance(value, dict) or not value:
+        raise ValueError("must map each field name to a type, or be 'infer'")
+    return {str(name): schema.spelled(declared_kind(kind, str(name))) for name, kind in value.items()}
+
+
 class Source(Part):
     """Newline-delimited JSON landed in a folder. With a stream-stream join each source
     lands in a folder of its own, <landing>/<name>/."""
 
     name: Name | None = None
     format: Literal["json"]
-    # field -> type, or "infer": inferred from what has landed by the first run, then
-    # recorded with the checkpoint (see with_recorded_fields).
-    declared_schema: dict[ColumnName, FieldType] | Literal["infer"] = Field(alias="schema")
-    required: tuple[str, ...] = ()  # records without these are quarantined; the event time always is
+    # field -> type (objects and arrays nest: jobs/schema.py), or "infer": inferred from
+    # what has landed by the first run, then recorded with the checkpoint (with_recorded_fields).
+    declared_schema: dict[ColumnName, str] | Literal["infer"] = Field(alias="schema")
+    # With 'infer': the types of these paths, whatever was inferred ({repo.id: long}).
+    hints: dict[FieldPath, str] = {}
+    required: tuple[FieldPath, ...] = ()  # records without these are quarantined; the event time always is
     event_time: EventTime
     new_fields: Literal["fail", "ignore", "rescue"] = "ignore"  # fields an inferred schema has not seen
-    # strict: a field takes only its own JSON type (else wrong_field_type); coerce: a string
-    # field also takes numbers, booleans, objects and arrays, as their JSON text.
+    # strict: a field takes only its own JSON type (else wrong_field_type); coerce: a top-level
+    # string field also takes numbers, booleans, objects and arrays, as their JSON text.
     types: Literal["strict", "coerce"] = "strict"
+    # A value of another type: quarantine the record (wrong_field_type), or rescue it: the
+    # record is kept, the field null, and the value in _rescued_data under its path.
+    on_type_mismatch: Literal["quarantine", "rescue"] = "quarantine"
     # A record nesting objects and arrays deeper than this is quarantined as too_deeply_nested.
     max_depth: int = Field(MAX_DEPTH, ge=1, le=500)
     _recorded: dict[str, str] | None = PrivateAttr(default=None)
@@ -71,13 +101,12 @@ class Source(Part):
     @field_validator("declared_schema", mode="before")
     @classmethod
     def _schema_or_infer(cls, value: Any) -> Any:
-        if value != "infer" and (not isinstance(value, dict) or not value):
-            raise ValueError("must map each field name to a type, or be 'infer'")
-        if isinstance(value, dict):
-            for field, kind in value.items():
-                if kind not in FIELD_TYPES:
-                    raise ValueError(f"field {field!r} has type {kind!r}; use one of {FIELD_TYPES}")
-        return value
+        return value if value == "infer" else _declared_types(value)
+
+    @field_validator("hints", mode="before")
+    @classmethod
+    def _hinted_types(cls, value: Any) -> Any:
+        return _declared_types(value) if value else {}
 
     @model_validator(mode="before")
     @classmethod
@@ -92,12 +121,16 @@ class Source(Part):
     def _fields_are_declared(self) -> Source:
         if "new_fields" in self.model_fields_set and not self.infer_schema:
             raise ValueError("new_fields applies to 'schema: infer'; a declared schema ignores other fields")
+        if self.hints and not self.infer_schema:
+            raise ValueError("hints apply to 'schema: infer'; declare the types in the schema instead")
         if not self.infer_schema:
-            if self.event_time.column not in self.fields:
-                raise ValueError(f"event time column {self.event_time.column!r} is not in the source schema")
-            for column in self.required:
-                if column not in self.fields:
-                    raise ValueError(f"required field {column!r} is not in the source schema")
+            for what, path in [
+                ("event time column", self.event_time.column),
+                *(("required field", p) for p in self.required),
+            ]:
+                refused = self.refuse_path(path)
+                if refused:
+                    raise ValueError(f"{what} {path!r} {refused}")
         return self
 
     @property
@@ -106,10 +139,40 @@ class Source(Part):
 
     @property
     def fields(self) -> dict[str, str]:
-        """The fields read from each record: declared, or recorded once inferred (else none yet)."""
-        if self._recorded is not None:
-            return self._recorded
-        return {} if self.infer_schema else dict(self.declared_schema)
+        """The fields read from each record, each type in its spelling (jobs/schema.py):
+        declared, or once inferred and recorded, with the hints' types (else none yet)."""
+        if not self.infer_schema:
+            return dict(self.declared_schema)
+        if self._recorded is None:
+            return {}
+        kinds = {name: schema.parse(kind) for name, kind in self._recorded.items()}
+        for path, kind in self.hints.items():
+            kinds = schema.with_type_at(kinds, path, schema.parse(kind))
+        return {name: schema.spelled(kind) for name, kind in kinds.items()}
+
+    @property
+    def kinds(self) -> dict[str, Kind]:
+        """The same fields, each with its type read."""
+        return {name: schema.parse(kind) for name, kind in self.fields.items()}
+
+    def kind_at(self, path: str) -> Kind | None:
+        """The type of the field a path names; None when the schema has none (or is not known yet)."""
+        return schema.at_path(self.kinds, path)
+
+    def refuse_path(self, path: str) -> str | None:
+        """Why a path names no field of the known schema (None: it names one, or the schema is not known yet)."""
+        if not self.fields or self.kind_at(path) is not None:
+            return None
+        first, *rest = path.split(".")
+        inside = None
+        for depth in range(len(rest), 0, -1):
+            parent = ".".join([first, *rest[: depth - 1]])
+            if isinstance(self.kind_at(parent), Array):
+                inside = parent
+                break
+        if inside:
+            return f"is inside the array {inside!r}; a path goes through objects only"
+        return "is not in the source schema"
 
     def with_recorded_fields(self, fields: dict[str, str]) -> Source:
         source = self.model_copy()
@@ -127,6 +190,11 @@ class Source(Part):
         source._quarantined_files = tuple(sorted(files.items()))
         return source
 
+    @property
+    def rescues(self) -> bool:
+        """Whether records carry `_rescued_data` (new fields, or values of another type)."""
+        return self.new_fields == "rescue" or self.on_type_mismatch == "rescue"
+
 
 class Enrichment(Part):
     """A stream-static join: each event gets columns of a dimension table, read every batch."""
@@ -134,7 +202,7 @@ class Enrichment(Part):
     table: Name  # for messages and the quarantine reason no_match_in_<table>
     path: str  # relative to <root>/dimensions/, or a full path or s3a:// URI
     format: Literal["csv", "parquet"] = "parquet"
-    key: str  # the event field and the dimension column that match
+    key: FieldPath  # the event field (or path) that matches the dimension's column of its column_name
     columns: tuple[ColumnName, ...] = Field(min_length=1)
     unmatched: Literal["keep", "quarantine"] = "keep"  # keep (with nulls) or quarantine
 
@@ -143,6 +211,29 @@ class Enrichment(Part):
         if self.key in self.columns:
             raise ValueError(f"{self.key!r} is the join column; list only the columns to add")
         return self
+
+
+class Key(Part):
+    """A key of the output: the field (or path) it reads and the column it is written as
+    (a path's column_name, 'repo.name' -> repo_name, unless declared as {name: path})."""
+
+    path: FieldPath
+    name: ColumnName
+
+    @model_validator(mode="before")
+    @classmethod
+    def _path_or_named(cls, raw: Any) -> Any:
+        if isinstance(raw, str):
+            return {"path": raw, "name": column_name(raw)}
+        if isinstance(raw, dict) and len(raw) == 1 and not {"path", "name"} & set(raw):
+            [(name, path)] = raw.items()
+            return {"path": path, "name": name}
+        if isinstance(raw, dict) and set(raw) == {"path", "name"}:
+            return raw
+        raise ValueError(f"{raw!r}: a key is a field, a path (repo.name) or a named path ({{repo: repo.name}})")
+
+    def __str__(self) -> str:
+        return self.path if self.name == column_name(self.path) else f"{self.path} as {self.name}"
 
 
 class Window(Part):
@@ -172,7 +263,7 @@ class Window(Part):
 class Aggregate(Part):
     name: Name
     function: Literal["count", "sum", "avg", "min", "max"]
-    column: str | None = None
+    column: FieldPath | None = None
 
     @model_validator(mode="after")
     def _needs_a_column(self) -> Aggregate:
@@ -216,7 +307,7 @@ class Join(Part):
 
     source: Source  # the right side
     watermark_s: Duration = Field(alias="watermark")
-    key: str
+    key: FieldPath  # a field (or path) of both sources
     within_s: Duration = Field(alias="within")
     how: Literal["inner", "left_outer"] = "inner"  # left_outer: unmatched left events, with nulls, once forgotten
 
@@ -224,85 +315,3 @@ class Join(Part):
 class Output(Part):
     format: Literal["parquet"] = "parquet"
     partition_by: str | None = None  # the pattern says which column may partition it
-
-
-class Retention(Part):
-    """How long landed files and output files are kept (the declaration's optional
-    `retention:` block; jobs/run/retention.py). By default, everything is kept."""
-
-    # keep; delete, or archive (moved to <root>/archive/<pipeline>/, same relative path), the
-    # landed files of batches accounted `landed_after` ago (0: as soon as accounted).
-    landed: Literal["keep", "delete", "archive"] = "keep"
-    landed_after_s: Literal[0] | Duration = Field(30 * 24 * 3600, alias="landed_after")
-    # Output files written this long ago leave the table: Spark's sink log drops them when it
-    # next compacts (the file sink's `retention`), and the run after removes them from the folder.
-    output_after_s: Duration | None = Field(None, alias="output_after")
-
-
-STATE_STORES = {
-    "hdfs": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
-    "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
-}
-
-
-class SparkSettings(Part):
-    """Sizes for big backlogs (the declaration's optional `spark:` block). They reach both
-    `python -m jobs run` and the spark-submit of the pipeline's Airflow DAG."""
-
-    driver_memory: Size | None = None  # Spark's default: 1g. In local mode the executors are the driver.
-    executor_memory: Size | None = None  # on a cluster
-    # Where state lives: "hdfs" (Spark's default: the JVM heap, snapshotted to the
-    # checkpoint) or "rocksdb" (off the heap, with changelog checkpointing) for many keys.
-    state_store: Literal["hdfs", "rocksdb"] = "hdfs"
-    # Admission control, one or the other (jobs/flow/admission.py); by default derived from the driver's memory.
-    max_files_per_trigger: PositiveInt | None = None
-    max_bytes_per_trigger: Size | None = None
-    conf: dict[str, str] = {}  # any other Spark setting, e.g. spark.sql.files.maxPartitionBytes
-
-    @model_validator(mode="after")
-    def _one_limit(self) -> SparkSettings:
-        if self.max_files_per_trigger and self.max_bytes_per_trigger:
-            raise ValueError("set max_files_per_trigger or max_bytes_per_trigger, not both (Spark takes one)")
-        return self
-
-    @field_validator("conf")
-    @classmethod
-    def _spark_settings_only(cls, conf: dict[str, str]) -> dict[str, str]:
-        named = {"spark.driver.memory": "driver_memory", "spark.executor.memory": "executor_memory"}
-        for key in conf:
-            if not key.startswith("spark."):
-                raise ValueError(f"{key!r} is not a Spark setting (they start with 'spark.')")
-            if key in named:
-                raise ValueError(f"set {key} as {named[key]}, not in conf")
-            if key in ("spark.sql.shuffle.partitions", "spark.sql.streaming.stateStore.providerClass"):
-                raise ValueError(f"{key} is set by the declaration's state_partitions and state_store")
-        return conf
-
-    def session_conf(self) -> dict[str, str]:
-        """Settings of the JVM's start (a new session, or spark-submit's --conf)."""
-        memory = {"spark.driver.memory": self.driver_memory, "spark.executor.memory": self.executor_memory}
-        return {key: f"{size // 2**20}m" for key, size in memory.items() if size} | self.sql_conf()
-
-    def sql_conf(self) -> dict[str, str]:
-        """Settings a running session takes before the query starts."""
-        conf = {"spark.sql.streaming.stateStore.providerClass": STATE_STORES[self.state_store], **self.conf}
-        if self.state_store == "rocksdb":
-            conf["spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"] = "true"
-        return conf
-
-
-class Orchestration(Part):
-    """How Airflow runs the pipeline's DAG (the declaration's optional `airflow:` block)."""
-
-    retries: int = 2
-    retry_delay_s: Duration = Field(60, alias="retry_delay")  # doubled on each retry, up to max_retry_delay_s
-    max_retry_delay_s: Duration = Field(1800, alias="max_retry_delay")
-    timeout_s: Duration = Field(3600, alias="timeout")  # a longer run is stopped, and retried from its checkpoint
-
-    @model_validator(mode="before")
-    @classmethod
-    def _whole_retries(cls, raw: Any) -> Any:
-        retries = raw.get("retries", 0) if isinstance(raw, dict) else 0
-        if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
-            raise ValueError("retries must be a whole number, 0 or more")
-        return raw

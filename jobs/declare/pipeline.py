@@ -19,20 +19,20 @@ from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import Discriminator, Field, PositiveInt, Tag, field_validator, model_validator
 
+from jobs.declare.operations import Orchestration, Retention, SparkSettings
 from jobs.declare.parts import (
     Aggregate,
     Enrichment,
     Join,
-    Orchestration,
+    Key,
     Output,
     Part,
     Process,
-    Retention,
     Source,
-    SparkSettings,
     Window,
 )
-from jobs.units import Duration, Name
+from jobs.schema import spelled, with_type_at
+from jobs.units import Duration, FieldPath, Name
 
 PATTERNS = ("window", "process", "join", "events")
 WATERMARK_NEEDED = "missing 'watermark' (windows, deduplication, joins and timeouts keep state until it passes)"
@@ -79,23 +79,27 @@ class PipelineBase(Part):
         return self
 
     def named_fields(self) -> dict[str, list[str]]:
-        """The event fields the declaration names, by what it names them as."""
+        """The event fields (or paths) the declaration names, by what it names them as."""
         named = {"event time": [self.source.event_time.column], "required": list(self.source.required)}
         return named | ({"enrich key": [self.enrich.key]} if self.enrich else {})
 
-    def event_columns(self) -> list[str]:
-        """What usable events hold: the source's fields and a dimension's columns."""
-        return [*self.source.fields, *(self.enrich.columns if self.enrich else ())]
+    def refused_fields(self) -> list[str]:
+        """Each field the declaration names that the source's schema (declared, or inferred
+        and recorded) has no field for, and why, in one line each."""
+        added = self.enrich.columns if self.enrich else ()
+        return [
+            f"{what} {path!r} {why}"
+            for what, paths in self.named_fields().items()
+            for path in paths
+            if path not in added and (why := self.source.refuse_path(path))
+        ]
 
     def _check_named_fields(self) -> None:
         """Every field the declaration names exists. An inferred schema is not known yet:
         the first run checks the names against it (jobs/flow/source.py)."""
-        if self.source.infer_schema:
-            return
-        for what, columns in self.named_fields().items():
-            for column in columns:
-                if column not in self.event_columns():
-                    raise ValueError(f"{what} {column!r} is not in the source schema")
+        refused = self.refused_fields()
+        if refused:
+            raise ValueError(refused[0])
 
     def _require_watermark(self) -> None:
         if self.watermark_s is None:
@@ -113,11 +117,11 @@ def _refuse(raw: Any, settings: tuple[str, ...], why: str) -> Any:
 class WindowPipeline(PipelineBase):
     pattern: Literal["window"] = "window"
     window: Window
-    keys: tuple[str, ...]
+    keys: tuple[Key, ...]
     aggregates: tuple[Aggregate, ...]
-    # Records with equal values in these columns count once (the first to arrive), while
+    # Records with equal values in these fields count once (the first to arrive), while
     # the watermark has not passed the first one's event time by the watermark delay.
-    deduplicate: tuple[str, ...] = ()
+    deduplicate: tuple[FieldPath, ...] = ()
 
     partition_column: ClassVar[str | None] = "window_date"
     partition_meaning: ClassVar[str] = "window_start"
@@ -131,7 +135,12 @@ class WindowPipeline(PipelineBase):
 
     def named_fields(self) -> dict[str, list[str]]:
         aggregated = [a.column for a in self.aggregates if a.column]
-        return super().named_fields() | {"key": list(self.keys), "aggregate column": aggregated}
+        keys = [k.path for k in self.keys]
+        return super().named_fields() | {
+            "key": keys,
+            "aggregate column": aggregated,
+            "deduplicate field": list(self.deduplicate),
+        }
 
     @model_validator(mode="after")
     def _windows_add_up(self) -> WindowPipeline:
@@ -142,7 +151,7 @@ class WindowPipeline(PipelineBase):
                 raise ValueError(f"deduplicate field {column!r} must be a required source field")
         if not self.aggregates:
             raise ValueError("declare at least one aggregate")
-        columns = ["window_start", "window_end", *self.keys, *(a.name for a in self.aggregates)]
+        columns = ["window_start", "window_end", *(k.name for k in self.keys), *(a.name for a in self.aggregates)]
         if len(set(columns)) != len(columns):
             raise ValueError(f"output column names collide: {columns}")
         return self
@@ -150,7 +159,7 @@ class WindowPipeline(PipelineBase):
 
 class ProcessPipeline(PipelineBase):
     pattern: Literal["process"] = "process"
-    keys: tuple[str, ...]
+    keys: tuple[Key, ...]
     process: Process
 
     partition_column: ClassVar[str | None] = None
@@ -162,7 +171,8 @@ class ProcessPipeline(PipelineBase):
 
     def named_fields(self) -> dict[str, list[str]]:
         reads = self.process.definition.inputs(self.process.settings)
-        return super().named_fields() | {"key": list(self.keys), f"processor {self.process.processor} input": reads}
+        keys = [k.path for k in self.keys]
+        return super().named_fields() | {"key": keys, f"processor {self.process.processor} input": reads}
 
     @model_validator(mode="after")
     def _processor_can_run(self) -> ProcessPipeline:
@@ -193,14 +203,25 @@ class JoinPipeline(PipelineBase):
         if not left.name or not right.name or left.name == right.name:
             raise ValueError("give each source of a join a different 'name': its folder under the landing location")
         for side in (left, right):
-            if key not in side.fields:
-                raise ValueError(f"join key {key!r} is not in the {side.name} schema")
-        if left.fields[key] != right.fields[key]:
+            refused = side.refuse_path(key)
+            if refused:
+                raise ValueError(f"join key {key!r} {refused.replace('the source', f'the {side.name}')}")
+        left_kind, right_kind = (spelled(side.kind_at(key)) for side in (left, right))
+        if left_kind != right_kind:
             raise ValueError(
-                f"join key {key!r} is a {left.fields[key]} in {left.name} and a {right.fields[key]} in {right.name}; "
+                f"join key {key!r} is a {left_kind} in {left.name} and a {right_kind} in {right.name}; "
                 "declare it with one type on both sides"
             )
-        shared = sorted((set(left.fields) & set(right.fields)) - {key})
+        # The output keeps the left side's key; the right's field holding it is left out,
+        # so it may hold nothing else.
+        root = key.split(".")[0]
+        only_the_key = with_type_at({}, key, right.kind_at(key))[root]
+        if spelled(right.kinds[root]) != spelled(only_the_key):
+            raise ValueError(
+                f"join key {key!r}: the output leaves out {right.name}'s field {root!r}, which holds the key "
+                f"and more ({spelled(right.kinds[root])}); declare only the key under it"
+            )
+        shared = sorted((set(left.fields) & set(right.fields)) - {root})
         if shared:
             raise ValueError(f"fields {shared} are in both sources; the output keeps one column per name")
         return self

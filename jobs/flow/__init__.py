@@ -2,8 +2,9 @@
 
 source.py    landing -> lines (streaming and batch alike); inferred schemas
 parse.py     lines -> typed events, each with the reason it cannot be used (decode.py
-             reads each line strictly in Spark's Python workers; depth.py bounds how deep
-             lines nest, without recursing; lines.py numbers lines)
+             reads batches of lines strictly in Spark's Python workers, line_reader.py
+             one line the careful way, with its reason or what it rescued; depth.py bounds
+             how deep lines nest, without recursing; lines.py numbers lines)
 enrich.py    events + a dimension's columns (a stream-static join)
 patterns/    events -> output rows: one module per pattern (window, process, join, events)
 sink.py      output rows -> the Parquet table, and reading back what it committed

@@ -10,8 +10,9 @@ it needed, and stricter:
     nested deeper than max_depth      too_deeply_nested
     not JSON, or text after it        malformed_json
     JSON, but not an object           not_a_json_object
-    a field of another JSON type      wrong_field_type   ("user_id: JSON int where string is declared")
-    or a number outside its type                         ("num_steps: Number out of range (long is declared)")
+    a field of another JSON type,     wrong_field_type   ("repo.id: expected long, got string")
+    at any depth, or a number its                        ("num_steps: expected long, got a number out of its range")
+    type cannot hold                                     ("payload.commits[2].sha: expected string, got integer")
     a landed file quarantined by hand file_quarantined   (python -m jobs quarantine-file; its lines are not read)
     anything else a line makes fail   unreadable         (the exception's class and message)
 
@@ -20,59 +21,73 @@ checked before any parser recurses (msgspec recurses once per level, and raises
 RecursionError near Python's limit; jobs/flow/depth.py).
 
 A UTF-8 byte order mark and a CR before the line end are accepted; blank lines are not
-records. A key given twice counts once, with its last value (as JSON parsers do). With
-`types: coerce`, a string field takes any JSON value as its text.
+records. A key given twice counts once, with its last value (as JSON parsers do). Keys no
+declared field names are ignored, at any depth. With `types: coerce`, a top-level string
+field takes any JSON value as its text. With `rescue`, a value of another type does not
+refuse its line: it is set to null and kept, as landed, in RESCUED under its path.
+
+Objects and arrays are read into Arrow structs and lists of the declared types (a decimal
+exactly, refused when it has more digits than its type holds); a timestamp or a date is
+handed back as text, for parse.py to convert.
 """
 
 from __future__ import annotations
 
+import decimal
 import itertools
-import re
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from jobs import schema
 from jobs.columns import BLOCK_START, FILE_SIZE, LINE, LINE_NUMBER, SOURCE_FILE
-from jobs.flow.depth import maybe_deeper, nesting_depth
+from jobs.flow.depth import maybe_deeper
+from jobs.flow.line_reader import RECORD_LIMIT, Line, LineReader, accepts, as_text
 from jobs.flow.tally import FileCount, Files, Tally
+from jobs.schema import Array, Kind, Struct
 
-RECORD_LIMIT = 64 * 2**20  # bytes; README, "Late data and row accounting"
-TOO_LARGE_KEPT = 2**20  # bytes of a line over the limit its quarantine record keeps (parse.py)
 REASON, DETAIL = "_reason", "_detail"
 NEW_FIELDS = "_new_fields"  # keys no declared field names, for new_fields: fail | rescue
-NEW_VALUES = "_new_values"  # ... and those keys with their values, as a JSON object
-
-_INT64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
-_INT32 = Annotated[int, msgspec.Meta(ge=-(2**31), le=2**31 - 1)]
-# Spark type -> (what msgspec accepts, the Arrow type handed back). Any other type (a date,
-# a timestamp, an inferred struct or array) comes back as its JSON text for Spark to convert.
-_SCALARS: dict[str, tuple[Any, pa.DataType]] = {
-    "string": (str, pa.string()),
-    "long": (_INT64, pa.int64()),
-    "bigint": (_INT64, pa.int64()),
-    "int": (_INT32, pa.int32()),
-    "integer": (_INT32, pa.int32()),
-    "double": (float, pa.float64()),
-    "boolean": (bool, pa.bool_()),
+RESCUED = "_rescued"  # those keys' values, and values of another type under their paths, as a JSON object
+# A scalar type -> the Arrow type it is handed back as (a timestamp or a date as text, for
+# Spark to convert).
+_ARROW: dict[str, pa.DataType] = {
+    "string": pa.string(),
+    "long": pa.int64(),
+    "int": pa.int32(),
+    "double": pa.float64(),
+    "boolean": pa.bool_(),
+    "timestamp": pa.string(),
+    "date": pa.string(),
 }
-_NAMES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
-_GOT = re.compile(r"got `(\w+)` - at `\$\.(.+)`$")
-_AT = re.compile(r" - at `\$\.(.+)`$")
-
-
-def is_scalar(kind: str) -> bool:
-    """Whether a field of this Spark type is decoded here, or handed to Spark as JSON text."""
-    return kind in _SCALARS
 
 
 def spark_type(kind: str) -> str:
-    return kind if is_scalar(kind) else "string"
+    """The Spark type a field of this type is handed back as (a timestamp or a date as text)."""
+    return schema.spelled(_handed_back(schema.parse(kind)))
+
+
+def _handed_back(kind: Kind) -> Kind:
+    if isinstance(kind, Struct):
+        return Struct(tuple((name, _handed_back(field)) for name, field in kind.fields))
+    if isinstance(kind, Array):
+        return Array(_handed_back(kind.element))
+    return "string" if kind in ("timestamp", "date") else kind
+
+
+def _arrow_type(kind: Kind) -> pa.DataType:
+    if isinstance(kind, Struct):
+        return pa.struct([(name, _arrow_type(field)) for name, field in kind.fields])
+    if isinstance(kind, Array):
+        return pa.list_(_arrow_type(kind.element))
+    digits = schema.decimal_digits(kind)
+    return pa.decimal128(*digits) if digits else _ARROW[kind]
 
 
 @dataclass(frozen=True)
@@ -80,13 +95,14 @@ class LineDecoder:
     """Arrow batches of (LINE as bytes, SOURCE_FILE, BLOCK_START, FILE_SIZE, other columns...)
     -> the other columns, the declared fields, LINE (the same bytes), LINE_NUMBER (counted
     from 1 in each part of a file Spark read, blank lines too; jobs/flow/lines.py makes it a
-    line number in the file), REASON, DETAIL and, when asked, NEW_FIELDS and NEW_VALUES.
+    line number in the file), REASON, DETAIL and, when asked, NEW_FIELDS and RESCUED.
     Blank lines are left out. BLOCK_START and FILE_SIZE may be missing (a file read whole,
     of unknown size). With a tally, the lines read of each file are counted in it."""
 
-    fields: tuple[tuple[str, str], ...]  # (name, Spark type), as declared
-    coerce: bool = False  # a string field takes any JSON value, as its text
-    new_fields: bool = False  # also hand back the keys no field names (NEW_FIELDS, NEW_VALUES)
+    fields: tuple[tuple[str, str], ...]  # (name, type as jobs/schema.py spells it), as declared
+    coerce: bool = False  # a top-level string field takes any JSON value, as its text
+    new_fields: bool = False  # also hand back the keys no field names (NEW_FIELDS, RESCUED)
+    rescue: bool = False  # a value of another type is rescued (RESCUED), not its line quarantined
     tally: Tally | None = None
     max_depth: int = field(kw_only=True)  # a line nested deeper is quarantined, unread (the source's)
     # Landed files (as jobs/lake/layout.py names them) whose lines are quarantined unread,
@@ -94,10 +110,13 @@ class LineDecoder:
     quarantined_files: tuple[tuple[str, str], ...] = ()
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        kinds = {name: schema.parse(kind) for name, kind in self.fields}
         # Raw takes null as well, and cannot be in a union.
-        nullable = [(name, a if a is msgspec.Raw else a | None, None) for name, a in self._accepted()]
+        accepted = self._accepted(kinds)
+        nullable = [(name, a if a is msgspec.Raw else a | None, None) for name, a in accepted]
         record = msgspec.defstruct("Record", nullable, gc=False)
-        reader = _Reader(msgspec.json.Decoder(record), dict(self.fields), self.new_fields, self.max_depth)
+        as_text = frozenset(name for name, a in accepted if a is msgspec.Raw)
+        reader = LineReader(msgspec.json.Decoder(record), kinds, as_text, self.new_fields, self.rescue, self.max_depth)
         read: Files = {}  # per file, the lines read and its size, for the tally
         counted: dict[tuple[str, int], int] = {}  # lines read of each block so far
         for batch in batches:
@@ -108,27 +127,38 @@ class LineDecoder:
         if self.tally is not None:
             self.tally.add(read)
 
-    def _accepted(self) -> list[tuple[str, Any]]:
-        """(field, what msgspec reads it as): its type, or Raw (JSON text handed back as text)."""
+    def _accepted(self, kinds: dict[str, Kind]) -> list[tuple[str, Any]]:
+        """(field, what msgspec reads it as): its type, or Raw (any JSON value, handed back as
+        text): a top-level timestamp or date (for Spark to read), a coerced string."""
+        structs: dict[Kind, Any] = {}
         return [
-            (name, msgspec.Raw if not is_scalar(kind) or (kind == "string" and self.coerce) else _SCALARS[kind][0])
-            for name, kind in self.fields
+            (
+                name,
+                msgspec.Raw
+                if kind in ("timestamp", "date") or (kind == "string" and self.coerce)
+                else accepts(kind, structs),
+            )
+            for name, kind in kinds.items()
         ]
 
-    def _decoded(self, batch: pa.RecordBatch, reader: _Reader, numbers: pa.Array, read: Files) -> pa.RecordBatch:
+    @property
+    def rescues(self) -> bool:
+        return self.new_fields or self.rescue
+
+    def _decoded(self, batch: pa.RecordBatch, reader: LineReader, numbers: pa.Array, read: Files) -> pa.RecordBatch:
         raws = batch.column(LINE)
         lines: list[bytes] = raws.to_pylist()
         records: list[Any] = [None] * len(lines)
         # Lines the quick way cannot take (not JSON, of another type, blank, a byte order mark,
         # not UTF-8, too large, with new fields to find) are read the careful way, one by one.
-        careful: dict[int, _Line | None] = {}
+        careful: dict[int, Line | None] = {}
         by_hand = self._quarantined_by_hand(batch)
         if by_hand:  # unread, but for blank lines (not records)
             careful = {row: _by_hand(lines[row], why) for row, why in enumerate(by_hand) if why}
         if self.new_fields or not _fits(raws):
             careful |= {row: reader.read(raw) for row, raw in enumerate(lines) if row not in careful}
         else:
-            decode = reader.typed.decode
+            decode, misfit = reader.typed.decode, reader.misfit if reader.exact else None
             deep = maybe_deeper(raws, self.max_depth)
             for row, raw in enumerate(lines):
                 if row in careful:
@@ -140,14 +170,17 @@ class LineDecoder:
                     records[row] = decode(raw)
                 except Exception:  # noqa: BLE001 - any line msgspec cannot take is read the careful way
                     careful[row] = reader.read(raw)
+                    continue
+                if misfit is not None and misfit(records[row]):
+                    careful[row] = reader.read(raw)
         reasons: list[str | None] = [None] * len(lines)
         details: list[str | None] = [None] * len(lines)
         new_keys: list[list[str] | None] = [None] * len(lines)
-        new_values: list[str | None] = [None] * len(lines)
+        rescued: list[str | None] = [None] * len(lines)
         for row, line in careful.items():
             if line is not None:
                 records[row], reasons[row], details[row] = line.record, line.reason, line.detail
-                new_keys[row], new_values[row] = line.new_keys, line.new_values
+                new_keys[row], rescued[row] = line.new_keys, line.rescued
         blank = [row for row, line in careful.items() if line is None]
         kept = None
         if blank:  # a blank line is not a record
@@ -156,8 +189,8 @@ class LineDecoder:
             gone = set(blank)
             rows = [row for row in range(len(lines)) if row not in gone]
             kept = pa.array(rows, pa.int64())
-            records, reasons, details, new_keys, new_values = (
-                [values[row] for row in rows] for values in (records, reasons, details, new_keys, new_values)
+            records, reasons, details, new_keys, rescued = (
+                [values[row] for row in rows] for values in (records, reasons, details, new_keys, rescued)
             )
 
         def taken(column: pa.Array) -> pa.Array:
@@ -165,17 +198,24 @@ class LineDecoder:
 
         others = [n for n in batch.schema.names if n not in (LINE, FILE_SIZE)]
         columns = [taken(batch.column(n)) for n in others]
-        for (name, kind), (_, accepted) in zip(self.fields, self._accepted(), strict=True):
+        for name, kind in reader.kinds.items():
             values = [None if r is None else getattr(r, name, None) for r in records]
-            if accepted is msgspec.Raw:  # handed back as text
-                columns.append(pa.array([None if v is None else _as_text(v) for v in values], pa.string()))
+            if name in reader.as_text:
+                columns.append(pa.array([None if v is None else as_text(v) for v in values], pa.string()))
+            elif isinstance(kind, Struct | Array):  # objects and lists of values, by field name
+                columns.append(
+                    pa.array(msgspec.to_builtins(values, builtin_types=(decimal.Decimal,)), _arrow_type(kind))
+                )
             else:
-                columns.append(pa.array(values, _SCALARS[kind][1]))
+                columns.append(pa.array(values, _arrow_type(kind)))
         columns += [taken(raws), taken(numbers), pa.array(reasons, pa.string()), pa.array(details, pa.string())]
-        out = [*others, *(name for name, _ in self.fields), LINE, LINE_NUMBER, REASON, DETAIL]
+        out = [*others, *reader.kinds, LINE, LINE_NUMBER, REASON, DETAIL]
         if self.new_fields:
-            columns += [pa.array(new_keys, pa.list_(pa.string())), pa.array(new_values, pa.string())]
-            out += [NEW_FIELDS, NEW_VALUES]
+            columns.append(pa.array(new_keys, pa.list_(pa.string())))
+            out.append(NEW_FIELDS)
+        if self.rescues:
+            columns.append(pa.array(rescued, pa.string()))
+            out.append(RESCUED)
         return pa.RecordBatch.from_arrays(columns, names=out)
 
     def _quarantined_by_hand(self, batch: pa.RecordBatch) -> list[str | None] | None:
@@ -192,8 +232,8 @@ class LineDecoder:
         return [by_file[name] for name in files.to_pylist()]
 
 
-def _by_hand(raw: bytes, reason: str) -> _Line | None:
-    return None if not raw.removeprefix(b"\xef\xbb\xbf").strip() else _Line("file_quarantined", reason)
+def _by_hand(raw: bytes, reason: str) -> Line | None:
+    return None if not raw.removeprefix(b"\xef\xbb\xbf").strip() else Line("file_quarantined", reason)
 
 
 class ReadFailed(RuntimeError):
@@ -240,85 +280,3 @@ def _numbers(batch: pa.RecordBatch, counted: dict[tuple[str, int], int], read: F
         count = read.setdefault(file, FileCount(size_bytes=size))
         count.lines += end - first
     return pa.array(numbers)
-
-
-def _as_text(raw: msgspec.Raw) -> str | None:
-    """A JSON value as text: a string as it is, anything else as compact JSON (as landed,
-    when msgspec cannot read it back: a number beyond a double's range)."""
-    try:
-        value = msgspec.json.decode(raw)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        return bytes(raw).decode("utf-8", "replace").strip()
-    return value if value is None or isinstance(value, str) else msgspec.json.encode(value).decode()
-
-
-@dataclass(slots=True)
-class _Line:
-    reason: str | None = None
-    detail: str | None = None
-    record: Any = None
-    new_keys: list[str] | None = None
-    new_values: str | None = None
-
-
-@dataclass(slots=True)
-class _Reader:
-    typed: msgspec.json.Decoder
-    kinds: dict[str, str]
-    new_fields: bool
-    max_depth: int
-
-    def read(self, raw: bytes) -> _Line | None:
-        """One landed line; None for a blank one. Never raises: what no reason below
-        foresaw is `unreadable`, with the exception."""
-        try:
-            return self._read(raw)
-        except Exception as error:  # noqa: BLE001 - one line must never fail the batch
-            return _Line("unreadable", f"{type(error).__name__}: {str(error)[:500]}")
-
-    def _read(self, raw: bytes) -> _Line | None:
-        if len(raw) > RECORD_LIMIT:
-            detail = f"{len(raw):,} bytes; the limit is {RECORD_LIMIT:,}; its first {TOO_LARGE_KEPT:,} are kept"
-            return _Line("record_too_large", detail)
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            return _Line("invalid_encoding", f"not UTF-8 at byte {error.start}; the line is kept in base64")
-        body = text.removeprefix("\ufeff")
-        if not body.strip():
-            return None
-        depth = nesting_depth(raw) if raw.count(b"{") + raw.count(b"[") > self.max_depth else 0
-        if depth > self.max_depth:
-            return _Line("too_deeply_nested", f"{depth:,} levels of objects and arrays; the limit is {self.max_depth}")
-        try:
-            line = _Line(record=self.typed.decode(body))
-        except msgspec.ValidationError as error:
-            line = _Line(*self._refused(body, str(error)))
-        except msgspec.DecodeError as error:
-            return _Line("malformed_json", str(error))
-        if self.new_fields and line.reason != "not_a_json_object":
-            found = msgspec.json.decode(body, type=dict[str, msgspec.Raw])
-            new = {k: _as_text(v) for k, v in found.items() if k not in self.kinds}
-            line.new_keys, line.new_values = list(new), msgspec.json.encode(new).decode() if new else None
-        return line
-
-    def _refused(self, body: str, message: str) -> tuple[str, str]:
-        """Why a line that does not fit the declaration is refused: its syntax first."""
-        try:
-            msgspec.json.decode(body)
-        except (
-            msgspec.ValidationError
-        ):  # (a DecodeError too) valid JSON msgspec will not hold: a number beyond a double
-            pass
-        except msgspec.DecodeError as error:
-            return "malformed_json", str(error)
-        if message.startswith("Expected `object`, got `"):
-            found = message.rsplit("`", 2)[-2]
-            return "not_a_json_object", f"a JSON {_NAMES.get(found, found)}"
-        got = _GOT.search(message)
-        if got:
-            found, field = got.groups()
-            return "wrong_field_type", f"{field}: JSON {_NAMES.get(found, found)} where {self.kinds[field]} is declared"
-        at = _AT.search(message)
-        field = at.group(1) if at else "?"
-        return "wrong_field_type", f"{field}: {message.split(' - at ')[0]} ({self.kinds.get(field, '?')} is declared)"

@@ -13,8 +13,10 @@ from pyspark.sql import functions as F
 
 from jobs.columns import QUARANTINE_REASON
 from jobs.declare.parts import Enrichment
+from jobs.flow.parse import field
 from jobs.lake import fs
 from jobs.lake.layout import StorageError, join, normalize
+from jobs.units import column_name
 
 
 def dimension_uri(enrichment: Enrichment, dimensions: str) -> str:
@@ -33,19 +35,25 @@ def read_dimension(spark: SparkSession, enrichment: Enrichment, dimensions: str)
         table = spark.read.option("header", "true").option("inferSchema", "false").csv(uri)
     else:
         table = spark.read.parquet(uri)
-    missing = [c for c in (enrichment.key, *enrichment.columns) if c not in table.columns]
+    missing = [c for c in (dimension_key(enrichment), *enrichment.columns) if c not in table.columns]
     if missing:
         raise StorageError(f"dimension table {enrichment.table} ({uri}) has no column(s) {missing}")
-    return table.select(enrichment.key, *enrichment.columns)
+    return table.select(dimension_key(enrichment), *enrichment.columns)
+
+
+def dimension_key(enrichment: Enrichment) -> str:
+    """The dimension's column the events' key matches: the key's column_name (repo.id -> repo_id)."""
+    return column_name(enrichment.key)
 
 
 def check_dimension(table: DataFrame, enrichment: Enrichment) -> int:
     """The number of rows; refuses a dimension with two rows for one key (events would repeat)."""
-    repeated = table.groupBy(enrichment.key).count().where(F.col("count") > 1).limit(3).collect()
+    key = dimension_key(enrichment)
+    repeated = table.groupBy(key).count().where(F.col("count") > 1).limit(3).collect()
     if repeated:
-        keys = ", ".join(repr(row[enrichment.key]) for row in repeated)
+        keys = ", ".join(repr(row[key]) for row in repeated)
         raise StorageError(
-            f"dimension table {enrichment.table} has more than one row for {enrichment.key} {keys}: "
+            f"dimension table {enrichment.table} has more than one row for {key} {keys}: "
             "each event must match at most one row"
         )
     return table.count()
@@ -60,11 +68,11 @@ def enrich(parsed: DataFrame, dimension: DataFrame, enrichment: Enrichment) -> D
     """
     matched = "_matched"
     lookup = dimension.select(
-        F.col(enrichment.key).alias("_dimension_key"), *enrichment.columns, F.lit(True).alias(matched)
+        F.col(dimension_key(enrichment)).alias("_dimension_key"), *enrichment.columns, F.lit(True).alias(matched)
     )
     # An event's key is read as the dimension's type (what does not read as one matches
     # nothing): comparing them as they are would cast in ANSI mode, failing on a bad value.
-    key = F.col(enrichment.key).try_cast(dimension.schema[enrichment.key].dataType)
+    key = field(enrichment.key).try_cast(dimension.schema[dimension_key(enrichment)].dataType)
     joined = parsed.join(lookup, key == F.col("_dimension_key"), "left").drop("_dimension_key")
     if enrichment.unmatched == "quarantine":
         no_match = F.when(F.col(matched).isNull(), F.lit(f"no_match_in_{enrichment.table}"))

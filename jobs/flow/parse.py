@@ -23,14 +23,14 @@ from jobs.declare.parts import Source
 from jobs.flow.decode import (
     DETAIL,
     NEW_FIELDS,
-    NEW_VALUES,
     REASON,
-    TOO_LARGE_KEPT,
+    RESCUED,
     LineDecoder,
-    is_scalar,
     spark_type,
 )
+from jobs.flow.line_reader import TOO_LARGE_KEPT
 from jobs.flow.tally import Tally
+from jobs.schema import Array, Kind, Struct, contains, spelled
 from jobs.units import duration_words
 
 # An event time is from 0001-01-01 to 9999-12-31 (UTC), what Spark's date functions, Python's
@@ -58,12 +58,48 @@ def _event_time(raw: Column, kind: str, fmt: str) -> Column:
     return F.try_to_timestamp(raw, F.lit(fmt))
 
 
-def _converted(text: Column, kind: str) -> Column:
-    """A field handed back as JSON text (a date, a timestamp, an inferred struct or array)
-    -> its declared type, null when it is not one."""
-    if kind.startswith(("struct<", "array<", "map<")):
-        return F.from_json(text, kind)
-    return text.try_cast(kind)
+def field(path: str) -> Column:
+    """The column of a field, or of a path to one inside objects ('repo.name')."""
+    return F.col(".".join(f"`{name}`" for name in path.split(".")))
+
+
+def _is_time(kind: Kind) -> bool:
+    return contains(kind, lambda k: k in ("timestamp", "date"))
+
+
+def _converted(value: Column, kind: Kind) -> Column:
+    """A value as the decoder hands it back (timestamps and dates as text, at any depth)
+    -> its declared type; a text that is not one becomes null (`_unconverted` finds it)."""
+    if not _is_time(kind):
+        return value
+    if isinstance(kind, Struct):
+        fields = [_converted(value.getField(name), k).alias(name) for name, k in kind.fields]
+        return F.when(value.isNotNull(), F.struct(*fields))
+    if isinstance(kind, Array):
+        return F.transform(value, lambda item: _converted(item, kind.element))
+    return value.try_cast(kind)
+
+
+def _unconverted(value: Column, kind: Kind, path: str) -> list[tuple[Column, Column]]:
+    """(found, detail) for each timestamp or date of a field (through objects; an array's
+    as one) whose text is not one: what makes a record wrong_field_type after decoding."""
+    if isinstance(kind, Struct):
+        return [
+            found
+            for name, k in kind.fields
+            if _is_time(k)
+            for found in _unconverted(value.getField(name), k, f"{path}.{name}")
+        ]
+    if isinstance(kind, Array):
+        element = kind.element
+
+        def bad(item: Column) -> Column:
+            return F.greatest(F.lit(False), *(test for test, _ in _unconverted(item, element, "")))
+
+        found = F.coalesce(F.exists(value, bad), F.lit(False))
+        return [(found, F.lit(f"{path}[]: a value is not a {spelled(element)}"))]
+    found = value.isNotNull() & value.try_cast(kind).isNull()
+    return [(found, F.concat(F.lit(f"{path}: "), value, F.lit(f" is not a {kind}")))]
 
 
 def decoded(lines: DataFrame, source: Source, tally: Tally | None = None) -> DataFrame:
@@ -73,6 +109,7 @@ def decoded(lines: DataFrame, source: Source, tally: Tally | None = None) -> Dat
         tuple(source.fields.items()),
         coerce=source.types == "coerce",
         new_fields=source.new_fields != "ignore",
+        rescue=source.on_type_mismatch == "rescue",
         tally=tally,
         max_depth=source.max_depth,
         quarantined_files=source.quarantined_files,
@@ -81,7 +118,9 @@ def decoded(lines: DataFrame, source: Source, tally: Tally | None = None) -> Dat
     out += [(name, spark_type(kind)) for name, kind in source.fields.items()]
     out += [(LINE, "binary"), (LINE_NUMBER, "bigint"), (REASON, "string"), (DETAIL, "string")]
     if decoder.new_fields:
-        out += [(NEW_FIELDS, "array<string>"), (NEW_VALUES, "string")]
+        out.append((NEW_FIELDS, "array<string>"))
+    if decoder.rescues:
+        out.append((RESCUED, "string"))
     schema = ", ".join(f"`{name}` {kind}" for name, kind in out)
     return lines.withColumn(LINE, F.col(LINE).cast("binary")).mapInArrow(decoder, schema)
 
@@ -108,15 +147,15 @@ def parse_events(
     (Spark's `current_timestamp()`, recorded in the offset log and the same when Spark
     redoes the batch); reading a batch again passes the time the offset log recorded.
     """
-    fields = source.fields
+    kinds = source.kinds
     parsed = decoded(lines, source, tally)
     reason = F.when(F.col(REASON).isNotNull(), F.col(REASON))
     detail = F.when(F.col(REASON).isNotNull(), F.col(DETAIL))
-    converted = {name: _converted(F.col(name), kind) for name, kind in fields.items() if not is_scalar(kind)}
-    for name, value in converted.items():
-        unreadable = F.col(name).isNotNull() & value.isNull()
-        reason = reason.when(unreadable, F.lit("wrong_field_type"))
-        detail = detail.when(unreadable, F.concat(F.lit(f"{name}: "), F.col(name), F.lit(f" is not a {fields[name]}")))
+    converted = {name: _converted(F.col(name), kind) for name, kind in kinds.items() if _is_time(kind)}
+    for name in converted:
+        for unreadable, says in _unconverted(F.col(name), kinds[name], name):
+            reason = reason.when(unreadable, F.lit("wrong_field_type"))
+            detail = detail.when(unreadable, says)
     if source.new_fields == "fail":
         message = F.concat(
             F.lit("new field(s) "),
@@ -126,16 +165,15 @@ def parse_events(
             F.lit(" are not in the recorded schema, and the declaration says new_fields: fail"),
         )
         reason = reason.when(F.size(NEW_FIELDS) > 0, F.raise_error(message).cast("string"))
-    for field in source.required:
-        reason = reason.when(F.col(field).isNull(), F.lit(f"missing_{field}"))
+    for path in source.required:
+        reason = reason.when(field(path).isNull(), F.lit(f"missing_{path}"))
     time_field, time_format = source.event_time.column, source.event_time.format
     # Parsed once, in a projection of its own: each test below reads the column (an
     # expression repeated in a CASE WHEN's branches would be evaluated again in each).
-    parsed = parsed.withColumn(
-        EVENT_TIME, _event_time(converted.get(time_field, F.col(time_field)), fields[time_field], time_format)
-    )
+    time_kind = spelled(source.kind_at(time_field))
+    parsed = parsed.withColumn(EVENT_TIME, _event_time(field(time_field), time_kind, time_format))
     event_time = F.col(EVENT_TIME)
-    as_landed = F.col(time_field).cast("string")
+    as_landed = field(time_field).cast("string")
     # Each test of the event time: (when, reason, what the detail says after "<field>: <value>").
     tests = [
         (event_time.isNull(), f"unparseable_{time_field}", F.lit(f" is not {time_format}")),
@@ -155,7 +193,7 @@ def parse_events(
         reason = reason.when(found, F.lit(why))
         detail = detail.when(found & as_landed.isNotNull(), F.concat(F.lit(f"{time_field}: "), as_landed, says))
     reasoned = parsed.withColumn(QUARANTINE_REASON, reason).withColumn(QUARANTINE_DETAIL, detail)
-    internal = (REASON, DETAIL, NEW_FIELDS, NEW_VALUES, EVENT_TIME, QUARANTINE_REASON, QUARANTINE_DETAIL)
+    internal = (REASON, DETAIL, NEW_FIELDS, RESCUED, EVENT_TIME, QUARANTINE_REASON, QUARANTINE_DETAIL)
     # The line as landed, for the quarantine only: bytes that are not UTF-8 in base64, rather
     # than replaced; of a line over the size limit, its start (the whole line stays in its
     # file, at its line number).
@@ -167,7 +205,7 @@ def parse_events(
         .otherwise(F.col(LINE).cast("string"))
     )
     kept = [converted.get(c, line if c == LINE else F.col(c)).alias(c) for c in reasoned.columns if c not in internal]
-    rescued = [F.col(NEW_VALUES).alias(RESCUED_DATA)] if source.new_fields == "rescue" else []
+    rescued = [F.col(RESCUED).alias(RESCUED_DATA)] if source.rescues else []
     return reasoned.select(*kept, *rescued, EVENT_TIME, QUARANTINE_REASON, QUARANTINE_DETAIL)
 
 

@@ -22,7 +22,7 @@ from jobs.columns import EVENT_TIME, LINE, QUARANTINE_DETAIL, QUARANTINE_REASON,
 from jobs.declare import PipelineBase
 from jobs.flow import sink
 from jobs.flow.admission import Limits
-from jobs.flow.enrich import enrich
+from jobs.flow.enrich import dimension_key, enrich
 from jobs.flow.parse import parse_events, usable
 from jobs.flow.patterns import pattern_of
 from jobs.flow.source import stream_lines
@@ -73,7 +73,7 @@ def output_schema(spark: SparkSession, pipeline: PipelineBase, dimension: DataFr
     Without the dimension, its columns are taken as strings (as CSV dimensions have)."""
     no_lines = spark.createDataFrame([], f"{LINE} string, {SOURCE_FILE} string")
     if pipeline.enrich is not None and dimension is None:
-        columns = ", ".join(f"`{c}` string" for c in (pipeline.enrich.key, *pipeline.enrich.columns))
+        columns = ", ".join(f"`{c}` string" for c in (dimension_key(pipeline.enrich), *pipeline.enrich.columns))
         dimension = spark.createDataFrame([], columns)
     sources = pattern_of(pipeline).sources
     return pipeline_table(pipeline, [no_lines] * len(sources), dimension).schema

@@ -14,6 +14,7 @@ from jobs.columns import BLOCK_START, FILE_SIZE, LINE, SOURCE_FILE
 from jobs.declare import PipelineBase
 from jobs.lake.landing import dated_folders
 from jobs.lake.layout import StorageError, join
+from jobs.schema import of_spark, outline, parse, spelled
 from jobs.units import UsageError
 
 _CORRUPT_RECORD = "_corrupt_record"  # what inference calls lines it could not read
@@ -87,14 +88,14 @@ def infer_schema(spark: SparkSession, path: str) -> dict[str, str]:
         raise StorageError(f"cannot infer a schema from {path}: {why} ({error})") from None
     finally:
         spark.conf.set("spark.sql.streaming.schemaInference", previous)
-    return {f.name: f.dataType.simpleString() for f in schema.fields if f.name != _CORRUPT_RECORD}
+    return {f.name: spelled(of_spark(f.dataType)) for f in schema.fields if f.name != _CORRUPT_RECORD}
 
 
 def schema_outline(fields: dict[str, str], width: int = 300) -> str:
     """An inferred schema in a line of at most about `width` characters: its top-level
     fields, an object as its number of fields, an array in brackets
     ('actor {6 fields}, commits [{4 fields}], id string')."""
-    parts = [f"{name} {_outline(kind)}" for name, kind in fields.items()]
+    parts = [f"{name} {outline(parse(kind))}" for name, kind in fields.items()]
     shown = []
     for part in parts:
         if len(", ".join([*shown, part])) > width:
@@ -103,28 +104,14 @@ def schema_outline(fields: dict[str, str], width: int = 300) -> str:
     return ", ".join(shown)
 
 
-def _outline(kind: str) -> str:
-    if kind.startswith("array<") and kind.endswith(">"):
-        return f"[{_outline(kind[6:-1])}]"
-    if kind.startswith("struct<") and kind.endswith(">"):
-        depth, fields = 0, 1
-        for char in kind[7:-1]:
-            depth += {"<": 1, ">": -1}.get(char, 0)
-            fields += char == "," and depth == 0
-        return f"{{{fields} field{'s' if fields != 1 else ''}}}"
-    return kind
-
-
-def check_inferred(pipeline: PipelineBase, fields: dict[str, str]) -> None:
-    """The fields the declaration names must be in the inferred schema, and a dimension's
-    columns must not be."""
-    missing = {what: [c for c in columns if c not in fields] for what, columns in pipeline.named_fields().items()}
-    missing = {what: columns for what, columns in missing.items() if columns}
-    if missing:
+def check_inferred(pipeline: PipelineBase) -> None:
+    """The fields the declaration names must be in the inferred schema (with its hints), and
+    a dimension's columns must not be."""
+    fields = pipeline.source.fields
+    refused = pipeline.refused_fields()
+    if refused:
         raise StorageError(
-            f"the schema inferred for {pipeline.name} has no field(s) "
-            + "; ".join(f"{what}: {columns}" for what, columns in missing.items())
-            + f" (inferred: {', '.join(fields)})"
+            f"the schema inferred for {pipeline.name}: " + "; ".join(refused) + f" (inferred: {', '.join(fields)})"
         )
     clashes = [c for c in (pipeline.enrich.columns if pipeline.enrich else ()) if c in fields]
     if clashes:

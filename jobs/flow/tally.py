@@ -4,7 +4,8 @@ second read of its files (jobs/run/bookkeeper.py).
 Spark's Python workers add to one accumulator per run (`Tally`):
 
     the decoder (decode.py)     per landed file: the lines it read (blank ones too), its size
-    `counted` (after parsing)   per landed file: its records; the quarantined ones, with where
+    `counted` (after parsing)   per landed file: its records, the usable ones with a value
+                                rescued (`_rescued_data`); the quarantined ones, with where
                                 they are in the file, the line, the reason and its detail; and
                                 for each usable record the time at or before which its pattern
                                 drops it as late (`late_at`: the watermark that decides is only
@@ -30,7 +31,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import AccumulatorParam, TaskContext
 
-from jobs.columns import BLOCK_START, LINE, LINE_NUMBER, QUARANTINE_DETAIL, QUARANTINE_REASON, SOURCE_FILE
+from jobs.columns import (
+    BLOCK_START,
+    LINE,
+    LINE_NUMBER,
+    QUARANTINE_DETAIL,
+    QUARANTINE_REASON,
+    RESCUED_DATA,
+    SOURCE_FILE,
+)
 from jobs.lake.layout import from_spark
 
 if TYPE_CHECKING:
@@ -59,6 +68,7 @@ class FileCount:
     lines: int = 0  # read by the decoder, blank ones too
     blank: int = 0  # ... of which blank (not records)
     records: int = 0  # counted after parsing: every line but the blank ones
+    rescued: int = 0  # ... of which usable with a value rescued (_rescued_data)
     late_at_us: list[np.ndarray] = field(default_factory=list)  # distinct late_at of usable records...
     late_at_counts: list[np.ndarray] = field(default_factory=list)  # ... and how many have each
     quarantined: list[Quarantined] = field(default_factory=list)
@@ -68,6 +78,7 @@ class FileCount:
         self.lines += other.lines
         self.blank += other.blank
         self.records += other.records
+        self.rescued += other.rescued
         self.late_at_us += other.late_at_us
         self.late_at_counts += other.late_at_counts
         self.quarantined += other.quarantined
@@ -149,12 +160,13 @@ def counted(parsed: DataFrame, tally: Tally, late_at: Column | None) -> DataFram
     quarantined = F.col(QUARANTINE_REASON).isNotNull()
     where = [F.when(quarantined, F.col(c)) for c in (BLOCK_START, LINE_NUMBER, LINE, QUARANTINE_DETAIL)]
     late = F.lit(None).cast("timestamp") if late_at is None else late_at
+    rescued = F.col(RESCUED_DATA).isNotNull() if RESCUED_DATA in parsed.columns else F.lit(False)
     with warnings.catch_warnings():  # PySpark prefers type hints, which it cannot read from a class
         warnings.simplefilter("ignore", UserWarning)
         count = F.arrow_udf(RowCounter(tally), "boolean", F.ArrowUDFType.SCALAR).asNondeterministic()
     # A column, then a filter on it: as a filter, Spark would push the count below the
     # parse and evaluate each parsed value again for it.
-    usable = count(F.col(SOURCE_FILE), late, F.col(QUARANTINE_REASON), *where)
+    usable = count(F.col(SOURCE_FILE), late, rescued, F.col(QUARANTINE_REASON), *where)
     return parsed.withColumn("_usable", usable).where("_usable").drop("_usable")
 
 
@@ -169,6 +181,7 @@ class RowCounter:
         self,
         source_file: pa.Array,
         late_at: pa.Array,
+        rescued: pa.Array,
         reason: pa.Array,
         block_start: pa.Array,
         line_number: pa.Array,
@@ -177,9 +190,12 @@ class RowCounter:
     ) -> pa.Array:
         usable = pc.is_null(reason)
         files: Files = {}
-        records = pc.value_counts(source_file)
-        for file, n in zip(records.field("values").to_pylist(), records.field("counts").to_pylist(), strict=True):
+        for file, n in _counts(source_file):
             files[file] = FileCount(records=n)
+        kept = pc.and_(usable, rescued)
+        if pc.any(kept).as_py():
+            for file, n in _counts(source_file.filter(kept)):
+                files[file].rescued = n
         timed = pc.and_(usable, pc.is_valid(late_at))
         if pc.any(timed).as_py():
             grouped = (
@@ -198,3 +214,9 @@ class RowCounter:
                 files[file].quarantined.append(Quarantined(start, number, text, why, more))
         self.tally.add(files)
         return usable
+
+
+def _counts(values: pa.Array) -> list[tuple[Any, int]]:
+    """(value, how many times it occurs)."""
+    counts = pc.value_counts(values)
+    return list(zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True))

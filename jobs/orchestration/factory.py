@@ -30,7 +30,7 @@ from airflow.sdk import (
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from jobs import declare
-from jobs.declare.parts import Orchestration
+from jobs.declare.operations import Orchestration
 from jobs.exit_codes import ExitCode
 from jobs.lake.layout import Locations, is_s3
 from jobs.orchestration import environment

@@ -73,6 +73,7 @@ def batch_account(pattern: Pattern, read: BatchRead, *, output_rows: int | None,
         used_rows=records - quarantined - late - (duplicates or 0),
         quarantined_rows=quarantined,
         late_rows_dropped=late,
+        rescued_rows=sum(count.rescued for count in present.values()),
         duplicates_dropped=duplicates,
         output_rows=output_rows,
         run_id=run_id,
@@ -105,4 +106,5 @@ def _file_account(
         used_rows=count.records - quarantined - (late or 0) if used_known else None,
         quarantined_rows=quarantined,
         late_rows_dropped=late,
+        rescued_rows=count.rescued,
     )

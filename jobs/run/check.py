@@ -43,7 +43,7 @@ def check_before_spark(pipeline: PipelineBase, locations: Locations) -> None:
 def _infer_schema(spark: SparkSession, pipeline: PipelineBase, ledger: Ledger, listed: str) -> None:
     """A first run of a pipeline that infers its schema: inferred once, then recorded."""
     fields = infer_schema(spark, listed)
-    check_inferred(pipeline, fields)
+    check_inferred(pipeline.model_copy(update={"source": pipeline.source.with_recorded_fields(fields)}))
     ledger.record_schema(fields, listed)
     run_log(pipeline.name).info(
         "  inferred and recorded the schema (%d fields): %s", len(fields), schema_outline(fields)

@@ -35,6 +35,7 @@ class TakenFile(TypedDict):
     used_rows: int | None
     quarantined_rows: int | None
     late_rows_dropped: int | None
+    rescued_rows: int | None
 
 
 class TableFile(TypedDict):
@@ -83,6 +84,7 @@ def files_of(account: dict[str, Any], checkpoint_log: CheckpointLog) -> list[Tak
                 modified_at=ms_to_iso(f["modified_ms"]),
                 **batch,
                 **{count: f[count] for count in FileAccount.COUNTS},
+                rescued_rows=f.get("rescued_rows", 0),
             )
             for f in account["files"]
         ]
@@ -93,7 +95,7 @@ def files_of(account: dict[str, Any], checkpoint_log: CheckpointLog) -> list[Tak
             listed |= checkpoint_log.source_entries(account["batch_id"], source)
     except (FileNotFoundError, StorageError):
         pass  # Spark no longer keeps the batch's offsets (the last 100 batches by default)
-    unknown = dict.fromkeys(FileAccount.COUNTS)
+    unknown = dict.fromkeys([*FileAccount.COUNTS, "rescued_rows"])
     return [
         TakenFile(path=path, size_bytes=None, modified_at=ms_to_iso(ms), **batch, **unknown)
         for path, ms in listed.items()

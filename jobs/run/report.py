@@ -48,6 +48,7 @@ class FileAccount(BaseModel):
     used_rows: int | None
     quarantined_rows: int | None
     late_rows_dropped: int | None
+    rescued_rows: int | None = 0  # of the used or late ones, those with a value rescued (_rescued_data)
 
 
 class BatchAccount(BaseModel):
@@ -61,6 +62,7 @@ class BatchAccount(BaseModel):
     quarantined_rows: int
     late_rows_dropped: int
     output_rows: int | None  # None: the sink log no longer lists the batch's files
+    rescued_rows: int = 0  # usable rows with a value rescued into _rescued_data (not a fate: part of the above)
     duplicates_dropped: int | None = 0  # None: the run stopped before Spark's count was seen
     # The file ledger (`python -m jobs files`); None in accounts written before it existed.
     run_id: str | None = None  # the run that accounted the batch (and reports it)
@@ -122,6 +124,7 @@ class RunReport(BaseModel):
     used_rows: int = 0
     quarantined_rows: int = 0
     late_rows_dropped: int = 0
+    rescued_rows: int = 0  # usable rows with a value rescued into _rescued_data
     duplicates_dropped: int | None = 0  # None: some batch's count is unknown
     output_rows: int | None = 0  # None: some batch's count is unknown
     watermark: str | None = None
@@ -156,6 +159,7 @@ class RunReport(BaseModel):
             self.used_rows += account.used_rows
             self.quarantined_rows += account.quarantined_rows
             self.late_rows_dropped += account.late_rows_dropped
+            self.rescued_rows += account.rescued_rows
             self.duplicates_dropped = _sum_known(self.duplicates_dropped, account.duplicates_dropped)
             self.output_rows = _sum_known(self.output_rows, account.output_rows)
             self.missing_files += account.missing_files
@@ -206,7 +210,8 @@ class RunReport(BaseModel):
                 f"  batches {self.batches}{recovered}, files {self.input_files}, input rows {self.input_rows}",
                 f"  used {self.used_rows} + quarantined {self.quarantined_rows} + late {self.late_rows_dropped}"
                 + (f" + duplicates {duplicates}" if duplicates else "")
-                + f" (of {self.input_rows} input rows)",
+                + f" (of {self.input_rows} input rows)"
+                + (f"; {self.rescued_rows} with a value rescued" if self.rescued_rows else ""),
                 f"  output rows {output}, state rows {self.state_rows}, watermark {self.watermark}",
                 *skipped,
             ]

@@ -10,7 +10,7 @@ import random
 import shutil
 from pathlib import Path
 
-from jobs.flow.decode import RECORD_LIMIT
+from jobs.flow.line_reader import RECORD_LIMIT
 from jobs.run.checkpoint import CheckpointLog
 from jobs.run.ledger import Ledger
 from tests.helpers import event, land, run_pipeline
@@ -96,7 +96,7 @@ def test_strict_input_from_the_bytes_landed(spark, clickstream, locations):
         (r["line_number"], r["reason"], r["line"], r["detail"]) for r in quarantine_rows(locations.quarantine)
     )
     assert rows == [
-        (2, "wrong_field_type", wrong_type, "user_id: JSON integer where string is declared"),
+        (2, "wrong_field_type", wrong_type, "user_id: expected string, got integer"),
         (3, "invalid_encoding", base64.b64encode(latin1).decode(), "not UTF-8 at byte 16; the line is kept in base64"),
         (4, "malformed_json", trailing, f"JSON is malformed: trailing characters (byte {len(trailing) - 3})"),
     ]

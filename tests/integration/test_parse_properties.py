@@ -25,7 +25,7 @@ from jobs import declare
 from jobs.columns import EVENT_TIME, QUARANTINE_REASON
 from jobs.declare.parts import Source
 from jobs.flow.parse import parse_events
-from tests.unit.test_poison_properties import json_scalars, takes
+from tests.unit.test_poison_properties import SHAPES, json_scalars, takes
 
 EXAMPLES = int(os.environ.get("JOBS_HYPOTHESIS_SPARK_EXAMPLES", "4"))
 LINES = 40
@@ -86,15 +86,31 @@ def _micros(moment: datetime) -> int:
     return (moment - EPOCH) // timedelta(microseconds=1)
 
 
+def shapes_of(name: str) -> dict:
+    """The oracle's reading of a source's schema: its declaration's own YAML."""
+    return SHAPES.get(name, dict(SOURCES[name].fields))
+
+
+def _at(record: dict, path: str) -> object:
+    """The value at a path through objects (None where there is none)."""
+    for name in path.split("."):
+        record = record.get(name) if isinstance(record, dict) else None
+    return record
+
+
 @st.composite
-def records(draw, source: Source) -> tuple[str, dict, datetime | None]:
-    fields = source.fields
+def records(draw, source: Source, shapes: dict) -> tuple[str, dict, datetime | None]:
     time_field = source.event_time.column
     value, moment = draw(event_times(source.event_time.format))
-    record = {name: draw(json_scalars) for name in fields if name != time_field and draw(st.booleans())}
-    for name in source.required:  # mostly present, so that the event time decides
-        if name != time_field and draw(st.integers(0, 4)):
-            record[name] = draw(_typed(fields[name]))
+    record = {name: draw(json_scalars) for name in shapes if name != time_field and draw(st.booleans())}
+    for path in source.required:  # mostly present, so that the event time decides
+        if path != time_field and draw(st.integers(0, 4)):
+            *parents, last = path.split(".")
+            inner, shape = record, shapes
+            for name in parents:  # the objects that hold it, as declared
+                inner[name] = inner[name] if isinstance(inner.get(name), dict) else {}
+                inner, shape = inner[name], shape[name]
+            inner[last] = draw(_typed(shape[last]))
     record[time_field] = value
     return json.dumps(record), record, moment
 
@@ -107,20 +123,20 @@ def _typed(kind: str):
     }.get(kind, json_scalars)
 
 
-def expected_usable(source: Source, record: dict, moment: datetime | None, now: datetime) -> bool:
-    if any(not takes(kind, record.get(name)) for name, kind in source.fields.items()):
+def expected_usable(source: Source, shapes: dict, record: dict, moment: datetime | None, now: datetime) -> bool:
+    if any(not takes(kind, record.get(name)) for name, kind in shapes.items()):
         return False
-    if any(record.get(name) is None for name in source.required):
+    if any(_at(record, path) is None for path in source.required):
         return False
     return moment is not None and moment <= now + timedelta(days=1)
 
 
 @pytest.mark.parametrize("name", sorted(SOURCES))
 def test_any_event_time_is_parsed_as_it_is_or_quarantined_with_a_reason(spark, name):
-    source = SOURCES[name]
+    source, shapes = SOURCES[name], shapes_of(name)
 
     @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(st.lists(records(source), min_size=LINES, max_size=LINES))
+    @given(st.lists(records(source, shapes), min_size=LINES, max_size=LINES))
     def holds(drawn) -> None:
         lines = spark.createDataFrame([(line, "f.json") for line, _, _ in drawn], "line string, source_file string")
         now = datetime.now(UTC)
@@ -131,9 +147,9 @@ def test_any_event_time_is_parsed_as_it_is_or_quarantined_with_a_reason(spark, n
         assert len(rows) == len(drawn)
         for row, (line, record, moment) in zip(rows, drawn, strict=True):
             if row[QUARANTINE_REASON] is not None:
-                assert not expected_usable(source, record, moment, now) or _near_limit(moment, now), line
+                assert not expected_usable(source, shapes, record, moment, now) or _near_limit(moment, now), line
                 continue
-            assert expected_usable(source, record, moment, now), f"{line} was used: {row.micros}"
+            assert expected_usable(source, shapes, record, moment, now), f"{line} was used: {row.micros}"
             assert row.micros == _micros(moment), line
             for field, kind in source.fields.items():
                 if kind in ("long", "double", "string", "boolean") and field != source.event_time.column:

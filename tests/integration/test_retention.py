@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from jobs.declare.parts import Retention
+from jobs.declare.operations import Retention
 from jobs.lake.layout import join
 from jobs.run.checkpoint import CheckpointLog
 from jobs.run.files import taken_files

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from jobs import declare
-from jobs.declare.parts import Retention
+from jobs.declare.operations import Retention
 from jobs.lake import s3
 from jobs.lake.fs import list_names, read_text
 from jobs.lake.layout import Locations, StorageError, split_bucket

@@ -18,13 +18,21 @@ from tests.model import (
     ClickstreamUniqueModel,
     DeviceStepsModel,
     EventsModel,
+    GithubActivityModel,
     RackTemperaturesModel,
     enriched_row,
     inferred_fields,
     inferred_row,
 )
 
-NAMES = ["clickstream_enriched", "clickstream_inferred", "clickstream_unique", "device_steps", "rack_temperatures"]
+NAMES = [
+    "clickstream_enriched",
+    "clickstream_inferred",
+    "clickstream_unique",
+    "device_steps",
+    "github_activity",
+    "rack_temperatures",
+]
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +44,7 @@ WINDOW_MODELS = {
     "rack_temperatures": RackTemperaturesModel,
     "device_steps": DeviceStepsModel,
     "clickstream_unique": ClickstreamUniqueModel,
+    "github_activity": GithubActivityModel,
 }
 
 

@@ -47,7 +47,7 @@ def test_every_shipped_declaration_loads():
     clickstream = loaded["clickstream"]
     assert clickstream.watermark_s == 300
     assert (clickstream.window.duration_s, clickstream.window.slide_s) == (60, 60)
-    assert clickstream.keys == ("user_id",)
+    assert [key.name for key in clickstream.keys] == ["user_id"]
     assert pattern_of(clickstream).output_columns() == ["window_start", "window_end", "user_id", "event_count"]
     assert clickstream.source.required == ("user_id", "eventtimestamp")
 
@@ -168,7 +168,7 @@ def test_an_inferred_schema_defers_field_checks_to_the_first_run():
 def test_an_enrichment_adds_its_columns_and_may_be_aggregated_by():
     enrich = {"table": "users", "path": "users.csv", "format": "csv", "key": "user_id", "columns": ["plan"]}
     spec = declare.parse({**with_change("keys", ["plan"]), "enrich": enrich})
-    assert spec.enrich.unmatched == "keep" and spec.keys == ("plan",)
+    assert spec.enrich.unmatched == "keep" and [k.name for k in spec.keys] == ["plan"]
     assert pattern_of(spec).contract()["enrich_columns"] == ["plan"]
 
 
@@ -340,3 +340,95 @@ def test_an_inferred_schema_is_outlined_by_its_top_level_fields_in_one_short_lin
     wide = {f"field_{i}": f"struct<{','.join(f'x{j}:string' for j in range(50))}>" for i in range(400)}
     line = schema_outline(wide)
     assert len(line) < 320 and line.endswith(" more") and line.startswith("field_0 {50 fields}")
+
+
+NESTED = {
+    "name": "activity",
+    "source": {
+        "format": "json",
+        "schema": {
+            "type": "string",
+            "created_at": "string",
+            "repo": {"id": "long", "name": "string"},
+            "payload": {"size": "long", "commits": [{"sha": "string", "message": "string"}]},
+        },
+        "event_time": {"column": "created_at"},
+    },
+    "watermark": "5 minutes",
+    "window": {"duration": "1 minute"},
+    "keys": ["type", "repo.name"],
+    "aggregates": [{"name": "events", "function": "count"}],
+    "output": {"format": "parquet"},
+}
+
+
+def nested_with(path: str, value: object) -> dict:
+    raw = copy.deepcopy(NESTED)
+    *parents, last = path.split("/")
+    inner = raw
+    for name in parents:
+        inner = inner[name]
+    inner[last] = value
+    return raw
+
+
+def test_a_nested_declaration_reads_as_spark_types_with_paths_for_keys():
+    pipeline = declare.parse(NESTED)
+    assert pipeline.source.fields == {
+        "type": "string",
+        "created_at": "string",
+        "repo": "struct<id:long,name:string>",
+        "payload": "struct<size:long,commits:array<struct<sha:string,message:string>>>",
+    }
+    assert [(k.path, k.name) for k in pipeline.keys] == [("type", "type"), ("repo.name", "repo_name")]
+    named = declare.parse(nested_with("keys", ["type", {"repo": "repo.name"}]))
+    assert [(k.path, k.name) for k in named.keys] == [("type", "type"), ("repo.name", "repo")]
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        (
+            "source/schema/repo",
+            {"id": "lng", "name": "string"},
+            "pipeline 'activity' source schema: field 'repo.id' has type 'lng'; use one of string, long, int, "
+            "double, boolean, timestamp, date, decimal(p,s), an object {field: type} or a list [type]",
+        ),
+        (
+            "source/schema/payload",
+            {"commits": [{"sha": "str"}]},
+            "pipeline 'activity' source schema: field 'payload.commits[].sha' has type 'str'; use one of",
+        ),
+        ("source/schema/amount", "decimal(40,2)", "field 'amount' has type 'decimal(40,2)'"),
+        ("source/schema/tags", ["string", "long"], "field 'tags' has type ['string', 'long']"),
+        ("source/schema/repo", {}, "field 'repo' has type {}"),
+        ("keys", ["type", "repo.nam"], "pipeline 'activity': key 'repo.nam' is not in the source schema"),
+        (
+            "keys",
+            ["payload.commits.sha"],
+            "key 'payload.commits.sha' is inside the array 'payload.commits'; a path goes through objects only",
+        ),
+        ("keys", ["repo..name"], "'repo..name' is not a field name, or a path to a field inside objects"),
+        ("keys", [{"a": "repo.name", "b": "type"}], "a key is a field, a path (repo.name) or a named path"),
+        (
+            "source/event_time",
+            {"column": "repo.created"},
+            "event time column 'repo.created' is not in the source schema",
+        ),
+        ("source/required", ["repo.owner"], "required field 'repo.owner' is not in the source schema"),
+        (
+            "aggregates",
+            [{"name": "n", "function": "sum", "column": "payload.sizes"}],
+            "aggregate column 'payload.sizes'",
+        ),
+        ("deduplicate", ["repo.id"], "deduplicate field 'repo.id' must be a required source field"),
+        ("source/hints", {"repo.id": "long"}, "hints apply to 'schema: infer'"),
+        ("source/on_type_mismatch", "keep", "on_type_mismatch 'keep' is not one of 'quarantine' or 'rescue'"),
+    ],
+)
+def test_nested_declaration_errors_name_the_path_in_the_user_s_words(path, value, message):
+    with pytest.raises(declare.DeclarationError) as refused:
+        declare.parse(nested_with(path, value))
+    said = str(refused.value)
+    assert message in said
+    assert not any(word in said for word in ("function-after", "dict[", "[key]", "literal[", "union[")), said

@@ -53,7 +53,14 @@ def test_a_cluster_run_refuses_locations_on_this_machines_disk(monkeypatch):
 
 # What Spark's Python workers import of the package (the decoder, the tally, the processor
 # guard, the processors), and libraries a cluster node's Python need not have.
-WORKER_MODULES = ("jobs.flow.decode", "jobs.flow.tally", "jobs.flow.guard", "jobs.flow.depth", "jobs.processors")
+WORKER_MODULES = (
+    "jobs.flow.decode",
+    "jobs.flow.line_reader",
+    "jobs.flow.tally",
+    "jobs.flow.guard",
+    "jobs.flow.depth",
+    "jobs.processors",
+)
 NOT_ON_NODES = ("yaml", "pydantic_settings", "airflow", "great_expectations", "boto3", "jinja2")
 
 

@@ -17,6 +17,7 @@ MAX_LINES = 350
 # (Modules of the same stage may import each other.)
 STAGES = {
     "units": 0,
+    "schema": 0,
     "settings": 0,
     "columns": 0,
     "exit_codes": 0,

@@ -99,7 +99,7 @@ def test_a_string_field_takes_only_a_json_string_unless_coerced(spark, value, fo
     row = parse_events(lines_df(spark, [line]), strict).first()
     assert (row.quarantine_reason, row.quarantine_detail) == (
         "wrong_field_type",
-        f"user_id: JSON {found} where string is declared",
+        f"user_id: expected string, got {found}",
     )
     coerced = source({"user_id": "string", "ts": "string"}, ["user_id"], types="coerce")
     row = parse_events(lines_df(spark, [line]), coerced).first()

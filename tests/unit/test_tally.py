@@ -35,6 +35,7 @@ def test_each_record_is_counted_by_file_and_only_quarantined_ones_bring_their_li
     usable = RowCounter(tally)(
         pa.array(["a.json", "a.json", "b.json", "b.json"]),
         pa.array([at(1), at(2), None, at(2)], pa.timestamp("us", tz="UTC")),  # late_at
+        pa.array([False, True, True, False]),  # a value rescued
         pa.array([None, None, "malformed_json", None]),  # quarantine_reason
         pa.array([None, None, 0, None], pa.int64()),  # block start, only for quarantined records
         pa.array([None, None, 3, None], pa.int64()),  # line number in the block
@@ -44,6 +45,7 @@ def test_each_record_is_counted_by_file_and_only_quarantined_ones_bring_their_li
     assert usable.to_pylist() == [True, True, False, True]
     [files] = tally.added
     assert {name: count.records for name, count in files.items()} == {"a.json": 2, "b.json": 2}
+    assert {name: count.rescued for name, count in files.items()} == {"a.json": 1, "b.json": 0}  # usable ones only
     assert files["a.json"].quarantined == []
     assert files["b.json"].quarantined == [Quarantined(0, 3, "{x", "malformed_json", "JSON is malformed")]
     # Late against a watermark: at or before it, by the time the pattern gave (late_at).

@@ -79,7 +79,9 @@ class Pattern(ABC):
         if source.infer_schema:
             # fail and ignore may be switched (e.g. to get past new fields); rescue adds a column.
             contract["infer_schema"] = True
-            contract["rescued_data"] = source.new_fields == "rescue"
+            contract["rescued_data"] = source.rescues
+        elif source.rescues:
+            contract["rescued_data"] = True
         return contract
 
     def suite_values(self) -> dict[str, Any]:

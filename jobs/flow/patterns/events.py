@@ -2,7 +2,7 @@
 
 The columns: the parsed event time, the source's fields (an inferred schema's once
 recorded; until then, the fields the declaration names), a dimension's columns, and
-`_rescued_data` when an inferred schema rescues new fields.
+`_rescued_data` when the source rescues new fields or values of another type.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ class EventsPattern(Pattern):
     def output_columns(self) -> list[str]:
         source, enrich = self.pipeline.source, self.pipeline.enrich
         fields = list(source.fields) or list(source.required)
-        rescued = [RESCUED_DATA] if source.new_fields == "rescue" else []
+        rescued = [RESCUED_DATA] if source.rescues else []
         return [EVENT_TIME, *fields, *(enrich.columns if enrich else ()), *rescued]
 
     def describe(self) -> str:

@@ -15,10 +15,10 @@ from jobs.columns import EVENT_TIME
 from jobs.declare import JoinPipeline
 from jobs.declare.parts import Source
 from jobs.flow.patterns.base import Pattern
-from jobs.units import spark_duration
+from jobs.units import column_name, spark_duration
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
     from jobs.flow.tally import Tally
 
@@ -32,8 +32,13 @@ class JoinPattern(Pattern):
         return [self.pipeline.source, self.pipeline.join.source]
 
     def output_columns(self) -> list[str]:
-        join = self.pipeline.join
-        return [*self.pipeline.source.fields, *(f for f in join.source.fields if f != join.key)]
+        left, right = self.sources
+        return [*_columns(left), *_columns(right, self._key_root)]
+
+    @property
+    def _key_root(self) -> str:
+        """The right side's field that holds the key, left out of the output (the left's is kept)."""
+        return self.pipeline.join.key.split(".")[0]
 
     def describe(self) -> str:
         join, right = self.pipeline.join, self.pipeline.join.source
@@ -61,22 +66,26 @@ class JoinPattern(Pattern):
     def table(self, *events: DataFrame, tally: Tally | None = None) -> DataFrame:
         from pyspark.sql import functions as F
 
-        pipeline, join = self.pipeline, self.pipeline.join
-        left_time, right_time = pipeline.source.event_time.column, join.source.event_time.column
+        from jobs.flow.parse import field
 
-        def side(usable: DataFrame, source: Source, rename: dict[str, str]) -> DataFrame:
-            # Each side's event-time field becomes its parsed timestamp.
-            time_field = source.event_time.column
+        pipeline, join = self.pipeline, self.pipeline.join
+        left_time, right_time = (_time_column(source) for source in self.sources)
+
+        def side(usable: DataFrame, source: Source, leave_out: str | None = None, *extra: Column) -> DataFrame:
+            # The event-time column (its field, or for a path one of its own) holds the parsed timestamp.
+            time_column = _time_column(source)
             return usable.select(
-                *(F.col(EVENT_TIME if f == time_field else f).alias(rename.get(f, f)) for f in source.fields)
+                *(F.col(EVENT_TIME if c == time_column else c).alias(c) for c in _columns(source, leave_out)),
+                *extra,
             )
 
-        left = side(events[0], pipeline.source, {}).withWatermark(left_time, spark_duration(pipeline.watermark_s))
-        right = side(events[1], join.source, {join.key: "_right_key"}).withWatermark(
+        left = side(events[0], pipeline.source).withWatermark(left_time, spark_duration(pipeline.watermark_s))
+        key = field(join.key).alias("_right_key")
+        right = side(events[1], join.source, self._key_root, key).withWatermark(
             right_time, spark_duration(join.watermark_s)
         )
         condition = (
-            (F.col(join.key) == F.col("_right_key"))
+            (field(join.key) == F.col("_right_key"))
             & (F.col(right_time) >= F.col(left_time))
             & F.expr(f"`{right_time}` <= `{left_time}` + INTERVAL {join.within_s} SECONDS")
         )
@@ -86,3 +95,15 @@ class JoinPattern(Pattern):
     def state_rows(self, spark: SparkSession, checkpoint: str) -> int:
         reader = spark.read.format("statestore")  # a join keeps each side's rows apart
         return sum(reader.option("joinSide", side).load(checkpoint).count() for side in ("left", "right"))
+
+
+def _time_column(source: Source) -> str:
+    """The column of a side's event time: its field, or for a path, its column_name."""
+    return column_name(source.event_time.column)
+
+
+def _columns(source: Source, leave_out: str | None = None) -> list[str]:
+    """A side's output columns: its fields (but `leave_out`), and its event time's own column for a path."""
+    fields = [f for f in source.fields if f != leave_out]
+    time_field = source.event_time.column
+    return fields if time_field in source.fields else [*fields, column_name(time_field)]

@@ -39,11 +39,15 @@ class ProcessPattern(Pattern):
         return self.pipeline.process.definition
 
     def output_columns(self) -> list[str]:
-        return self.processor.output_columns(self.pipeline.process.settings, list(self.pipeline.keys))
+        return self.processor.output_columns(self.pipeline.process.settings, self.key_columns)
+
+    @property
+    def key_columns(self) -> list[str]:
+        return [key.name for key in self.pipeline.keys]
 
     def describe(self) -> str:
         settings = self.pipeline.process.settings.model_dump(by_alias=True)
-        return f"processor {self.processor.name} per {', '.join(self.pipeline.keys)} {settings}"
+        return f"processor {self.processor.name} per {', '.join(map(str, self.pipeline.keys))} {settings}"
 
     @property
     def stateful_operators(self) -> int:
@@ -51,7 +55,7 @@ class ProcessPattern(Pattern):
 
     def contract(self) -> dict[str, Any]:
         # The processor's state layout is fixed; its settings may change.
-        return super().contract() | {"keys": list(self.pipeline.keys), "processor": self.processor.name}
+        return super().contract() | {"keys": [str(key) for key in self.pipeline.keys], "processor": self.processor.name}
 
     @property
     def backfill_refusal(self) -> str | None:
@@ -74,17 +78,20 @@ class ProcessPattern(Pattern):
     def table(self, *events: DataFrame, tally: Tally | None = None) -> DataFrame:
         from pyspark.sql.streaming.state import GroupStateTimeout
 
+        from jobs.flow.parse import field
+
         pipeline, processor = self.pipeline, self.processor
         settings = pipeline.process.settings
         where = [c for c in WHERE if c in events[0].columns]
-        inputs = events[0].select(*pipeline.keys, EVENT_TIME, *processor.inputs(settings), *where)
+        keys = [field(key.path).alias(key.name) for key in pipeline.keys]
+        inputs = events[0].select(*keys, EVENT_TIME, *processor.inputs(settings), *where)
         timeout = GroupStateTimeout.NoTimeout
         if processor.event_time_timeout:
             inputs = inputs.withWatermark(EVENT_TIME, spark_duration(pipeline.watermark_s))
             timeout = GroupStateTimeout.EventTimeTimeout
-        keys_ddl = ", ".join(f"`{key}` {inputs.schema[key].dataType.simpleString()}" for key in pipeline.keys)
-        function = processor.function(settings, list(pipeline.keys))
-        return inputs.groupBy(*pipeline.keys).applyInPandasWithState(
+        keys_ddl = ", ".join(f"`{key}` {inputs.schema[key].dataType.simpleString()}" for key in self.key_columns)
+        function = processor.function(settings, self.key_columns)
+        return inputs.groupBy(*self.key_columns).applyInPandasWithState(
             Guarded(function, processor.name, tally) if tally is not None and len(where) == 3 else function,
             f"{keys_ddl}, {ddl(processor.output(settings))}",
             ddl(processor.state),

@@ -29,7 +29,7 @@ from jobs.columns import EVENT_TIME
 from jobs.declare import WindowPipeline
 from jobs.declare.parts import Aggregate, Window
 from jobs.flow.patterns.base import CannotBackfill, Pattern
-from jobs.units import spark_duration
+from jobs.units import column_name, spark_duration
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -50,14 +50,18 @@ class WindowPattern(Pattern):
         return ("duplicates_dropped",) if self.pipeline.deduplicate else ()
 
     def output_columns(self) -> list[str]:
-        return ["window_start", "window_end", *self.pipeline.keys, *(a.name for a in self.pipeline.aggregates)]
+        return ["window_start", "window_end", *self.key_columns, *(a.name for a in self.pipeline.aggregates)]
+
+    @property
+    def key_columns(self) -> list[str]:
+        return [key.name for key in self.pipeline.keys]
 
     def describe(self) -> str:
         window = self.pipeline.window
         every = f"{window.duration_s}s windows" + ("" if window.is_tumbling else f" sliding every {window.slide_s}s")
         aggregates = ", ".join(f"{a.name}={a.function}({a.column or '*'})" for a in self.pipeline.aggregates)
         unique = f", each {'+'.join(self.pipeline.deduplicate)} once" if self.pipeline.deduplicate else ""
-        return f"{aggregates} per {every}, keys [{', '.join(self.pipeline.keys)}]{unique}"
+        return f"{aggregates} per {every}, keys [{', '.join(map(str, self.pipeline.keys))}]{unique}"
 
     @property
     def stateful_operators(self) -> int:
@@ -73,7 +77,7 @@ class WindowPattern(Pattern):
         contract = super().contract() | {
             "window_duration_s": pipeline.window.duration_s,
             "window_slide_s": pipeline.window.slide_s,
-            "keys": list(pipeline.keys),
+            "keys": [str(key) for key in pipeline.keys],
             "aggregates": [a.model_dump() for a in pipeline.aggregates],
         }
         if pipeline.deduplicate:
@@ -89,15 +93,17 @@ class WindowPattern(Pattern):
         None: not a sum or an average."""
         if aggregate.function not in ("sum", "avg"):
             return None
-        kind = self.pipeline.source.fields.get(aggregate.column, "string")
+        kind = self.pipeline.source.kind_at(aggregate.column) or "string"
         return EXACT_SUM if kind in WHOLE and aggregate.function == "sum" else "double"
 
     def _aggregate(self, aggregate: Aggregate) -> Column:
         from pyspark.sql import functions as F
 
+        from jobs.flow.parse import field
+
         if aggregate.function == "count":
             return F.count(F.lit(1)).alias(aggregate.name)
-        value = F.col(aggregate.column)
+        value = field(aggregate.column)
         summed_as = self._summed_as(aggregate)
         if summed_as is not None:
             value = value.try_cast(summed_as)
@@ -107,7 +113,7 @@ class WindowPattern(Pattern):
         return 2 if self._summed_as(aggregate) == EXACT_SUM else BUFFER_FIELDS[aggregate.function]
 
     def suite_values(self) -> dict[str, Any]:
-        keys = list(self.pipeline.keys)
+        keys = self.key_columns
         window = self.pipeline.window
         return {
             "$window_s": window.duration_s,
@@ -119,6 +125,8 @@ class WindowPattern(Pattern):
     def table(self, *events: DataFrame, tally: Tally | None = None) -> DataFrame:
         from pyspark.sql import functions as F
 
+        from jobs.flow.parse import field
+
         pipeline = self.pipeline
         window = F.window(
             EVENT_TIME, spark_duration(pipeline.window.duration_s), spark_duration(pipeline.window.slide_s)
@@ -126,14 +134,19 @@ class WindowPattern(Pattern):
         watermarked = events[0].withWatermark(EVENT_TIME, spark_duration(pipeline.watermark_s))
         if pipeline.deduplicate:
             # State per key lasts until the watermark passes its first event time + the delay.
-            watermarked = watermarked.dropDuplicatesWithinWatermark(list(pipeline.deduplicate))
-        aggregated = watermarked.groupBy(window.alias("window"), *pipeline.keys).agg(
+            # Spark deduplicates on columns: a path is read into its column_name first.
+            paths = {column_name(path): field(path) for path in pipeline.deduplicate if "." in path}
+            watermarked = watermarked.withColumns(paths).dropDuplicatesWithinWatermark(
+                [column_name(path) for path in pipeline.deduplicate]
+            )
+        keys = [field(key.path).alias(key.name) for key in pipeline.keys]
+        aggregated = watermarked.groupBy(window.alias("window"), *keys).agg(
             *(self._aggregate(a) for a in pipeline.aggregates)
         )
         table = aggregated.select(
             F.col("window.start").alias("window_start"),
             F.col("window.end").alias("window_end"),
-            *pipeline.keys,
+            *self.key_columns,
             *(a.name for a in pipeline.aggregates),
         )
         return self.with_partition(table, "window_start")
@@ -163,9 +176,9 @@ class WindowPattern(Pattern):
         flat = state.select(
             F.col("key.window.start").alias("window_start"),
             F.col("key.window.end").alias("window_end"),
-            *(F.col(f"key.{key}").alias(key) for key in pipeline.keys),
+            *(F.col(f"key.`{key}`").alias(key) for key in self.key_columns),
             F.col("value").cast(renamed).alias("buffers"),
-        ).select("window_start", "window_end", *pipeline.keys, "buffers.*")
+        ).select("window_start", "window_end", *self.key_columns, "buffers.*")
         values, position = [], 0
         for aggregate in pipeline.aggregates:
             value = F.col(f"_buffer{position}")
@@ -175,7 +188,7 @@ class WindowPattern(Pattern):
                 value = F.when(~F.col(f"_buffer{position + 1}"), value)
             values.append(value.cast(schema[aggregate.name].dataType).alias(aggregate.name))
             position += self._buffer_fields(aggregate)
-        table = flat.select("window_start", "window_end", *pipeline.keys, *values)
+        table = flat.select("window_start", "window_end", *self.key_columns, *values)
         return self.with_partition(table, "window_start").select(*schema.fieldNames())
 
 
