@@ -115,13 +115,13 @@ class LineDecoder:
         accepted = self._accepted(kinds)
         nullable = [(name, a if a is msgspec.Raw else a | None, None) for name, a in accepted]
         record = msgspec.defstruct("Record", nullable, gc=False)
-        as_text = frozenset(name for name, a in accepted if a is msgspec.Raw)
-        reader = LineReader(msgspec.json.Decoder(record), kinds, as_text, self.new_fields, self.rescue, self.max_depth)
+        text_fields = frozenset(name for name, a in accepted if a is msgspec.Raw)  # handed back as JSON text
+        reader = LineReader(msgspec.json.Decoder(record), kinds, self.new_fields, self.rescue, self.max_depth)
         read: Files = {}  # per file, the lines read and its size, for the tally
         counted: dict[tuple[str, int], int] = {}  # lines read of each block so far
         for batch in batches:
             try:
-                yield self._decoded(batch, reader, _numbers(batch, counted, read), read)
+                yield self._decoded(batch, reader, text_fields, _numbers(batch, counted, read), read)
             except Exception as error:  # a bug, not a line: say where, for quarantine-file
                 raise ReadFailed(_where(batch, error)) from error
         if self.tally is not None:
@@ -145,7 +145,9 @@ class LineDecoder:
     def rescues(self) -> bool:
         return self.new_fields or self.rescue
 
-    def _decoded(self, batch: pa.RecordBatch, reader: LineReader, numbers: pa.Array, read: Files) -> pa.RecordBatch:
+    def _decoded(
+        self, batch: pa.RecordBatch, reader: LineReader, text_fields: frozenset[str], numbers: pa.Array, read: Files
+    ) -> pa.RecordBatch:
         raws = batch.column(LINE)
         lines: list[bytes] = raws.to_pylist()
         records: list[Any] = [None] * len(lines)
@@ -200,7 +202,7 @@ class LineDecoder:
         columns = [taken(batch.column(n)) for n in others]
         for name, kind in reader.kinds.items():
             values = [None if r is None else getattr(r, name, None) for r in records]
-            if name in reader.as_text:
+            if name in text_fields:
                 columns.append(pa.array([None if v is None else as_text(v) for v in values], pa.string()))
             elif isinstance(kind, Struct | Array):  # objects and lists of values, by field name
                 columns.append(

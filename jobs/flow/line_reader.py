@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import decimal
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import msgspec
@@ -65,8 +65,8 @@ def _misfit(value: Any, kind: Kind, steps: list) -> tuple[list, str] | None:
     if value is None:
         return None
     if isinstance(kind, Struct):
-        for i, (name, field) in enumerate(kind.fields):
-            found = _misfit(getattr(value, f"f{i}"), field, [*steps, name])
+        for i, (name, inner) in enumerate(kind.fields):
+            found = _misfit(getattr(value, f"f{i}"), inner, [*steps, name])
             if found:
                 return found
     elif isinstance(kind, Array):
@@ -119,11 +119,10 @@ class Line:
 class LineReader:
     typed: msgspec.json.Decoder
     kinds: dict[str, Kind]
-    as_text: frozenset[str]  # fields read as any JSON value, handed back as its text
     new_fields: bool
     rescue: bool
     max_depth: int
-    exact: bool = False  # some field holds a decimal, which msgspec reads whatever its digits
+    exact: bool = field(init=False)  # some field holds a decimal, which msgspec reads whatever its digits
 
     def __post_init__(self) -> None:
         self.exact = any(schema.contains(kind, schema.decimal_digits) for kind in self.kinds.values())
@@ -233,7 +232,7 @@ def _not_an_object(message: str) -> str:
 
 def _nulled(body: str | bytes, steps: list) -> tuple[str | bytes, str | None] | None:
     """The JSON text with the value at `steps` set to null, and that value as landed (as
-    `_as_text` gives it); None when there is no value there."""
+    `as_text` gives it); None when there is no value there."""
     if not steps:
         return b"null", as_text(msgspec.Raw(body if isinstance(body, bytes) else body.encode()))
     step, rest = steps[0], steps[1:]
