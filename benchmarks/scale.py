@@ -4,7 +4,7 @@
 
 1. Backlog: deterministic clickstream data (benchmarks/clickstream_data.py), then, in
    interleaved rounds on the same files: the product's `python -m jobs run clickstream`
-   with its default settings; a minimal availableNow stream of the same query (JSON source,
+   with its default settings, and again without its row rules (what they cost); a minimal availableNow stream of the same query (JSON source,
    and text + from_json as the product reads); a Spark batch job; DuckDB. Per system: median
    wall time, peak resident memory of the whole process tree, rows/s, and the ratios.
 2. Incremental: the cost of a run with 1 new file after 0, 1,000 and 10,000 processed files.
@@ -61,8 +61,13 @@ def backlog(events: int, files: int, rounds: int, memory: str) -> dict[str, list
     print(f"backlog: {events:,} events in {files} files, {_size(data) / 2**20:.0f} MiB, {rounds} round(s)")
     out = WORK / "out"
     # The streams take batches of the size the product chose; the product runs first in each round.
+    unruled = _without_rules(WORK / "unruled")
     systems = {
         "product": lambda: _product(out / "product", data, env={"SPARK_DRIVER_MEMORY": memory}),
+        # The same run with the declaration's row rules left out: what the rules cost.
+        "product, no rules": lambda: _product(
+            out / "unruled", data, env={"SPARK_DRIVER_MEMORY": memory, "JOBS_PIPELINES_DIR": str(unruled)}
+        ),
         "stream (json)": lambda: _reference("stream", data, out / "stream", memory, _product_cap(out / "product")),
         "stream (text)": lambda: _reference("stream-text", data, out / "text", memory, _product_cap(out / "product")),
         "batch": lambda: _reference("batch", data, out / "batch", memory, None),
@@ -76,12 +81,27 @@ def backlog(events: int, files: int, rounds: int, memory: str) -> dict[str, list
     results: dict[str, list[Measured]] = {name: [] for name in systems}
     for round_number in range(rounds):
         shutil.rmtree(out, ignore_errors=True)
-        for name, start in systems.items():
-            result = _checked(name, start())
+        order = list(systems)
+        if round_number % 2:  # the two product runs take turns going first
+            order[:2] = order[1::-1]
+        for name in order:
+            result = _checked(name, systems[name]())
             results[name].append(result)
-            print(f"  round {round_number + 1}: {name:14} {result.seconds:7.1f} s  {gib(result.peak_rss)}", flush=True)
+            print(f"  round {round_number + 1}: {name:18} {result.seconds:7.1f} s  {gib(result.peak_rss)}", flush=True)
     print(f"  the streams took batches of about {_product_cap(out / 'product') / 2**20:.0f} MiB, as the product did")
     return results
+
+
+def _without_rules(folder: Path) -> Path:
+    """A pipelines folder with clickstream as shipped but for its row rules."""
+    import yaml
+
+    from jobs.declare.load import pipelines_dir
+
+    declaration = yaml.safe_load((pipelines_dir() / "clickstream.yaml").read_text())
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "clickstream.yaml").write_text(yaml.safe_dump({k: v for k, v in declaration.items() if k != "rules"}))
+    return folder
 
 
 def _size(folder: Path) -> int:
@@ -90,10 +110,10 @@ def _size(folder: Path) -> int:
 
 def print_backlog(results: dict[str, list[Measured]], events: int) -> None:
     medians = {name: statistics.median(r.seconds for r in runs) for name, runs in results.items()}
-    print(f"\n{'system':16}{'median wall':>12}{'peak memory':>14}{'rows/s':>12}")
+    print(f"\n{'system':20}{'median wall':>12}{'peak memory':>14}{'rows/s':>12}")
     for name, runs in results.items():
         peak = max(r.peak_rss for r in runs)
-        print(f"{name:16}{medians[name]:>10.1f} s{gib(peak):>14}{events / medians[name]:>12,.0f}")
+        print(f"{name:20}{medians[name]:>10.1f} s{gib(peak):>14}{events / medians[name]:>12,.0f}")
     product = medians["product"]
     for name in medians:
         if name != "product":

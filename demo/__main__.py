@@ -20,6 +20,7 @@ from jobs.lake import fs
 from jobs.lake.landing import land_lines
 from jobs.lake.layout import DEFAULT_ROOT, Locations, join
 from jobs.run.ledger import Ledger, with_recorded_schema
+from jobs.run.report import RunReport
 from jobs.validate.suite import load_suite
 
 SHOWN_ROWS = 30
@@ -65,7 +66,6 @@ def main(argv: list[str] | None = None) -> int:
 def _show(args: argparse.Namespace) -> int:
     """Land the samples arrival by arrival, run and validate after each, then show the table."""
     from jobs.publish import report as quality_report
-    from jobs.run import runner
     from jobs.session import spark_for
     from jobs.validate.validation import validate_run
 
@@ -78,6 +78,8 @@ def _show(args: argparse.Namespace) -> int:
     totals = dict.fromkeys(
         ("input_rows", "used_rows", "quarantined_rows", "late_rows_dropped", "duplicates_dropped", "output_rows"), 0
     )
+    violations: dict[str, int] = {}  # rule -> rows that broke it, in committed batches
+    stops: dict[str, int] = {}  # fail rule -> runs it stopped
     for name, text in samples.DIMENSIONS.get(pipeline.name, {}).items():
         uri = join(locations.dimensions, name)
         if not fs.exists(uri):  # a dimension edited by hand is left as it is
@@ -88,7 +90,11 @@ def _show(args: argparse.Namespace) -> int:
         landed = land_lines(files, locations.landing, skip_existing=True)
         names = ", ".join(Path(p).name for p in landed) or "nothing new (landed by an earlier demo run)"
         print(f"\n=== arrival {number}: landed {names}")
-        report = runner.run(pipeline, locations, spark=spark)
+        report, stopped = _run_past_fail_rules(pipeline, locations, spark)
+        for rule in stopped:
+            stops[rule] = stops.get(rule, 0) + 1
+        for name, count in report.rules.items():
+            violations[name] = violations.get(name, 0) + count.violations
         verdicts.append(validate_run(spark, pipeline, locations, report, suite).status)
         for key in totals:
             totals[key] += getattr(report, key) or 0
@@ -97,6 +103,16 @@ def _show(args: argparse.Namespace) -> int:
         "\nthis demo run: {input_rows} input rows = {used_rows} used + {quarantined_rows} quarantined "
         "+ {late_rows_dropped} late + {duplicates_dropped} duplicates; {output_rows} rows written".format(**totals)
     )
+    if pipeline.rules:
+        outcome = {"warn": "kept and counted", "quarantine": "quarantined", "fail": "stopped the run"}
+        print(
+            "rules: "
+            + ", ".join(
+                f"{rule.name} ({rule.on_violation}) {stops.get(rule.name, 0) if rule.on_violation == 'fail' else violations.get(rule.name, 0)} "
+                f"{outcome[rule.on_violation]}"
+                for rule in pipeline.rules
+            )
+        )
     print(f"quarantine: {locations.quarantine}   run reports: {locations.runs}")
     if pipeline.watermark_s and pattern_of(pipeline).stateful_operators:
         print("what the watermark has not passed yet (open windows, sessions, unmatched events) stays in state.")
@@ -108,6 +124,32 @@ def _show(args: argparse.Namespace) -> int:
     print(f"data quality report: {page}")
     spark.stop()
     return 0
+
+
+def _run_past_fail_rules(pipeline: declare.PipelineBase, locations: Locations, spark) -> tuple[RunReport, list[str]]:
+    """Run the pipeline; when a `fail` rule stops it, quarantine the file it names (what its
+    error says to do) and run again. Returns the run's report and the rules that stopped it."""
+    from jobs.run import runner
+    from jobs.run.failure import rule_failure
+    from jobs.run.quarantine_file import quarantine_file
+
+    stopped = []
+    while True:
+        try:
+            return runner.run(pipeline, locations, spark=spark), stopped
+        except runner.RunFailed as failed:
+            broken = rule_failure(str(failed))
+            if broken is None or broken.rule in stopped:
+                raise
+            stopped.append(broken.rule)
+            print(
+                f"\nthe run stopped: rule {broken.rule} (on_violation: fail) is broken by {broken.file} line {broken.line}"
+            )
+            reason = f"broke rule {broken.rule}; quarantined by the demo"
+            quarantine_file(pipeline, locations, broken.file, reason)
+            print(
+                f"the way past, as the error says: python -m jobs quarantine-file {pipeline.name} {broken.file} --reason '{reason}'; then run again"
+            )
 
 
 if __name__ == "__main__":

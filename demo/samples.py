@@ -59,20 +59,31 @@ def clickstream_arrivals(seed: int = 7) -> Arrivals:
         json.dumps({"event_id": "bad-2", "event": "click", "eventtimestamp": "2023-07-30T10:06:00Z"}),  # no user
         json.dumps({"event_id": "bad-3", "user_id": "user4", "event": "click", "eventtimestamp": "30/07/2023 10:06"}),
     ]
+    # Records that parse but break a declared rule (jobs/pipelines/clickstream.yaml, rules).
+    misspelt = json.dumps(  # known_event: quarantined
+        {"event_id": "rule-1", "user_id": "user3", "event": "clik", "eventtimestamp": "2023-07-30T10:05:10Z"}
+    )
+    no_id = json.dumps(
+        {"user_id": "user1", "event": "view", "eventtimestamp": "2023-07-30T10:10:40Z"}
+    )  # has_event_id: kept
+    load_test = json.dumps(  # no_load_test_traffic: stops the run, until its file is quarantined
+        {"event_id": "lt-1", "user_id": "loadtest-42", "event": "click", "eventtimestamp": "2023-07-30T10:15:00Z"}
+    )
     # Offsets (+02:00) are accepted: this is 10:07:30 UTC.
     offset_event = json.dumps(
         {"event_id": "tz-1", "user_id": "user2", "event": "view", "eventtimestamp": "2023-07-30T12:07:30+02:00"}
     )
     return [
         {"arrival-1-a.json": _events(rng, 1, START, 4, 40), "arrival-1-b.json": _events(rng, 100, START, 4, 20)},
-        {"arrival-2-a.json": [*_events(rng, 200, START + timedelta(minutes=4), 5, 40), bad[0], offset_event]},
+        {"arrival-2-a.json": [*_events(rng, 200, START + timedelta(minutes=4), 5, 40), bad[0], offset_event, misspelt]},
         {
-            "arrival-3-a.json": [*_events(rng, 300, START + timedelta(minutes=9), 5, 40), *late, bad[1]],
+            "arrival-3-a.json": [*_events(rng, 300, START + timedelta(minutes=9), 5, 40), *late, bad[1], no_id],
             "arrival-3-empty.json": [],
         },
         {
             "arrival-4-a.json": _events(rng, 400, START + timedelta(minutes=14), 6, 40),
             "arrival-4-only-bad.json": [bad[2], "not json at all"],
+            "arrival-4-load-test.json": [load_test],
         },
     ]
 
@@ -129,10 +140,12 @@ def rack_temperatures_arrivals(seed: int = 11) -> Arrivals:
         json.dumps({"rack": "rack3", "ts": "2023-07-30T10:21:00Z"}),  # no temperature
         json.dumps({"rack": "rack3", "temperature": "hot", "ts": "2023-07-30T10:21:00Z"}),  # not a number
         '{"rack": "rack1", "temperature": 9',  # cut off
+        # A faulty sensor: breaks the rule physical_temperature, quarantined.
+        json.dumps({"rack": "rack1", "temperature": 9000.0, "ts": "2023-07-30T10:15:10Z"}),
     ]
     return [
         {"racks-1.json": readings(0, 10)},
-        {"racks-2.json": readings(10, 10), "racks-2-bad.json": bad[:2]},
+        {"racks-2.json": readings(10, 10), "racks-2-bad.json": [*bad[:2], bad[3]]},
         {"racks-3.json": [*readings(20, 10), *late, bad[2]]},
     ]
 
@@ -166,6 +179,9 @@ def device_steps_arrivals(seed: int = 13) -> Arrivals:
     bad = [
         json.dumps({"id": 1, "device_id": 2, "timestamp": "2023-07-30 10:31:00"}),  # no num_steps
         json.dumps({"id": 2, "device_id": 2, "num_steps": 10, "timestamp": "2023-07-30T10:31:00Z"}),  # wrong format
+        # Rules: non_negative_steps (quarantined), plausible_steps (kept and counted).
+        json.dumps({"id": 3, "device_id": 1, "num_steps": -40, "timestamp": "2023-07-30 10:30:10"}),
+        json.dumps({"id": 4, "device_id": 3, "num_steps": 60000, "timestamp": "2023-07-30 10:30:20"}),
     ]
     return [
         {"steps-1.json": readings(0, 0, 12)},
@@ -215,6 +231,14 @@ def spending_sessions_arrivals(seed: int = 17) -> Arrivals:
     bad = [
         json.dumps({"transactionId": "bad-1", "transactionTime": _iso(START), "amount": 3.0}),  # no user
         json.dumps({"userId": "dave", "transactionId": "bad-2", "transactionTime": _iso(START), "amount": "ten"}),
+        json.dumps(  # breaks the rule non_negative_amount: quarantined
+            {
+                "userId": "carol",
+                "transactionId": "bad-3",
+                "transactionTime": _iso(START + timedelta(hours=3)),
+                "amount": -20.0,
+            }
+        ),
     ]
     return [
         {"transactions-1.json": transactions(0, "t1")},
@@ -254,6 +278,9 @@ def ad_arrivals(seed: int = 19) -> Arrivals:
     ]
     arrivals[2]["impressions/impressions-2-late.json"] = [
         json.dumps({"impression_id": "late-1", "ad_id": "ad-1", "impression_time": _iso(START)})
+    ]
+    arrivals[1]["clicks/clicks-1-promo.json"] = [  # an ad id of another system: the rule known_ad warns
+        json.dumps({"click_id": "promo-1", "ad_id": "promo-7", "click_time": _iso(START + timedelta(minutes=90))})
     ]
     arrivals[2]["clicks/clicks-2-late.json"] = [
         json.dumps({"click_id": "late-1", "ad_id": "ad-1", "click_time": _iso(START + timedelta(minutes=5))})
@@ -322,9 +349,11 @@ def github_activity_arrivals(seed: int = 19) -> Arrivals:
     no_repo = github_event(904, "WatchEvent", at, rng)
     del no_repo["repo"]
     late = [github_event(950 + n, "WatchEvent", START + timedelta(minutes=1, seconds=10 * n), rng) for n in range(3)]
+    # Rules: known_event_type (a type the list does not know: kept, counted), non_negative_size (quarantined).
+    ruled = [github_event(960, "SponsorshipEvent", at, rng), github_event(961, "PushEvent", at, rng, payload__size=-1)]
     return [
         {"events-page-1.json": lines[0][:20], "events-page-2.json": lines[0][15:]},  # 5 events on both pages
-        {"events-page-3.json": [*lines[1], *(json.dumps(e) for e in wrong[:2])]},
+        {"events-page-3.json": [*lines[1], *(json.dumps(e) for e in [*wrong[:2], *ruled])]},
         {
             "events-page-4.json": [
                 *lines[2],

@@ -9,3 +9,4 @@ EVENT_TIME = "event_time"  # the parsed event time every pipeline adds
 QUARANTINE_REASON = "quarantine_reason"  # null for a usable record
 QUARANTINE_DETAIL = "quarantine_detail"  # what exactly is wrong with it
 RESCUED_DATA = "_rescued_data"  # new fields of an inferred-schema source, as a JSON object
+BROKEN = "_rules_broken"  # bit i set: a usable record breaks the pipeline's rule i (jobs/flow/rules.py)

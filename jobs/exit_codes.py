@@ -11,6 +11,7 @@ class ExitCode(IntEnum):
     USAGE = 2  # bad usage, or a bad declaration or suite
     REFUSED = 3  # refused before changing anything, or nothing to validate
     INVALID = 4  # the output failed a `fail` expectation
+    DATA = 5  # a batch stopped on its data, as it will on every rerun (a `fail` rule, a record Spark cannot get past)
     STOPPED = 130  # stopped on request (Ctrl-C, SIGTERM)
 
     @classmethod
@@ -25,7 +26,7 @@ class ExitCode(IntEnum):
     @property
     def worth_retrying(self) -> bool:
         """Whether running the same command again can change the outcome."""
-        return self not in (ExitCode.USAGE, ExitCode.INVALID)
+        return self not in (ExitCode.USAGE, ExitCode.INVALID, ExitCode.DATA)
 
 
 _MEANINGS = {
@@ -36,5 +37,9 @@ _MEANINGS = {
         "refused: another run holds the checkpoint, the declaration changed incompatibly, or there is nothing to do"
     ),
     ExitCode.INVALID: "validation failed: a `fail` expectation failed (see the results above and the Data Docs)",
+    ExitCode.DATA: (
+        "a batch stopped on its data, as every rerun would: quarantine the file its error names "
+        "(python -m jobs quarantine-file; Airflow: the DAG's quarantine_file param) or change the declaration"
+    ),
     ExitCode.STOPPED: "stopped before it finished; the next run resumes from the checkpoint",
 }

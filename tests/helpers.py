@@ -138,6 +138,8 @@ def assert_run_matches(report: RunReport, expected) -> None:
     )
     assert report.output_rows == len(expected.emitted)
     assert report.duplicates_dropped == expected.duplicates_dropped
+    broken = {name: count.violations for name, count in report.rules.items() if count.violations}
+    assert broken == expected.violations, "violations per rule"
 
 
 def declaration_copy(folder: Path, name: str, **changes: object) -> Path:

@@ -14,6 +14,11 @@ Structured Streaming's documented rules for append-mode windowed aggregation:
   identity was seen and is still kept is a duplicate; an identity is kept until the
   watermark reaches its first event time + the delay.
 
+Row rules are learnt from the declaration's YAML and evaluated by DuckDB (the product has
+Spark evaluate them): a usable record breaks a rule when its check is false (not null); it
+counts against every rule it breaks, is quarantined when one of them says quarantine, and
+stops the batch when one says fail.
+
 What a record must be to be used, as the README states it: strict JSON (no NaN or
 Infinity, no lone surrogate escapes) nested at most 64 deep; each declared field of its
 declared JSON type and range (a long within 64 bits, a double finite); an event time from
@@ -28,7 +33,11 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
+
+import duckdb
+import yaml
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MAX_DEPTH = 64
@@ -126,15 +135,94 @@ def clickstream_reading(line: str) -> Reading | None:
     return Reading(moment, (found["user_id"],)) if moment else None
 
 
-def usable(lines: list[str], read: Callable[[str], Any], result: BatchResult):
+PIPELINES = Path(__file__).resolve().parent.parent / "jobs" / "pipelines"
+_DUCKDB_TYPES = {"string": "VARCHAR", "long": "BIGINT", "int": "INTEGER", "double": "DOUBLE", "boolean": "BOOLEAN"}
+
+
+def _duckdb_type(declared: Any) -> str:
+    if isinstance(declared, dict):
+        return "STRUCT(" + ", ".join(f'"{name}" {_duckdb_type(kind)}' for name, kind in declared.items()) + ")"
+    if isinstance(declared, list):
+        return _duckdb_type(declared[0]) + "[]"
+    return _DUCKDB_TYPES.get(declared, declared.upper())
+
+
+def _declared_only(value: Any, declared: Any) -> Any:
+    """A JSON value with only the declared fields, at any depth (a missing one null)."""
+    if isinstance(declared, dict):
+        value = value if isinstance(value, dict) else {}
+        return {name: _declared_only(value.get(name), kind) for name, kind in declared.items()}
+    if isinstance(declared, list) and isinstance(value, list):
+        return [_declared_only(item, declared[0]) for item in value]
+    return value
+
+
+class RuleStop(Exception):
+    """A record broke a `fail` rule: the batch stops."""
+
+
+@dataclass
+class RuleBook:
+    """A pipeline's rules from its YAML, each on the sources whose declared fields it
+    reads (DuckDB refuses a check naming a field the source does not declare)."""
+
+    rules: list[dict]
+    schemas: list[dict]  # each source's declared fields
+    _queries: dict[int, tuple[list[dict], str]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, pipeline: str) -> RuleBook:
+        raw = yaml.safe_load((PIPELINES / f"{pipeline}.yaml").read_text())
+        sources = [raw["source"], *([raw["join"]["source"]] if raw.get("join") else [])]
+        return cls(raw.get("rules") or [], [source["schema"] for source in sources])
+
+    def _query(self, side: int) -> tuple[list[dict], str]:
+        if side not in self._queries:
+            struct = _duckdb_type(self.schemas[side])
+            record = f"(SELECT unnest(CAST($record AS {struct})))"
+            mine = []
+            for rule in self.rules:
+                try:
+                    duckdb.sql(f"SELECT ({rule['check']}) FROM {record.replace('$record', 'NULL')}")
+                    mine.append(rule)
+                except duckdb.BinderException:
+                    continue  # a field of the other source
+            tests = ", ".join(f"coalesce(NOT ({rule['check']}), false)" for rule in mine) or "NULL"
+            self._queries[side] = (mine, f"SELECT {tests} FROM {record}")
+        return self._queries[side]
+
+    def broken(self, found: dict) -> list[dict]:
+        """The rules a usable record breaks, in declaration order."""
+        if not self.rules:
+            return []
+        # A join's record is of the source whose declared fields it has the most of.
+        side = max(range(len(self.schemas)), key=lambda i: len(set(found) & set(self.schemas[i])))
+        mine, query = self._query(side)
+        if not mine:
+            return []
+        outcome = duckdb.execute(query, {"record": _declared_only(found, self.schemas[side])}).fetchone()
+        return [rule for rule, is_broken in zip(mine, outcome, strict=True) if is_broken]
+
+
+def usable(lines: list[str], read: Callable[[str], Any], result: BatchResult, rules: RuleBook | None = None):
     """(line, what `read` made of it) for each usable line. Blank lines are not records;
-    every other line is input, and quarantined when `read` gives None."""
+    every other line is input, and quarantined when `read` gives None or it breaks a
+    quarantining rule; a broken `fail` rule raises RuleStop."""
     for line in lines:
         if not line.strip():
             continue
         result.input_rows += 1
         found = read(line)
         if found is None:
+            result.quarantined_rows += 1
+            continue
+        broken = rules.broken(record(line)) if rules else []
+        for rule in broken:
+            result.violations[rule["name"]] = result.violations.get(rule["name"], 0) + 1
+        stops = [rule["name"] for rule in broken if rule["on_violation"] == "fail"]
+        if stops:
+            raise RuleStop(f"{stops[0]}: {line}")
+        if any(rule["on_violation"] == "quarantine" for rule in broken):
             result.quarantined_rows += 1
             continue
         yield line, found
@@ -171,6 +259,7 @@ class BatchResult:
     late_rows_dropped: int = 0
     used_rows: int = 0
     duplicates_dropped: int = 0
+    violations: dict[str, int] = field(default_factory=dict)  # rule -> records that broke it
     emitted: dict[tuple[datetime, tuple], tuple] = field(default_factory=dict)
 
 
@@ -188,6 +277,7 @@ class WindowModel(AvailableNowRuns):
     window: timedelta
     slide: timedelta | None = None  # None: tumbling
     identity: Callable[[str], Any] | None = None  # deduplicate on this, when given
+    rules: RuleBook | None = None
     previous_ran_with: datetime = EPOCH  # the watermark the previous batch ran with
     next_watermark: datetime = EPOCH  # the watermark the next batch runs with
     newest: datetime = EPOCH
@@ -211,7 +301,7 @@ class WindowModel(AvailableNowRuns):
 
     def _batch(self, lines: list[str], result: BatchResult) -> None:
         ran_with = self.next_watermark
-        for line, reading in usable(lines, self.read, result):
+        for line, reading in usable(lines, self.read, result, self.rules):
             self.newest = max(self.newest, reading.moment)
             if self.identity is not None:
                 if reading.moment <= self.previous_ran_with:
@@ -256,6 +346,7 @@ def ClickstreamModel() -> WindowModel:
         finish=lambda values: (len(values),),
         delay=timedelta(minutes=5),
         window=timedelta(minutes=1),
+        rules=RuleBook.of("clickstream"),
     )
 
 
@@ -269,6 +360,7 @@ def ClickstreamUniqueModel() -> WindowModel:
     model = ClickstreamModel()
     model.read = reading
     model.identity = lambda line: json.loads(line)["event_id"]
+    model.rules = RuleBook.of("clickstream_unique")
     return model
 
 
@@ -296,6 +388,7 @@ def RackTemperaturesModel() -> WindowModel:
         delay=timedelta(minutes=10),
         window=timedelta(minutes=10),
         slide=timedelta(minutes=5),
+        rules=RuleBook.of("rack_temperatures"),
     )
 
 
@@ -335,6 +428,7 @@ def DeviceStepsModel() -> WindowModel:
         ),
         delay=timedelta(minutes=10),
         window=timedelta(minutes=5),
+        rules=RuleBook.of("device_steps"),
     )
 
 
@@ -389,6 +483,7 @@ def GithubActivityModel() -> WindowModel:
         delay=timedelta(minutes=5),
         window=timedelta(minutes=1),
         identity=lambda line: json.loads(line)["id"],
+        rules=RuleBook.of("github_activity"),
     )
 
 
@@ -400,13 +495,14 @@ class EventsModel:
     """
 
     to_row: Callable[[str], tuple | None]
+    rules: RuleBook | None = None
     table: list[tuple] = field(default_factory=list)
     state_rows: int = 0
 
     def run(self, batches: list[list[str]]) -> BatchResult:
         result = BatchResult()
         for lines in batches:
-            for _, row in usable(lines, self.to_row, result):
+            for _, row in usable(lines, self.to_row, result, self.rules):
                 result.used_rows += 1
                 result.emitted[(EPOCH, (len(self.table),))] = row
                 self.table.append(row)
@@ -459,6 +555,7 @@ class RackAlertsModel:
 
     threshold: float = 100.0
     needed: int = 3
+    rules: RuleBook = field(default_factory=lambda: RuleBook.of("rack_alerts"))
     status: dict[str, tuple[str, int]] = field(default_factory=dict)
     table: list[tuple] = field(default_factory=list)
 
@@ -469,7 +566,8 @@ class RackAlertsModel:
     def run(self, batches: list[list[str]]) -> BatchResult:
         result = BatchResult()
         for lines in batches:
-            readings = [reading for _, reading in usable(lines, lambda line: within_pandas(rack_reading(line)), result)]
+            read = lambda line: within_pandas(rack_reading(line))  # noqa: E731
+            readings = [reading for _, reading in usable(lines, read, result, self.rules)]
             result.used_rows += len(readings)
             for reading in sorted(readings, key=lambda r: r.moment):
                 rack = reading.key[0]
@@ -503,6 +601,7 @@ class SpendingSessionsModel(AvailableNowRuns):
 
     gap: timedelta = timedelta(hours=1)
     delay: timedelta = timedelta(minutes=10)
+    rules: RuleBook = field(default_factory=lambda: RuleBook.of("spending_sessions"))
     previous_ran_with: datetime = EPOCH
     next_watermark: datetime = EPOCH
     newest: datetime = EPOCH
@@ -524,7 +623,7 @@ class SpendingSessionsModel(AvailableNowRuns):
 
     def _batch(self, lines: list[str], result: BatchResult) -> None:
         ran_with = self.next_watermark
-        for _, reading in usable(lines, transaction_reading, result):
+        for _, reading in usable(lines, transaction_reading, result, self.rules):
             self.newest = max(self.newest, reading.moment)
             if reading.moment <= self.previous_ran_with:
                 result.late_rows_dropped += 1
@@ -564,6 +663,7 @@ class AdJoinModel(AvailableNowRuns):
     """
 
     outer: bool = False
+    rules: RuleBook = field(default_factory=lambda: RuleBook.of("ad_clicks"))  # ad_impressions has the same
     within: timedelta = timedelta(hours=1)
     delay: timedelta = timedelta(minutes=10)
     previous_ran_with: datetime = EPOCH
@@ -591,7 +691,7 @@ class AdJoinModel(AvailableNowRuns):
     def _batch(self, lines: list[str], result: BatchResult) -> None:
         ran_with = self.next_watermark
         new = {"impressions": [], "clicks": []}
-        for _, (side, row) in usable(lines, self._read, result):
+        for _, (side, row) in usable(lines, self._read, result, self.rules):
             self.newest[side] = max(self.newest.get(side, EPOCH), row[2])
             if row[2] <= self.previous_ran_with:
                 result.late_rows_dropped += 1

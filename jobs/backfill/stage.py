@@ -27,7 +27,7 @@ from jobs.lake import fs
 from jobs.lake.layout import Locations, join
 from jobs.run import runner
 from jobs.run.checkpoint import CheckpointLog
-from jobs.run.report import load_reports
+from jobs.run.report import RunReport, load_reports
 from jobs.validate.validation import committed_table
 
 
@@ -84,7 +84,14 @@ def stage_closed_range(
                 "rescued_rows",
             )
         },
+        "rule_violations": {
+            name: sum(r.rules[name].violations for r in reports if name in r.rules) for name in _rule_names(reports)
+        },
         "runs": [r.run_id for r in reports],
     }
     fs.write_json(join(stage, SUMMARY), summary)
     return summary
+
+
+def _rule_names(reports: list[RunReport]) -> list[str]:
+    return list(dict.fromkeys(name for report in reports for name in report.rules))

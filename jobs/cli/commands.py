@@ -79,6 +79,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(
             f"  watermark  {f'{pipeline.watermark_s}s' if pipeline.watermark_s else 'none (no state kept by event time)'}"
         )
+        for number, rule in enumerate(pipeline.rules):
+            print(f"  {'rules' if number == 0 else '':10} {rule.name} ({rule.on_violation}): {rule.check}")
         print(f"  output     {pipeline.output.format}, partitioned by {pipeline.output.partition_by or 'nothing'}")
         print(f"  schedule   {pipeline.schedule or 'none'}")
         kept = pipeline.retention
@@ -132,6 +134,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return fail(ExitCode.REFUSED, str(error))
     except runner.RunStopped:
         return ExitCode.OK if options.trigger.kind == "processing-time" else ExitCode.STOPPED
+    except runner.RunStoppedOnData as error:
+        return fail(ExitCode.DATA, f"run failed: {error}")
     except runner.RunFailed as error:
         return fail(ExitCode.FAILED, f"run failed: {error}")
     if suite is None:
@@ -173,6 +177,8 @@ def cmd_backfill(args: argparse.Namespace) -> int:
         return fail(ExitCode.REFUSED, str(error))
     except runner.RunStopped:
         return ExitCode.STOPPED
+    except runner.RunStoppedOnData as error:
+        return fail(ExitCode.DATA, f"backfill failed: {error}")
     except runner.RunFailed as error:
         return fail(ExitCode.FAILED, f"backfill failed: {error}")
     spark = spark_for(plan.locations, f"jobs-backfill-{pipeline.name}")
@@ -253,6 +259,7 @@ def cmd_files(args: argparse.Namespace) -> int:
             "quarantined": "quarantined_rows",
             "late": "late_rows_dropped",
             **({"rescued": "rescued_rows"} if pipeline.source.rescues else {}),
+            **{rule.name: f"rule:{rule.name}" for rule in pipeline.rules},  # the file's rows breaking it
             "bytes": "size_bytes",
             "modified": "modified_at",
             "file": "path",
@@ -260,6 +267,10 @@ def cmd_files(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.writelines(json.dumps(entry) + "\n" for entry in listed)
         return ExitCode.OK
+    rule_columns = [key for key in columns.values() if key.startswith("rule:")]
+    for entry in listed:
+        broken = entry.get("violations")
+        entry.update({key: None if broken is None else broken.get(key[5:], 0) for key in rule_columns})
     _print_table(columns, listed)
     return ExitCode.OK
 

@@ -31,6 +31,7 @@ from jobs.declare.parts import (
     Source,
     Window,
 )
+from jobs.declare.rules import Rule, check_rules
 from jobs.schema import spelled, with_type_at
 from jobs.units import Duration, FieldPath, Name
 
@@ -48,6 +49,8 @@ class PipelineBase(Part):
     # Events whose time is this far behind the newest event seen are late (see README).
     watermark_s: Duration | None = Field(None, alias="watermark")
     output: Output
+    # What each record must be beyond its schema, and what to do with one that is not (rules.py).
+    rules: tuple[Rule, ...] = ()
     orchestration: Orchestration = Field(Orchestration(), alias="airflow")
     spark: SparkSettings = SparkSettings()
     retention: Retention = Retention()
@@ -65,6 +68,7 @@ class PipelineBase(Part):
 
     @model_validator(mode="after")
     def _parts_agree(self) -> PipelineBase:
+        check_rules(self.rules)
         partition = self.output.partition_by
         if partition is not None and partition != self.partition_column:
             if self.partition_column is None:
@@ -81,7 +85,13 @@ class PipelineBase(Part):
     def named_fields(self) -> dict[str, list[str]]:
         """The event fields (or paths) the declaration names, by what it names them as."""
         named = {"event time": [self.source.event_time.column], "required": list(self.source.required)}
+        named |= {f"rule {rule.name!r} field": list(rule.fields) for rule in self.rules_for(self.source)}
         return named | ({"enrich key": [self.enrich.key]} if self.enrich else {})
+
+    def rules_for(self, source: Source) -> tuple[Rule, ...]:
+        """The rules on `source`'s records: every rule, but in a join, those whose fields
+        are all that source's (a rule on the join key only is on both)."""
+        return self.rules
 
     def refused_fields(self) -> list[str]:
         """Each field the declaration names that the source's schema (declared, or inferred
@@ -224,7 +234,20 @@ class JoinPipeline(PipelineBase):
         shared = sorted((set(left.fields) & set(right.fields)) - {root})
         if shared:
             raise ValueError(f"fields {shared} are in both sources; the output keeps one column per name")
+        for rule in self.rules:
+            if not any(self._reads_only(rule, side) for side in (left, right)):
+                raise ValueError(
+                    f"rule {rule.name!r} reads {list(rule.fields)}, which are not all fields of {left.name} "
+                    f"or all of {right.name}; a rule reads one source's records"
+                )
         return self
+
+    @staticmethod
+    def _reads_only(rule: Rule, source: Source) -> bool:
+        return not any(source.refuse_path(path) for path in rule.fields)
+
+    def rules_for(self, source: Source) -> tuple[Rule, ...]:
+        return tuple(rule for rule in self.rules if self._reads_only(rule, source))
 
 
 class EventsPipeline(PipelineBase):

@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 
 from jobs.columns import QUARANTINE_REASON
 from jobs.declare.parts import Enrichment
-from jobs.flow.parse import field
+from jobs.flow.fields import field
 from jobs.lake import fs
 from jobs.lake.layout import StorageError, join, normalize
 from jobs.units import column_name

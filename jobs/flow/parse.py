@@ -10,6 +10,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from jobs.columns import (
+    BROKEN,
     EVENT_TIME,
     FILE_SIZE,
     LINE,
@@ -20,6 +21,7 @@ from jobs.columns import (
     SOURCE_FILE,
 )
 from jobs.declare.parts import Source
+from jobs.declare.rules import Rule
 from jobs.flow.decode import (
     DETAIL,
     NEW_FIELDS,
@@ -28,7 +30,9 @@ from jobs.flow.decode import (
     LineDecoder,
     spark_type,
 )
+from jobs.flow.fields import field
 from jobs.flow.line_reader import TOO_LARGE_KEPT
+from jobs.flow.rules import checked
 from jobs.flow.tally import Tally
 from jobs.schema import Array, Kind, Struct, contains, spelled
 from jobs.units import duration_words
@@ -56,11 +60,6 @@ def _event_time(raw: Column, kind: str, fmt: str) -> Column:
         millis = raw.try_cast("long")
         return F.when(millis.between(int(_EPOCH_S[0] * 1000), int(_EPOCH_S[1] * 1000)), F.timestamp_millis(millis))
     return F.try_to_timestamp(raw, F.lit(fmt))
-
-
-def field(path: str) -> Column:
-    """The column of a field, or of a path to one inside objects ('repo.name')."""
-    return F.col(".".join(f"`{name}`" for name in path.split(".")))
 
 
 def _is_time(kind: Kind) -> bool:
@@ -126,7 +125,11 @@ def decoded(lines: DataFrame, source: Source, tally: Tally | None = None) -> Dat
 
 
 def parse_events(
-    lines: DataFrame, source: Source, tally: Tally | None = None, batch_time: Column | None = None
+    lines: DataFrame,
+    source: Source,
+    tally: Tally | None = None,
+    batch_time: Column | None = None,
+    rules: tuple[Rule, ...] = (),
 ) -> DataFrame:
     """Lines of newline-delimited JSON -> one row per record, with the reason it is unusable.
 
@@ -146,6 +149,10 @@ def parse_events(
     event_time_in_future. `batch_time` is the micro-batch's time in a streaming query
     (Spark's `current_timestamp()`, recorded in the offset log and the same when Spark
     redoes the batch); reading a batch again passes the time the offset log recorded.
+
+    With `rules` (jobs/flow/rules.py), each usable record is tested against them, over its
+    fields as declared: `_rules_broken` says which it breaks, a `quarantine` rule gives
+    its reason, and a `fail` one fails the batch.
     """
     kinds = source.kinds
     parsed = decoded(lines, source, tally)
@@ -193,6 +200,9 @@ def parse_events(
         reason = reason.when(found, F.lit(why))
         detail = detail.when(found & as_landed.isNotNull(), F.concat(F.lit(f"{time_field}: "), as_landed, says))
     reasoned = parsed.withColumn(QUARANTINE_REASON, reason).withColumn(QUARANTINE_DETAIL, detail)
+    if rules:
+        typed = reasoned.select(*(converted.get(c, F.col(c)).alias(c) for c in reasoned.columns))
+        reasoned, converted = checked(typed, rules), {}
     internal = (REASON, DETAIL, NEW_FIELDS, RESCUED, EVENT_TIME, QUARANTINE_REASON, QUARANTINE_DETAIL)
     # The line as landed, for the quarantine only: bytes that are not UTF-8 in base64, rather
     # than replaced; of a line over the size limit, its start (the whole line stays in its
@@ -213,4 +223,4 @@ def usable(parsed: DataFrame, keep: Column | None = None) -> DataFrame:
     """The records a pattern can use (`keep`: the same test, jobs/flow/tally.py `counted`,
     that also counts every record on its way)."""
     keep = F.col(QUARANTINE_REASON).isNull() if keep is None else keep
-    return parsed.where(keep).drop(QUARANTINE_REASON, QUARANTINE_DETAIL)
+    return parsed.where(keep).drop(QUARANTINE_REASON, QUARANTINE_DETAIL, BROKEN)

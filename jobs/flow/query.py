@@ -2,6 +2,7 @@
 
     lines (line, source_file)   one DataFrame per source             jobs/flow/source.py
       -> parse_events          declared fields, event_time, quarantine_reason   parse.py
+                               and the declared rules, each record tested        rules.py
       -> enrich                a dimension's columns, when declared             enrich.py
       -> usable                the rows a pattern can use, each row counted     parse.py, tally.py
       -> the pattern           windows, a processor, a join, or events as they are  patterns/
@@ -43,7 +44,8 @@ def usable_events(
     cannot take them, and the usable ones kept; with a tally, every line is counted in it on
     the way. `batch_time`: the batch's time when a batch is read again (parse.py)."""
     pattern = pattern_of(pipeline)
-    events = parse_events(lines, pattern.sources[index], tally, batch_time)
+    source = pattern.sources[index]
+    events = parse_events(lines, source, tally, batch_time, pipeline.rules_for(source))
     if pipeline.enrich is not None:
         events = enrich(events, dimension, pipeline.enrich)
     for refused, reason, detail in pattern.refusals():
@@ -55,7 +57,8 @@ def usable_events(
         )
     if tally is None:
         return usable(events)
-    return usable(counted(events, tally, pattern.late_at(F.col(EVENT_TIME))))
+    rules = tuple(rule.name for rule in pipeline.rules_for(source))
+    return usable(counted(events, tally, pattern.late_at(F.col(EVENT_TIME)), rules))
 
 
 def pipeline_table(

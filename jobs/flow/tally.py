@@ -5,7 +5,8 @@ Spark's Python workers add to one accumulator per run (`Tally`):
 
     the decoder (decode.py)     per landed file: the lines it read (blank ones too), its size
     `counted` (after parsing)   per landed file: its records, the usable ones with a value
-                                rescued (`_rescued_data`); the quarantined ones, with where
+                                rescued (`_rescued_data`), how many broke each declared
+                                rule (`_rules_broken`, jobs/flow/rules.py); the quarantined ones, with where
                                 they are in the file, the line, the reason and its detail; and
                                 for each usable record the time at or before which its pattern
                                 drops it as late (`late_at`: the watermark that decides is only
@@ -33,6 +34,7 @@ from pyspark import AccumulatorParam, TaskContext
 
 from jobs.columns import (
     BLOCK_START,
+    BROKEN,
     LINE,
     LINE_NUMBER,
     QUARANTINE_DETAIL,
@@ -69,6 +71,7 @@ class FileCount:
     blank: int = 0  # ... of which blank (not records)
     records: int = 0  # counted after parsing: every line but the blank ones
     rescued: int = 0  # ... of which usable with a value rescued (_rescued_data)
+    violations: dict[str, int] = field(default_factory=dict)  # rule -> records that break it
     late_at_us: list[np.ndarray] = field(default_factory=list)  # distinct late_at of usable records...
     late_at_counts: list[np.ndarray] = field(default_factory=list)  # ... and how many have each
     quarantined: list[Quarantined] = field(default_factory=list)
@@ -79,6 +82,8 @@ class FileCount:
         self.blank += other.blank
         self.records += other.records
         self.rescued += other.rescued
+        for rule, n in other.violations.items():
+            self.violations[rule] = self.violations.get(rule, 0) + n
         self.late_at_us += other.late_at_us
         self.late_at_counts += other.late_at_counts
         self.quarantined += other.quarantined
@@ -152,21 +157,23 @@ def for_batch(spark: SparkSession, batch_id: int) -> Iterator[None]:
         context.setLocalProperty(BATCH_ID, None)
 
 
-def counted(parsed: DataFrame, tally: Tally, late_at: Column | None) -> DataFrame:
+def counted(parsed: DataFrame, tally: Tally, late_at: Column | None, rules: tuple[str, ...] = ()) -> DataFrame:
     """Parsed records -> the usable ones, every record counted in `tally` on its way
-    through: only the quarantined ones bring their line."""
+    through: only the quarantined ones bring their line. `rules`: the names of the rules
+    the records were tested against, in order (their bits in `_rules_broken`)."""
     from pyspark.sql import functions as F
 
     quarantined = F.col(QUARANTINE_REASON).isNotNull()
     where = [F.when(quarantined, F.col(c)) for c in (BLOCK_START, LINE_NUMBER, LINE, QUARANTINE_DETAIL)]
     late = F.lit(None).cast("timestamp") if late_at is None else late_at
     rescued = F.col(RESCUED_DATA).isNotNull() if RESCUED_DATA in parsed.columns else F.lit(False)
+    broken = F.col(BROKEN) if rules else F.lit(0).cast("long")
     with warnings.catch_warnings():  # PySpark prefers type hints, which it cannot read from a class
         warnings.simplefilter("ignore", UserWarning)
-        count = F.arrow_udf(RowCounter(tally), "boolean", F.ArrowUDFType.SCALAR).asNondeterministic()
+        count = F.arrow_udf(RowCounter(tally, rules), "boolean", F.ArrowUDFType.SCALAR).asNondeterministic()
     # A column, then a filter on it: as a filter, Spark would push the count below the
     # parse and evaluate each parsed value again for it.
-    usable = count(F.col(SOURCE_FILE), late, rescued, F.col(QUARANTINE_REASON), *where)
+    usable = count(F.col(SOURCE_FILE), late, rescued, broken, F.col(QUARANTINE_REASON), *where)
     return parsed.withColumn("_usable", usable).where("_usable").drop("_usable")
 
 
@@ -176,12 +183,14 @@ class RowCounter:
     usable; what the batch holds is added to the tally, per file."""
 
     tally: Tally
+    rules: tuple[str, ...] = ()
 
     def __call__(
         self,
         source_file: pa.Array,
         late_at: pa.Array,
         rescued: pa.Array,
+        broken: pa.Array,
         reason: pa.Array,
         block_start: pa.Array,
         line_number: pa.Array,
@@ -196,6 +205,11 @@ class RowCounter:
         if pc.any(kept).as_py():
             for file, n in _counts(source_file.filter(kept)):
                 files[file].rescued = n
+        if self.rules and pc.any(pc.not_equal(broken, 0)).as_py():
+            for bit, rule in enumerate(self.rules):
+                breaks = pc.not_equal(pc.bit_wise_and(broken, pa.scalar(1 << bit, pa.int64())), 0)
+                for file, n in _counts(source_file.filter(breaks)):
+                    files[file].violations[rule] = n
         timed = pc.and_(usable, pc.is_valid(late_at))
         if pc.any(timed).as_py():
             grouped = (

@@ -119,6 +119,7 @@ def publish_report(pipeline_name: str, root: str, jobs_run_id: str) -> dict[str,
             "output_rows",
             "watermark",
             "warnings",
+            "rules",  # each row rule's action and violations
         }
     )
     published["validation"] = validation["status"] if validation else None

@@ -95,6 +95,8 @@ class RunPipelineOperator(JobsSubmitOperator):
     def __init__(self, *, pipeline_name: str, root: str, **kwargs: Any) -> None:
         # Validation is the DAG's next task, so the run does not validate on its own.
         super().__init__(jobs_args=["run", pipeline_name, f"--root={root}", "--no-validate"], **kwargs)
+        self.pipeline_name = pipeline_name
+        self.root = root
 
     def arguments(self, context: Any) -> list[str]:
         self.run_id = new_run_id(datetime.now(UTC))
@@ -112,8 +114,24 @@ class RunPipelineOperator(JobsSubmitOperator):
         return args
 
     def execute(self, context: Any) -> str:
-        super().execute(context)
+        try:
+            super().execute(context)
+        except AirflowSkipException:
+            raise
+        except AirflowException as error:  # the run's one-line error (a rule's, a poison file's), not a trace
+            why = self._run_error()
+            raise type(error)(f"{error}: {why}" if why else str(error)) from error
         return self.run_id
+
+    def _run_error(self) -> str | None:
+        from jobs.lake.layout import Locations
+        from jobs.run.report import load_report
+
+        try:
+            with environment.task_environment(self.log):
+                return load_report(Locations.resolve(self.pipeline_name, root=self.root).runs, self.run_id).error
+        except Exception:  # noqa: BLE001 - no report (the run never started): the exit code says enough
+            return None
 
 
 class ValidateRunOperator(JobsSubmitOperator):

@@ -45,10 +45,14 @@ def _assets(cache: Path) -> dict[str, str]:
     }
 
 
-# GX calls a validation with any failed expectation "Failed"; ours is "warned" when only
-# `warn` expectations failed, and the report and the Airflow task say so.
+# GX calls a validation with any failed expectation "Failed", and one with none "Succeeded";
+# ours is "warned" when only `warn` checks failed (expectations, or the run report's checks,
+# which GX does not see), and the report and the Airflow task say so.
 _FAILED_STATUS = '<i class="fas fa-times text-danger" aria-hidden="true"></i> Failed'
-_WARNED_STATUS = '<i class="fas fa-exclamation-triangle text-warning" aria-hidden="true"></i> Warned (only `warn` expectations failed)'
+_SUCCEEDED_STATUS = '<i class="fas fa-check-circle text-success" aria-hidden="true"></i> Succeeded'
+_WARNED_STATUS = (
+    '<i class="fas fa-exclamation-triangle text-warning" aria-hidden="true"></i> Warned (only `warn` checks failed)'
+)
 _INDEX_ROW = "{'validation_success'"
 # GX renders a percentage of no rows as NaN%.
 _NAN_SHARE = re.compile(r">NaN%[^<]*<")
@@ -59,16 +63,17 @@ def _in_our_words(page: str, text: str, warned_pages: set[str]) -> str:
     validations say "Warned", on their pages and their rows in the index, not "Failed";
     an empty table's shares say "no rows", not "NaN%"."""
     if page in warned_pages:
-        text = text.replace(_FAILED_STATUS, _WARNED_STATUS)
+        text = text.replace(_FAILED_STATUS, _WARNED_STATUS).replace(_SUCCEEDED_STATUS, _WARNED_STATUS)
     if page == "index.html":
         for warned in warned_pages:
             at = text.find(f"'_table_row_link_path': '{warned}'")
             start, end = text.rfind(_INDEX_ROW, 0, at), text.find("}", at)
             if at >= 0 and start >= 0:
-                row = text[start:end].replace(
-                    "fa-times text-danger ge-failed-icon", "fa-exclamation-triangle text-warning"
-                )
-                row = row.replace("'_validation_success_text': 'Failed'", "'_validation_success_text': 'Warned'")
+                row = text[start:end]
+                for icon in ("fa-times text-danger ge-failed-icon", "fa-check-circle text-success ge-success-icon"):
+                    row = row.replace(icon, "fa-exclamation-triangle text-warning")
+                for said in ("Failed", "Succeeded"):
+                    row = row.replace(f"'_validation_success_text': '{said}'", "'_validation_success_text': 'Warned'")
                 text = text[:start] + row + text[end:]
     return _NAN_SHARE.sub(">no rows<", text) if page.startswith("validations/") else text
 

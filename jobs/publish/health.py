@@ -54,10 +54,21 @@ class Health:
     watermark_lag_s: float | None  # how far event time (the watermark) is behind now
     rows_24h: int  # input rows of the runs started in the last 24 hours
     quarantined_24h: int
+    # Each rule a row of those runs broke: (rule, its action, rows that broke it), most first.
+    rules_24h: tuple[tuple[str, str | None, int], ...] = ()
 
     @property
     def quarantine_share(self) -> float | None:
         return self.quarantined_24h / self.rows_24h if self.rows_24h else None
+
+    @property
+    def rule_shares(self) -> list[str]:
+        """'known_event 1.2% (quarantine)' for each rule broken in the last 24 hours."""
+        return [
+            f"{name} {100 * n / self.rows_24h:.1f}% ({action or 'no longer declared'})"
+            for name, action, n in self.rules_24h
+            if self.rows_24h
+        ]
 
     @property
     def rank(self) -> int:
@@ -92,4 +103,10 @@ def assess(
         status, reason = "warning", "; ".join(warnings)
     else:
         status, reason = "healthy", "the last run succeeded" + (f", validation {verdict}" if verdict else "")
-    return Health(name, status, reason, last, age, interval, verdict, lag, rows, quarantined)
+    broken: dict[str, list] = {}
+    for run in sorted(recent, key=lambda r: r.started_at):
+        for rule, count in run.rules.items():
+            entry = broken.setdefault(rule, [count.action, 0])
+            entry[0], entry[1] = count.action or entry[0], entry[1] + count.violations
+    rules = tuple(sorted(((r, action, n) for r, (action, n) in broken.items() if n), key=lambda r: (-r[2], r[0])))
+    return Health(name, status, reason, last, age, interval, verdict, lag, rows, quarantined, rules)

@@ -2,7 +2,7 @@
 
     <reports>/index.html       the overview (one row per pipeline: health.py), then per
                                pipeline: rows per run (chart.py), quarantine reasons, the
-                               history of each check, runs with verdicts, whole-table
+                               history of each row rule and of each check, runs with verdicts, whole-table
                                checks, backfills and published versions
     <reports>/data_docs/       Great Expectations' Data Docs (suites and every validation result)
 
@@ -75,6 +75,26 @@ def check_history(results: list[ValidationResult]) -> dict[str, Any]:
     return {"columns": columns, "rows": rows}
 
 
+def rule_history(pipeline: declare.PipelineBase, runs: list[RunReport]) -> dict[str, Any]:
+    """Each rule's violations in the latest runs that read rows (oldest left): the rows that
+    broke it and their share of the run's input rows; None where the run did not have the
+    rule. The declared rules first, in their order, then those no longer declared."""
+    columns = [run for run in runs if run.batch_ids and run.rules][-HISTORY_COLUMNS:]
+    names = list(dict.fromkeys([rule.name for rule in pipeline.rules] + [n for run in columns for n in run.rules]))
+    names = [name for name in names if any(name in run.rules for run in columns)]
+    rows = []
+    for name in names:
+        action = next((run.rules[name].action for run in reversed(columns) if name in run.rules), None)
+        cells = [
+            {"violations": run.rules[name].violations, "share": run.rules[name].violations / (run.input_rows or 1)}
+            if name in run.rules
+            else None
+            for run in columns
+        ]
+        rows.append({"name": name, "action": action, "cells": cells})
+    return {"columns": columns, "rows": rows}
+
+
 def stale_checks(runs: list[RunReport], results: list[ValidationResult]) -> dict[str, int]:
     """Whole-table check id -> runs that appended rows after it (the table it saw has grown)."""
     return {v.validation_id: len(appended_since(v, runs)) for v in results if v.scope == "table"}
@@ -109,6 +129,7 @@ def _section(root: str, pipeline: declare.PipelineBase, locations: Locations, no
         "runs": [(run, by_run.get(run.run_id)) for run in reversed(runs)],
         "reasons": quarantine_reasons(locations.quarantine) if any(r.quarantined_rows for r in runs) else [],
         "history": check_history(results),
+        "rules": rule_history(pipeline, runs),
         "table_checks": [v for v in reversed(results) if v.scope == "table"],
         "stale": stale_checks(runs, results),
         "backfills": backfills(root, pipeline.name),

@@ -13,6 +13,8 @@ and when an account is stored.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,6 +76,7 @@ def batch_account(pattern: Pattern, read: BatchRead, *, output_rows: int | None,
         quarantined_rows=quarantined,
         late_rows_dropped=late,
         rescued_rows=sum(count.rescued for count in present.values()),
+        violations=_violations(present.values()),
         duplicates_dropped=duplicates,
         output_rows=output_rows,
         run_id=run_id,
@@ -107,4 +110,10 @@ def _file_account(
         quarantined_rows=quarantined,
         late_rows_dropped=late,
         rescued_rows=count.rescued,
+        violations=dict(count.violations),
     )
+
+
+def _violations(counts: Iterable[FileCount]) -> dict[str, int]:
+    """Rule -> the rows that break it, over the files."""
+    return dict(sum((Counter(count.violations) for count in counts), Counter()))

@@ -7,6 +7,7 @@ import re
 from typing import NamedTuple
 from urllib.parse import unquote
 
+from jobs.declare.rules import RULE_FAILED
 from jobs.lake.faults import root_cause
 from jobs.lake.layout import StorageError, from_spark
 from jobs.run.checkpoint import CheckpointLog
@@ -132,6 +133,18 @@ def _data_failure(error: BaseException, checkpoint_log: CheckpointLog, report: R
     files = [
         p for p in read if p in message or p in unquote(message)
     ] or read  # the error says which (as a %-encoded URI)
+    command = (
+        f"python -m jobs quarantine-file {report.pipeline} FILE --checkpoint {checkpoint_log.checkpoint} --reason '...'"
+    )
+    at = f"batch {batch}" if batch is not None else "a batch"
+    broken = rule_failure(message)
+    if broken:  # a `fail` rule named the rule, the file and the line
+        return (
+            f"{at} stopped: {RULE_FAILED} '{broken.rule}' (on_violation: fail): {broken.file} line {broken.line}"
+            f"{broken.says}; nothing of the batch is committed and every rerun stops there: to get past it, "
+            f"quarantine the file: {command.replace('FILE', broken.file)} (Airflow: the DAG's quarantine_file "
+            "param), or change the rule's on_violation, then run again"
+        )
     read_failed = _READ_FAILED.search(message)
     if read_failed:  # the decoder named the file
         files, cause = [from_spark(read_failed.group(1))], read_failed.group(2)
@@ -139,22 +152,38 @@ def _data_failure(error: BaseException, checkpoint_log: CheckpointLog, report: R
         cause = [line for line in message.splitlines() if line.strip() and not line.startswith(" ")][-1][:500]
     else:
         cause = one_line(RuntimeError(message))
-    command = (
-        f"python -m jobs quarantine-file {report.pipeline} FILE --checkpoint {checkpoint_log.checkpoint} --reason '...'"
-    )
     if len(files) == 1:
         where, command = f"reading {files[0]} (line unknown)", command.replace("FILE", files[0])
     elif files:
         where = f"reading one of {len(files)} files ({', '.join(files[:3])}{' ...' if len(files) > 3 else ''})"
     else:
         where = "reading its files"
-    at = f"batch {batch}" if batch is not None else "a batch"
     return (
         f"{at} failed on its data, {where}: {condition}: {cause}; every rerun redoes it, so to get past it "
         f"quarantine the file: {command} (Airflow: the DAG's quarantine_file param), then run again"
     )
 
 
+class RuleFailure(NamedTuple):
+    """A record a `fail` rule stopped its batch on (jobs/flow/rules.py)."""
+
+    rule: str
+    file: str
+    line: str  # its number, in the part of the file Spark read when that does not start the file
+    says: str  # ": <check> is false for <values>"
+
+
+def rule_failure(message: str) -> RuleFailure | None:
+    """The rule, file and line a run's error or a `fail` rule's error names; None: it names none."""
+    found = _RULE_FAILED.search(message)
+    if found is None:
+        return None
+    return RuleFailure(found.group(1), from_spark(found.group(2)), found.group(3), found.group(4))
+
+
+_RULE_FAILED = re.compile(
+    RULE_FAILED + r" '(\w+)' \(on_violation: fail\): (.+?) line (\d+)(.*?)(?: SQLSTATE: \w+)?$", re.M
+)
 _READ_FAILED = re.compile(r"ReadFailed: reading (\S+)(?: \(and \d+ more\))?: (.*)")
 
 

@@ -36,6 +36,7 @@ class TakenFile(TypedDict):
     quarantined_rows: int | None
     late_rows_dropped: int | None
     rescued_rows: int | None
+    violations: dict[str, int] | None  # rule -> the file's rows that break it
 
 
 class TableFile(TypedDict):
@@ -85,6 +86,7 @@ def files_of(account: dict[str, Any], checkpoint_log: CheckpointLog) -> list[Tak
                 **batch,
                 **{count: f[count] for count in FileAccount.COUNTS},
                 rescued_rows=f.get("rescued_rows", 0),
+                violations=f.get("violations", {}),
             )
             for f in account["files"]
         ]
@@ -95,7 +97,7 @@ def files_of(account: dict[str, Any], checkpoint_log: CheckpointLog) -> list[Tak
             listed |= checkpoint_log.source_entries(account["batch_id"], source)
     except (FileNotFoundError, StorageError):
         pass  # Spark no longer keeps the batch's offsets (the last 100 batches by default)
-    unknown = dict.fromkeys([*FileAccount.COUNTS, "rescued_rows"])
+    unknown = dict.fromkeys([*FileAccount.COUNTS, "rescued_rows", "violations"])
     return [
         TakenFile(path=path, size_bytes=None, modified_at=ms_to_iso(ms), **batch, **unknown)
         for path, ms in listed.items()

@@ -49,6 +49,7 @@ class FileAccount(BaseModel):
     quarantined_rows: int | None
     late_rows_dropped: int | None
     rescued_rows: int | None = 0  # of the used or late ones, those with a value rescued (_rescued_data)
+    violations: dict[str, int] = Field(default_factory=dict)  # rule -> its rows that break it (none: not listed)
 
 
 class BatchAccount(BaseModel):
@@ -63,6 +64,7 @@ class BatchAccount(BaseModel):
     late_rows_dropped: int
     output_rows: int | None  # None: the sink log no longer lists the batch's files
     rescued_rows: int = 0  # usable rows with a value rescued into _rescued_data (not a fate: part of the above)
+    violations: dict[str, int] = Field(default_factory=dict)  # rule -> rows that break it (not a fate either)
     duplicates_dropped: int | None = 0  # None: the run stopped before Spark's count was seen
     # The file ledger (`python -m jobs files`); None in accounts written before it existed.
     run_id: str | None = None  # the run that accounted the batch (and reports it)
@@ -105,6 +107,13 @@ class RetentionDone(BaseModel):
         return f"retention: {', '.join(done)} landed file(s){where}, of batches up to {self.through_batch}"
 
 
+class RuleCount(BaseModel):
+    """A declared rule's outcome in a run (the run report's `rules`)."""
+
+    action: str | None  # warn, quarantine or fail; None: a rule no longer declared (an earlier run's batch)
+    violations: int = 0  # rows that broke it
+
+
 class RunReport(BaseModel):
     report_version: int = REPORT_VERSION
     run_id: str
@@ -125,6 +134,8 @@ class RunReport(BaseModel):
     quarantined_rows: int = 0
     late_rows_dropped: int = 0
     rescued_rows: int = 0  # usable rows with a value rescued into _rescued_data
+    # Each declared rule, what a row breaking it meets, and how many did (jobs/flow/rules.py).
+    rules: dict[str, RuleCount] = Field(default_factory=dict)
     duplicates_dropped: int | None = 0  # None: some batch's count is unknown
     output_rows: int | None = 0  # None: some batch's count is unknown
     watermark: str | None = None
@@ -160,6 +171,8 @@ class RunReport(BaseModel):
             self.quarantined_rows += account.quarantined_rows
             self.late_rows_dropped += account.late_rows_dropped
             self.rescued_rows += account.rescued_rows
+            for rule, n in account.violations.items():
+                self.rules.setdefault(rule, RuleCount(action=None)).violations += n
             self.duplicates_dropped = _sum_known(self.duplicates_dropped, account.duplicates_dropped)
             self.output_rows = _sum_known(self.output_rows, account.output_rows)
             self.missing_files += account.missing_files
@@ -213,8 +226,15 @@ class RunReport(BaseModel):
                 + f" (of {self.input_rows} input rows)"
                 + (f"; {self.rescued_rows} with a value rescued" if self.rescued_rows else ""),
                 f"  output rows {output}, state rows {self.state_rows}, watermark {self.watermark}",
+                *([f"  rules: {self.describe_rules()}"] if self.rules else []),
                 *skipped,
             ]
+        )
+
+    def describe_rules(self) -> str:
+        """Each rule's violations and action, in one line ('known_event 3 (quarantine), ...')."""
+        return ", ".join(
+            f"{name} {n.violations} ({n.action or 'no longer declared'})" for name, n in self.rules.items()
         )
 
 

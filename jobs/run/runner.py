@@ -24,7 +24,7 @@ from functools import partial
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from jobs.declare import PipelineBase
+from jobs.declare import DeclarationError, PipelineBase
 from jobs.flow.admission import batch_limits
 from jobs.flow.patterns import pattern_of
 from jobs.flow.query import source_landings, start_query
@@ -35,10 +35,10 @@ from jobs.run.bookkeeper import Bookkeeper, account_batches
 from jobs.run.check import check_before_spark, checked_context
 from jobs.run.checkpoint import CheckpointLog, ms_to_iso
 from jobs.run.context import RunContext, RunOptions, run_log
-from jobs.run.failure import failure_cause, one_line
+from jobs.run.failure import data_condition, failure_cause, one_line
 from jobs.run.ledger import IncompatibleCheckpoint
 from jobs.run.progress import ProgressWatch
-from jobs.run.report import RunReport, recent_reports, save
+from jobs.run.report import RuleCount, RunReport, recent_reports, save
 from jobs.run.retention import apply_retention
 from jobs.run.warnings import HISTORY_RUNS, run_warnings
 from jobs.units import new_run_id
@@ -60,6 +60,11 @@ def request_stop() -> bool:
 
 class RunFailed(RuntimeError):
     """The run started but did not finish; its report says why."""
+
+
+class RunStoppedOnData(RunFailed):
+    """A batch failed on its data (a `fail` rule, a record Spark cannot get past), as it
+    will on every rerun; the error names the file and the command that gets past it."""
 
 
 class RunRefused(RuntimeError):
@@ -112,6 +117,7 @@ def _new_report(pipeline: PipelineBase, locations: Locations, options: RunOption
         started_at=started.isoformat(timespec="seconds"),
         locations=asdict(locations),
         link=options.link,
+        rules={rule.name: RuleCount(action=rule.on_violation) for rule in pipeline.rules},
     )
 
 
@@ -269,7 +275,7 @@ def _warnings(report: RunReport, locations: Locations) -> list[str]:
 
 def _ended(error: BaseException, report: RunReport, locations: Locations, spark: SparkSession | None) -> RuntimeError:
     """How the run ended, in its report; the error its caller sees."""
-    if isinstance(error, AlreadyRunning | IncompatibleCheckpoint | StorageError):
+    if isinstance(error, AlreadyRunning | IncompatibleCheckpoint | StorageError | DeclarationError):
         report.finish("refused", one_line(error))
         return RunRefused(report.error)
     if isinstance(error, LeaseLost):
@@ -282,7 +288,7 @@ def _ended(error: BaseException, report: RunReport, locations: Locations, spark:
     report.finish("failed", failure_cause(error, checkpoint_log, report, locations.uses_s3))
     if spark is not None:
         run_log(report.pipeline).error("  stack traces: %s", report.spark_log or "in the log of the JVM that died")
-    return RunFailed(report.error)
+    return (RunStoppedOnData if data_condition(error) else RunFailed)(report.error)
 
 
 def _store(report: RunReport, locations: Locations, options: RunOptions) -> None:

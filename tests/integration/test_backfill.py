@@ -27,16 +27,21 @@ def at(minutes: float) -> str:
 
 
 def landed_days() -> dict[str, dict[str, list[str]]]:
-    """Three landing days; each file's events span a few minutes, and one is late."""
+    """Three landing days; each file's events span a few minutes, one is late, one
+    unusable, and one breaks the rule known_event."""
     days = {}
     for day in range(3):
         base = day * 24 * 60
         days[f"dt=2023-07-{30 + day:02d}" if day < 2 else "dt=2023-08-01"] = {
             f"part-{day}-{i}.json": [event(f"u{j % 3}", at(base + 3 * i + j * 0.4)) for j in range(7)]
-            + [event("late", at(base + 3 * i - 20)), "{unusable"]
+            + [event("late", at(base + 3 * i - 20)), "{unusable", event("u1", at(base + 3 * i + 1.1), event="clik")]
             for i in range(3)
         }
     return days
+
+
+def plan_rules():
+    return declare.load("clickstream").rules
 
 
 def land_days(root: Path) -> dict[str, dict[str, list[str]]]:
@@ -72,8 +77,11 @@ def test_a_date_range_backfill_publishes_every_window_of_the_range(spark, tmp_pa
 
     # One availableNow batch over both days' files: nothing is late within one batch.
     model = ClickstreamModel()
-    model.run([[line for folder in ("dt=2023-07-30", "dt=2023-07-31") for line in _lines(days[folder])]])
+    result = model.run([[line for folder in ("dt=2023-07-30", "dt=2023-07-31") for line in _lines(days[folder])]])
     expected = model.closed_range_rows()
+    # The backfill applies the pipeline's row rules, as a scheduled run does.
+    assert summary["rule_violations"] == {rule.name: result.violations.get(rule.name, 0) for rule in plan_rules()}
+    assert result.violations == {"known_event": 6}
     assert len(expected) > len(model.rows()), "the range must end with windows still held in state"
 
     validation = validate_table(

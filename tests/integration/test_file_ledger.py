@@ -94,9 +94,12 @@ def test_the_text_ledger_is_a_table_with_unknowns_marked(spark, clickstream, roo
         "used",
         "quarantined",
         "late",
+        "known_event",  # each declared rule: the file's rows that break it
+        "has_event_id",
+        "no_load_test_traffic",
         "bytes",
         "modified",
         "file",
     ]
-    assert row.split()[3:7] == ["2", "1", "1", "0"] and row.endswith("/only.json")
+    assert row.split()[3:10] == ["2", "1", "1", "0", "0", "0", "0"] and row.endswith("/only.json")
     assert total == "1 file(s)"

@@ -31,7 +31,7 @@ from jobs.processors import PROCESSORS
 from jobs.run.runner import RunFailed
 from tests.helpers import REPO, declaration_copy, event, land, land_in_order, python_cmd, run_pipeline
 from tests.histories import USERS, USERS_LATER, assert_history_matches, run_histories
-from tests.model import AdJoinModel, DeviceStepsModel, EventsModel, SpendingSessionsModel, enriched_row
+from tests.model import AdJoinModel, DeviceStepsModel, EventsModel, RuleBook, SpendingSessionsModel, enriched_row
 
 EVERYWHERE = [
     "[" * 100_000,
@@ -136,7 +136,7 @@ def test_a_join_quarantines_each_side_s_poison(histories):
 def test_events_keep_the_good_rows_and_quarantine_the_rest(histories):
     history = histories["clickstream_enriched"]
     users: dict[str, tuple[str, str]] = {}
-    model = EventsModel(lambda line: enriched_row(line, users))
+    model = EventsModel(lambda line: enriched_row(line, users), RuleBook.of("clickstream_enriched"))
     arrivals = poisoned("clickstream_enriched")
     assert_history_matches(history, model, arrivals, lambda n: users.update(USERS if n < 3 else USERS_LATER))
 

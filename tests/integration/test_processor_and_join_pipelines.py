@@ -27,6 +27,8 @@ def test_stateful_processor_matches_the_model_over_runs_and_a_restart(histories,
     expected = assert_history_matches(history, model, samples.arrivals(name))
 
     assert len(model.rows()) >= 2 and sum(e.quarantined_rows for e in expected) > 0
+    # A rule on a processor's input: the sample's broken record is quarantined before the processor sees it.
+    assert sum(sum(e.violations.values()) for e in expected) == 1
     if history.pipeline.process.definition.event_time_timeout:
         assert sum(e.late_rows_dropped for e in expected) > 0
         assert model.state_rows > 0  # sessions still open wait in state
@@ -38,6 +40,7 @@ def test_stream_stream_join_matches_the_model_over_runs_and_a_restart(histories,
     expected = assert_history_matches(histories[name], model, samples.arrivals(name))
 
     assert sum(e.late_rows_dropped for e in expected) == 2  # one of each side
+    assert sum(e.violations.get("known_ad", 0) for e in expected) == 1  # a rule on the join key: a click kept, counted
     matched = [row for row in model.rows() if row[3] is not None]
     assert len(matched) >= 5
     if outer:

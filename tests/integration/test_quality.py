@@ -21,8 +21,8 @@ from jobs.run.report import RunReport, load_reports, save
 from jobs.validate.result import CheckResult, ValidationResult, load_results, save_result
 from jobs.validate.suite import load_suite
 from jobs.validate.validation import validate_run, validate_table
-from tests.helpers import REPO, all_lines, land, modes, python_cmd, replace_parquet_file, run_pipeline
-from tests.integration.test_streaming import ARRIVALS
+from tests.helpers import REPO, all_lines, event, land, modes, python_cmd, replace_parquet_file, run_pipeline
+from tests.integration.test_streaming import ARRIVALS, at
 from tests.model import ClickstreamModel
 
 
@@ -33,12 +33,16 @@ def validated(spark, tmp_path_factory) -> dict:
     spec = declare.load("clickstream")
     locations = Locations.resolve(spec.name, root=str(root))
     model = ClickstreamModel()
-    written, quarantine_shares, validations = [], [], []
+    written, quarantine_shares, validations, violations, landed = [], [], [], [], []
     input_rows = quarantined = 0
-    for files in ARRIVALS[:3]:
+    for number, files in enumerate(ARRIVALS[:3]):
+        if number == 1:  # records that break the declared rules known_event (quarantine) and has_event_id (warn)
+            files = {**files, "a2-rules.json": [event("u2", at(8.5), event="clik"), event("u3", at(8.6), None)]}
         land(locations.landing, files)
+        landed.append(files)
         report = run_pipeline(spark, spec, locations)
         expected = model.run([all_lines(files)])
+        violations.append(expected.violations)
         written.append(len(expected.emitted))
         quarantine_shares.append(expected.quarantined_rows / expected.input_rows)
         input_rows += expected.input_rows
@@ -49,6 +53,8 @@ def validated(spark, tmp_path_factory) -> dict:
         "spec": spec,
         "locations": locations,
         "validations": validations,
+        "violations": violations,  # per run, the model's
+        "landed": landed,  # each run's files
         "written": written,
         "quarantine_shares": quarantine_shares,
         # Over all runs: the whole table's accounting check.
@@ -114,7 +120,7 @@ def test_whole_table_passes_and_reads_every_committed_row(spark, validated):
     assert validation.run_ids == [r.run_id for r in load_reports(validated["locations"].runs)]
     balance = next(c for c in validation.checks if c.name.startswith("rows_balance"))
     assert balance.observed["input_rows"] == sum(
-        len([line for lines in files.values() for line in lines if line.strip()]) for files in ARRIVALS[:3]
+        len([line for lines in files.values() for line in lines if line.strip()]) for files in validated["landed"]
     )
 
 
@@ -367,6 +373,27 @@ def test_report_opens_without_errors_in_headless_chromium(validated, tmp_path):
             )
             history = page.locator("#clickstream h3:has-text('Checks') + div table tbody tr")
             assert history.count() == len(validated["validations"][-1].checks)
+            # Each row rule's history: its violations in each run (the model's), and their share.
+            rules = page.locator("#clickstream table.rules tbody tr")
+            declared = [rule.name for rule in validated["spec"].rules]
+            assert [rules.nth(i).get_attribute("data-rule") for i in range(rules.count())] == declared
+            for i, name in enumerate(declared):
+                cells = rules.nth(i).locator("td")
+                shown = [cells.nth(c).inner_text() for c in range(2, cells.count())]
+                expected = [
+                    f"{n} ({100 * n / r.input_rows:.1f}%)" if n else "0"
+                    for r, n in zip(
+                        [r for r in reports if r.batch_ids],
+                        (v.get(name, 0) for v in validated["violations"]),
+                        strict=True,
+                    )
+                ]
+                assert shown == expected, name
+            overview = page.locator('#overview tr[data-pipeline="clickstream"]').inner_text()
+            share = (
+                100 * sum(v.get("known_event", 0) for v in validated["violations"]) / sum(r.input_rows for r in reports)
+            )
+            assert f"known_event {share:.1f}% (quarantine)" in overview.split("rules, 24 h: ")[1]
 
             docs = root / "reports" / "data_docs" / "index.html"
             page, problems = _open_in_chromium(browser, docs.as_uri(), artifacts / "data-docs-index.png")

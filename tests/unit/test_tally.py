@@ -32,10 +32,11 @@ def ms(moment: datetime) -> int:
 
 def test_each_record_is_counted_by_file_and_only_quarantined_ones_bring_their_line():
     tally = FakeTally()
-    usable = RowCounter(tally)(
+    usable = RowCounter(tally, ("known_event", "has_id"))(
         pa.array(["a.json", "a.json", "b.json", "b.json"]),
         pa.array([at(1), at(2), None, at(2)], pa.timestamp("us", tz="UTC")),  # late_at
         pa.array([False, True, True, False]),  # a value rescued
+        pa.array([3, 2, 0, 2], pa.int64()),  # the rules broken: bit 0 known_event, bit 1 has_id
         pa.array([None, None, "malformed_json", None]),  # quarantine_reason
         pa.array([None, None, 0, None], pa.int64()),  # block start, only for quarantined records
         pa.array([None, None, 3, None], pa.int64()),  # line number in the block
@@ -46,6 +47,8 @@ def test_each_record_is_counted_by_file_and_only_quarantined_ones_bring_their_li
     [files] = tally.added
     assert {name: count.records for name, count in files.items()} == {"a.json": 2, "b.json": 2}
     assert {name: count.rescued for name, count in files.items()} == {"a.json": 1, "b.json": 0}  # usable ones only
+    assert files["a.json"].violations == {"known_event": 1, "has_id": 2}  # a record breaking both counts for each
+    assert files["b.json"].violations == {"has_id": 1}
     assert files["a.json"].quarantined == []
     assert files["b.json"].quarantined == [Quarantined(0, 3, "{x", "malformed_json", "JSON is malformed")]
     # Late against a watermark: at or before it, by the time the pattern gave (late_at).

@@ -66,7 +66,7 @@ class JoinPattern(Pattern):
     def table(self, *events: DataFrame, tally: Tally | None = None) -> DataFrame:
         from pyspark.sql import functions as F
 
-        from jobs.flow.parse import field
+        from jobs.flow.fields import field
 
         pipeline, join = self.pipeline, self.pipeline.join
         left_time, right_time = (_time_column(source) for source in self.sources)

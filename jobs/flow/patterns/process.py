@@ -78,7 +78,7 @@ class ProcessPattern(Pattern):
     def table(self, *events: DataFrame, tally: Tally | None = None) -> DataFrame:
         from pyspark.sql.streaming.state import GroupStateTimeout
 
-        from jobs.flow.parse import field
+        from jobs.flow.fields import field
 
         pipeline, processor = self.pipeline, self.processor
         settings = pipeline.process.settings

@@ -99,7 +99,7 @@ class WindowPattern(Pattern):
     def _aggregate(self, aggregate: Aggregate) -> Column:
         from pyspark.sql import functions as F
 
-        from jobs.flow.parse import field
+        from jobs.flow.fields import field
 
         if aggregate.function == "count":
             return F.count(F.lit(1)).alias(aggregate.name)
@@ -125,7 +125,7 @@ class WindowPattern(Pattern):
     def table(self, *events: DataFrame, tally: Tally | None = None) -> DataFrame:
         from pyspark.sql import functions as F
 
-        from jobs.flow.parse import field
+        from jobs.flow.fields import field
 
         pipeline = self.pipeline
         window = F.window(

@@ -1,0 +1,70 @@
+"""Row rules in a declaration: read without Spark, refused on load in one line naming the rule."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from jobs import declare
+from jobs.declare.load import pipelines_dir
+from jobs.declare.rules import MAX_RULES, spark_functions
+from tests.unit.test_declare import VALID
+
+
+def with_rules(*rules: dict) -> dict:
+    return copy.deepcopy(VALID) | {"rules": list(rules)}
+
+
+def rule(check: str, action: str = "warn", name: str = "r") -> dict:
+    return {"name": name, "check": check, "on_violation": action}
+
+
+def test_a_rule_reads_the_fields_and_paths_it_names():
+    pipeline = declare.parse(with_rules(rule("amount BETWEEN 0 AND 100 AND user_id RLIKE '^u[0-9]+$'")))
+    assert pipeline.rules[0].fields == ("amount", "user_id")
+    assert pipeline.rules[0].reason == "rule:r"
+    lambdas = declare.parse(with_rules(rule("user_id IS NULL OR exists(array(amount), a -> a > 0)")))
+    assert lambdas.rules[0].fields == ("user_id", "amount")  # a lambda's variable is not a field
+
+
+@pytest.mark.parametrize(
+    ("rules", "message"),
+    [
+        ([rule("amout > 0")], "rule 'r' field 'amout' is not in the source schema"),
+        ([rule("amount >")], "rule 'r': check 'amount >' is not a Spark SQL expression (near column 8)"),
+        ([rule("amount > 0; DROP TABLE t")], "is not one Spark SQL expression"),
+        ([rule("sum(amount) > 0")], "aggregates; a check reads one record"),
+        ([rule("amount > (SELECT 1)")], "has a query in it"),
+        ([rule("rand() > 0.5")], "calls rand(), which answers differently when a batch is read again"),
+        ([rule("amont_ok(amount)")], "calls amont_ok(), which is not a Spark SQL function"),
+        ([rule("1 = 1")], "reads no field"),
+        ([rule("amount > 0", "drop")], "rules #1 on_violation 'drop' is not one of 'warn', 'quarantine' or 'fail'"),
+        ([{"name": "r", "check": "amount > 0"}], "rules #1: missing 'on_violation'"),
+        ([rule("amount > 0"), rule("amount < 9")], "rule names ['r'] are used more than once"),
+        ([rule("amount > 0", name=f"r{n}") for n in range(MAX_RULES + 1)], f"a pipeline has at most {MAX_RULES}"),
+    ],
+)
+def test_a_bad_rule_is_refused_on_load_in_one_line_naming_it(rules, message):
+    with pytest.raises(declare.DeclarationError) as error:
+        declare.parse(with_rules(*rules))
+    assert message in str(error.value)
+    assert "\n" not in str(error.value).strip()
+
+
+def test_a_join_rule_reads_one_side_and_one_on_the_key_is_on_both():
+    pipeline = declare.load("ad_clicks")
+    left, right = pipeline.source, pipeline.join.source
+    assert [r.name for r in pipeline.rules_for(left)] == [r.name for r in pipeline.rules_for(right)] == ["known_ad"]
+    raw = yaml.safe_load((pipelines_dir() / "ad_clicks.yaml").read_text())
+    both = raw | {"rules": [rule("impression_id IS NOT NULL AND click_id IS NOT NULL", name="both")]}
+    with pytest.raises(declare.DeclarationError, match=r"rule 'both' reads .* a rule reads one source's records"):
+        declare.parse(both)
+    one = declare.parse(raw | {"rules": [rule("click_id LIKE 'c%'", name="clicks_only")]})
+    assert (one.rules_for(left), [r.name for r in one.rules_for(right)]) == ((), ["clicks_only"])
+
+
+def test_the_list_of_spark_functions_is_the_installed_spark_s(spark):
+    installed = {row.function for row in spark.sql("SHOW FUNCTIONS").collect() if row.function[0].isalpha()}
+    assert spark_functions() == installed
