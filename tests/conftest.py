@@ -174,6 +174,7 @@ LONGEST_FIRST = (
     "tests/airflow/test_pipeline_dag_runs.py",  # 193 s
     "tests/integration/test_window_and_event_pipelines.py",  # 163 s
     "tests/integration/test_poison_records.py",  # about 150 s (2026-11-24)
+    "tests/airflow/test_rule_dag_runs.py",  # 112 s under load (two `airflow dags test` runs)
     "tests/integration/test_processor_and_join_pipelines.py",  # 95 s
     "tests/integration/test_quality.py",  # 91 s
     "tests/airflow/test_backfill_dag_runs.py",  # 90 s

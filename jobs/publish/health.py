@@ -14,6 +14,7 @@ From the run reports and validation results only: no Spark.
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -103,10 +104,16 @@ def assess(
         status, reason = "warning", "; ".join(warnings)
     else:
         status, reason = "healthy", "the last run succeeded" + (f", validation {verdict}" if verdict else "")
-    broken: dict[str, list] = {}
-    for run in sorted(recent, key=lambda r: r.started_at):
+    return Health(name, status, reason, last, age, interval, verdict, lag, rows, quarantined, _broken_rules(recent))
+
+
+def _broken_rules(runs: list[RunReport]) -> tuple[tuple[str, str | None, int], ...]:
+    """(rule, its latest action, rows that broke it) over these runs, most broken first."""
+    violations: Counter[str] = Counter()
+    actions: dict[str, str | None] = {}
+    for run in sorted(runs, key=lambda r: r.started_at):
         for rule, count in run.rules.items():
-            entry = broken.setdefault(rule, [count.action, 0])
-            entry[0], entry[1] = count.action or entry[0], entry[1] + count.violations
-    rules = tuple(sorted(((r, action, n) for r, (action, n) in broken.items() if n), key=lambda r: (-r[2], r[0])))
-    return Health(name, status, reason, last, age, interval, verdict, lag, rows, quarantined, rules)
+            violations[rule] += count.violations
+            actions[rule] = count.action or actions.get(rule)
+    ordered = sorted(violations.items(), key=lambda item: (-item[1], item[0]))
+    return tuple((rule, actions[rule], n) for rule, n in ordered if n)

@@ -10,7 +10,7 @@ import pytest
 from jobs.publish import health
 from jobs.publish.report import stale_checks
 from jobs.run import warnings
-from jobs.run.report import RunReport
+from jobs.run.report import RuleCount, RunReport
 from jobs.validate.result import ValidationResult
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
@@ -84,6 +84,19 @@ def test_the_overview_figures():
         "3.0 d",
         "2.2 y",
     ]
+
+
+def test_the_overview_gives_each_broken_rule_s_share_of_the_last_day_s_rows_most_first():
+    def rules(**counts: tuple[str | None, int]) -> dict:
+        return {name: RuleCount(action=action, violations=n) for name, (action, n) in counts.items()}
+
+    runs = [
+        run(60 * 30, rows=1000, rules=rules(known_event=("quarantine", 900))),  # 30 hours ago: out
+        run(60, rows=600, rules=rules(known_event=("warn", 6), has_id=("warn", 30), no_test=("fail", 0))),
+        run(5, rows=400, rules=rules(known_event=("quarantine", 14), has_id=("warn", 0))),
+    ]
+    found = health.assess("p", "@hourly", runs, [], NOW)
+    assert found.rule_shares == ["has_id 3.0% (warn)", "known_event 2.0% (quarantine)"]  # its latest action
 
 
 def test_a_whole_table_check_is_stale_once_a_later_run_appended_rows():
