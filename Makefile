@@ -8,7 +8,7 @@ export JOBS_CACHE_DIR := $(CURDIR)/.cache
 # pytest workers: most test time is JVM start-up and waiting, not CPU, so more workers than cores.
 TEST_WORKERS ?= 3
 
-.PHONY: help docs venv assets browser s3-jars s3-up s3-down cluster cluster-stop airflow airflow-stop demo demo-s3 report test test-fast bench bench-cluster bench-ledger bench-dags lint format lock clean
+.PHONY: help docs venv jvm-archive bench-small assets browser s3-jars s3-up s3-down cluster cluster-stop airflow airflow-stop demo demo-s3 report test test-fast bench bench-cluster bench-ledger bench-dags lint format lock clean
 
 help:
 	@echo "make demo     land sample events in arrivals and run the pipeline after each (PIPELINE=name, default clickstream)"
@@ -21,6 +21,7 @@ help:
 	@echo "make bench    the product against a minimal Spark stream, a Spark batch job and DuckDB (BENCH_ARGS='--events N ...')"
 	@echo "make bench-cluster  the same pipeline on local[2] and on the standalone cluster (BENCH_ARGS='--events N ...')"
 	@echo "make bench-ledger  how long python -m jobs files takes with 100,000 files taken"
+	@echo "make bench-small   small increments against a bare PySpark floor: one file, nothing new, ten pipelines, DAGs"
 	@echo "make bench-dags    what the pipeline and data quality DAG runs cost (airflow dags test)"
 	@echo "make docs     the reference site (docs/, MkDocs) on http://127.0.0.1:8000; make test builds it strictly"
 	@echo "make lint     ruff check and format check"
@@ -57,7 +58,7 @@ cluster-stop: venv
 	@$(PY) -m infra.spark.cluster stop
 
 # Airflow standalone on 127.0.0.1 with AIRFLOW_HOME=./airflow_home and the dags/ folder.
-airflow: venv assets s3-jars
+airflow: venv assets s3-jars jvm-archive
 	@$(PY) -m infra.airflow.local start
 
 airflow-stop: venv
@@ -67,7 +68,11 @@ airflow-stop: venv
 docs: venv
 	$(VENV)/bin/mkdocs serve --strict --dev-addr 127.0.0.1:8000
 
-demo: venv assets
+# The archive of Spark's classes every JVM of the product starts from (jobs/jvm.py): once per JDK and Spark.
+jvm-archive: venv
+	@$(PY) -m jobs jvm-archive
+
+demo: venv assets jvm-archive
 	$(PY) -m demo $(if $(PIPELINE),--pipeline $(PIPELINE),)
 
 # The same demo with every location in a bucket on the local S3 server (left running: make s3-down).
@@ -79,10 +84,10 @@ demo-s3: venv assets s3-jars s3-up
 report: venv assets
 	$(PY) -m jobs report $(if $(ROOT),--root $(ROOT),)
 
-test: venv lint assets browser s3-jars
+test: venv lint assets browser s3-jars jvm-archive
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope
 
-test-fast: venv assets browser s3-jars
+test-fast: venv assets browser s3-jars jvm-archive
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope -m "not slow"
 
 # Figures, not a test: about 17 minutes on 2 cores at the default 4 M events (benchmarks/scale.py).
@@ -96,6 +101,10 @@ bench-cluster: venv s3-jars
 # The file ledger (python -m jobs files) with 100,000 files taken: a few seconds per shape.
 bench-ledger: venv
 	$(PY) -m benchmarks.file_ledger
+
+# Small increments against a bare PySpark floor: one file, nothing new, ten pipelines, DAG runs (~15 minutes).
+bench-small: venv assets jvm-archive
+	$(PY) -m benchmarks.small $(BENCH_ARGS)
 
 # A small increment, nothing new and the data quality DAG, each timed whole (a few minutes).
 bench-dags: venv assets

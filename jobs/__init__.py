@@ -11,5 +11,6 @@ The packages follow the data:
 and beside them: processors/ (per-key functions a `process` pipeline names), cli/,
 orchestration/ (Airflow), entry/ (what spark-submit starts), pipelines/ (the declarations,
 data), settings.py, units.py, schema.py (field types: objects, arrays, decimals; paths), columns.py (column names the flow adds), exit_codes.py,
-session.py, executors.py (what a cluster's executors need), __main__.py (python -m jobs).
+session.py, jvm.py (the class archive and a lean start), executors.py (what a cluster's
+executors need), group.py (several pipelines' runs in one application), __main__.py (python -m jobs).
 """

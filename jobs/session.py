@@ -13,7 +13,7 @@ from pyspark import SparkConf, SparkContext
 from pyspark.logger import PySparkLogger
 from pyspark.sql import SparkSession
 
-from jobs import executors
+from jobs import executors, jvm
 from jobs.lake.layout import Locations
 from jobs.settings import package_file, settings
 
@@ -49,8 +49,7 @@ def java_major_version() -> int:
             f"Java {MIN_JAVA}+ is required and none was found (JAVA_HOME or PATH); "
             "install one, e.g. `apt-get install openjdk-17-jre-headless`"
         )
-    result = subprocess.run([java, "-version"], capture_output=True, text=True, check=False)
-    match = re.search(r'version "(\d+)(?:\.(\d+))?', result.stderr + result.stdout)
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', jvm.java_version_text())
     if not match:
         raise JavaMissing(f"could not read the version of {java}; Java {MIN_JAVA}+ is required")
     major = int(match.group(1))
@@ -69,8 +68,11 @@ def _submitted_master() -> str:
     return SparkConf().get("spark.master", "local[*]")
 
 
-def get_spark(app_name: str = "jobs", extra_conf: dict[str, str] | None = None) -> SparkSession:
-    """The active session, or a new local one. Under spark-submit, its settings win."""
+def get_spark(
+    app_name: str = "jobs", extra_conf: dict[str, str] | None = None, *, new_bytes: int | None = None
+) -> SparkSession:
+    """The active session, or a new local one. Under spark-submit, its settings win.
+    `new_bytes`: how much new input the application will read, when known (jobs/jvm.py)."""
     check_java()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # spark-submit starts the JVM first and hands Python its gateway: its master is the one.
@@ -83,6 +85,8 @@ def get_spark(app_name: str = "jobs", extra_conf: dict[str, str] | None = None) 
     log_file = (settings().cache_dir / "logs" / f"{app_name}.log").resolve()
     log_file.parent.mkdir(parents=True, exist_ok=True)
     java_options = f"{BASE_CONF['spark.driver.extraJavaOptions']} -Djobs.log.file={log_file}"
+    if not under_submit and SparkContext._active_spark_context is None:  # a JVM about to start
+        java_options = f"{java_options} {jvm.start_options(new_bytes)}"
     if not under_submit:
         builder = builder.master(master)
     conf = {**BASE_CONF, "spark.driver.extraJavaOptions": java_options, **(extra_conf or {})}
@@ -97,12 +101,14 @@ def get_spark(app_name: str = "jobs", extra_conf: dict[str, str] | None = None) 
     return spark
 
 
-def spark_for(locations: Locations, app_name: str, extra_conf: dict[str, str] | None = None) -> SparkSession:
+def spark_for(
+    locations: Locations, app_name: str, extra_conf: dict[str, str] | None = None, *, new_bytes: int | None = None
+) -> SparkSession:
     """get_spark, with the s3a settings when any of the pipeline's locations is a bucket."""
     from jobs.lake import s3
 
     conf = {**(extra_conf or {}), **(s3.spark_conf() if locations.uses_s3 else {})}
-    spark = get_spark(app_name, conf)
+    spark = get_spark(app_name, conf, new_bytes=new_bytes)
     executors.check_reachable(spark.sparkContext.master, locations)
     return spark
 

@@ -53,6 +53,9 @@ class Settings(BaseSettings):
     spark_conn_id: str = "spark_default"
     aws_conn_id: str = "aws_default"
     retry_delay_s: int | None = None  # one retry delay for every pipeline DAG (local testing)
+    # Every scheduled pipeline without a `group:` runs in the group DAG of its schedule
+    # (jobs_group_hourly for @hourly), not in a DAG of its own.
+    group_by_schedule: bool = False
 
     @field_validator("publish_roots", mode="before")
     @classmethod

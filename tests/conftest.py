@@ -15,17 +15,17 @@ from pathlib import Path
 import pytest
 from hypothesis.configuration import set_hypothesis_home_dir
 
-from jobs import declare
+from jobs import declare, jvm
 from jobs.lake.layout import Locations
-from tests import jvm_archive
 from tests.helpers import REPO, S3_BUCKET, S3_SECRET
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("JOBS_CACHE_DIR", str(REPO / ".cache"))
-# The JVMs start faster: without the optimizing compiler (tests run small data), and with
-# Spark's classes mapped from an archive the controlling process makes once (tests/jvm_archive.py).
+# Every JVM starts lean (tests read small data; jobs/jvm.py), also those the product starts
+# with its own options (spark-submit's launcher), and with Spark's classes mapped from the
+# product's archive, which the controlling process makes first if there is none.
 _OWN_JAVA_OPTIONS = "JAVA_TOOL_OPTIONS" not in os.environ
-os.environ.setdefault("JAVA_TOOL_OPTIONS", jvm_archive.BASE_OPTIONS)
+os.environ.setdefault("JAVA_TOOL_OPTIONS", jvm.LEAN_OPTIONS)
 # Great Expectations' local project for a root in a bucket: outside the checkout (JOBS_QUALITY_DIR).
 os.environ.setdefault("JOBS_QUALITY_DIR", os.path.join(tempfile.mkdtemp(prefix="jobs-tests-"), "quality"))
 # Hypothesis keeps what it learns (examples, constants) in the cache, not in a folder of its own
@@ -78,10 +78,11 @@ def pytest_configure(config):
     # (below) is the order wanted, so the collection order is kept.
     config.option.loadscopereorder = False
     if _OWN_JAVA_OPTIONS and not hasattr(config, "workerinput"):  # xdist's workers inherit it
-        cache = Path(os.environ["JOBS_CACHE_DIR"])
-        if not jvm_archive.archive_path(cache).exists():
+        if not jvm.archive_path().exists():
             print("tests: archiving Spark's JVM classes for faster starts (once per JDK and Spark, ~30 s)")
-        os.environ["JAVA_TOOL_OPTIONS"] = jvm_archive.java_options(jvm_archive.ensure_archive(cache))
+        archive = jvm.make_archive()
+        if archive:
+            os.environ["JAVA_TOOL_OPTIONS"] = f"{jvm.LEAN_OPTIONS} -XX:SharedArchiveFile={archive} {jvm.QUIET}"
 
 
 @pytest.fixture(scope="session")

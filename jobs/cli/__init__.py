@@ -2,6 +2,8 @@
 
 parser.py    the commands, their options and help
 commands.py  what each command does, and its exit code
+running.py   the run command: one pipeline, or several in one Spark application
+warm_up.py   what the JVM that makes the class archive runs (jobs/jvm.py)
 """
 
 from __future__ import annotations
@@ -66,6 +68,23 @@ class _Stdout(logging.StreamHandler):
     @stream.setter
     def stream(self, value) -> None:
         pass
+
+
+class _NamedLines(logging.Formatter):
+    """'clickstream: <line>' for a run's lines (jobs/run/context.py run_log), when the runs of
+    several pipelines share the output."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
+        pipeline = record.name.removeprefix("jobs.run.") if record.name.startswith("jobs.run.") else None
+        named = pipeline and not line.startswith((f"{pipeline} ", f"{pipeline}: "))
+        return f"{pipeline}: {line.lstrip()}" if named else line
+
+
+def name_pipelines_in_logs() -> None:
+    for handler in logging.getLogger("jobs").handlers:
+        if isinstance(handler, _Stdout):
+            handler.setFormatter(_NamedLines("%(message)s"))
 
 
 @contextlib.contextmanager

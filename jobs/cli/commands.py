@@ -12,7 +12,7 @@ from datetime import UTC, date, datetime
 from jobs import declare
 from jobs.exit_codes import ExitCode
 from jobs.lake.layout import Locations
-from jobs.units import UsageError, check_id, duration_words, new_run_id, parse_size
+from jobs.units import UsageError, duration_words, new_run_id
 from jobs.validate.suite import load_suite
 
 
@@ -96,54 +96,6 @@ def cmd_list(args: argparse.Namespace) -> int:
             f"{severities.count('warn')} warn), {len(run_checks)} run report checks"
         )
     return ExitCode.OK
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    from jobs.flow.sink import Trigger
-    from jobs.lake import fs
-    from jobs.run import runner
-    from jobs.run.report import report_uri
-    from jobs.session import check_java
-
-    pipeline = declare.load(args.pipeline)
-    suite = None if args.no_validate else load_suite(pipeline)  # a broken suite stops the run before it starts
-    options = runner.RunOptions(
-        trigger=Trigger.parse(args.trigger),
-        max_files_per_trigger=args.max_files_per_trigger,
-        max_bytes_per_trigger=parse_size(args.max_bytes_per_trigger) if args.max_bytes_per_trigger else None,
-        report_path=args.report,
-        landing_glob=args.landing_glob,
-        landing_since=_date(args.landing_since, "--landing-since"),
-        run_id=check_id(args.run_id, "--run-id") if args.run_id else None,
-        link=_link(args.link),
-    )
-    locations = _locations(args, pipeline.name)
-    options.listed(locations.landing)  # a bad pattern or date is a usage error
-    if args.run_id and fs.exists(report_uri(locations.runs, args.run_id)):
-        return fail(ExitCode.REFUSED, f"run {args.run_id} already has a report in {locations.runs}; use a new id")
-    if bool(args.quarantine_file) != bool(args.quarantine_reason):
-        raise UsageError("--quarantine-file and --quarantine-reason go together")
-    if args.quarantine_file:
-        refused = _quarantine(pipeline, locations, args.quarantine_file, args.quarantine_reason)
-        if refused:
-            return refused
-    check_java()
-    try:
-        report = runner.run(pipeline, locations, options)
-    except runner.RunRefused as error:
-        return fail(ExitCode.REFUSED, str(error))
-    except runner.RunStopped:
-        return ExitCode.OK if options.trigger.kind == "processing-time" else ExitCode.STOPPED
-    except runner.RunStoppedOnData as error:
-        return fail(ExitCode.DATA, f"run failed: {error}")
-    except runner.RunFailed as error:
-        return fail(ExitCode.FAILED, f"run failed: {error}")
-    if suite is None:
-        return ExitCode.OK
-    from jobs.session import spark_for
-    from jobs.validate.validation import validate_run
-
-    return _verdict(validate_run(spark_for(locations, f"jobs-{pipeline.name}"), pipeline, locations, report, suite))
 
 
 def cmd_backfill(args: argparse.Namespace) -> int:
@@ -307,4 +259,16 @@ def cmd_land(args: argparse.Namespace) -> int:
 
     for landed in land_files(args.files, args.to):
         print(landed)
+    return ExitCode.OK
+
+
+def cmd_jvm_archive(args: argparse.Namespace) -> int:
+    from jobs import jvm
+    from jobs.session import check_java
+
+    check_java()
+    path = jvm.make_archive(force=args.force)
+    if path is None:
+        return fail(ExitCode.FAILED, "no JVM class archive could be made (see the line above); JVMs start without one")
+    print(path)
     return ExitCode.OK

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from jobs.cli import commands as handlers
+from jobs.cli import running
 from jobs.lake.layout import DEFAULT_ROOT
 
 
@@ -25,10 +26,25 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Process every file landed since the last run of PIPELINE, exactly once, and append "
             "the windows the watermark has closed to the output table. Each location defaults "
-            "from --root: <root>/landing|tables|checkpoints|quarantine|runs/<pipeline>."
+            "from --root: <root>/landing|tables|checkpoints|quarantine|runs/<pipeline>. "
+            "Several pipelines (or --all, or --schedule) run at once in one Spark application, "
+            "each with its own lock, checkpoint, run report and validation; the exit code is the "
+            "worst of theirs."
         ),
     )
-    run.add_argument("pipeline", metavar="PIPELINE", help="a declared pipeline (see `list`)")
+    run.add_argument("pipelines", nargs="*", metavar="PIPELINE", help="declared pipelines (see `list`)")
+    chosen = run.add_mutually_exclusive_group()
+    chosen.add_argument("--all", action="store_true", help="every declared pipeline")
+    chosen.add_argument(
+        "--schedule", metavar="SCHEDULE", help="the pipelines declared with this schedule (e.g. @hourly)"
+    )
+    run.add_argument(
+        "--at-once",
+        type=int,
+        metavar="N",
+        help="with several pipelines, run at most N at a time (default: all); each batch's default cap is "
+        "the driver's memory / 16 / N",
+    )
     _add_table_locations(run)
     run.add_argument("--landing", metavar="URI", help="where producers land files (default: <root>/landing/<pipeline>)")
     run.add_argument(
@@ -88,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="where the run was started from (the Airflow DAG sets its task's page); kept in the run report",
     )
-    run.set_defaults(handler=handlers.cmd_run)
+    run.set_defaults(handler=running.cmd_run)
 
     backfill = commands.add_parser(
         "backfill",
@@ -209,6 +225,18 @@ def build_parser() -> argparse.ArgumentParser:
     land.add_argument("files", nargs="+", metavar="FILE")
     land.add_argument("--to", required=True, metavar="URI", help="the landing location (a folder)")
     land.set_defaults(handler=handlers.cmd_land)
+    archive = commands.add_parser(
+        "jvm-archive",
+        help="make the archive of Spark's classes later JVMs start from (once per JDK and Spark, about 30 s)",
+        description=(
+            "Run a small pipeline in a JVM that archives the classes it loaded, so that every later Spark "
+            "application of this JDK and Spark maps them instead of loading them (class-data sharing): "
+            "about 4 s less per start. make demo and make test run it; so does a DAG's run task on a "
+            "worker without one. Prints the archive's path."
+        ),
+    )
+    archive.add_argument("--force", action="store_true", help="make it again even if there is one")
+    archive.set_defaults(handler=handlers.cmd_jvm_archive)
     return parser
 
 

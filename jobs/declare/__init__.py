@@ -4,6 +4,7 @@ units of a declaration   jobs/units.py (durations, names, sizes)
 its parts                parts.py (source, enrichment, window, keys, aggregates, join, processor, output)
 its row rules            rules.py (Spark SQL checks on each record, read without Spark)
 how it runs              operations.py (Spark sizes and state store, Airflow retries, retention)
+groups of pipelines      groups.py (declared, or by schedule: run together in one Spark application)
 the whole, by pattern    pipeline.py (a union over window, process, join, events)
 reading YAML             load.py
 """

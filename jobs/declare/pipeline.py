@@ -44,6 +44,9 @@ class PipelineBase(Part):
     name: Name
     description: str = ""
     schedule: str | None = None  # when Airflow runs it (the DAG jobs_<name>); none: only by hand
+    # Runs with the other pipelines of this group in one Spark application, on their one
+    # schedule (the DAG jobs_group_<group>; jobs/declare/groups.py).
+    group: Name | None = None
     source: Source
     enrich: Enrichment | None = None
     # Events whose time is this far behind the newest event seen are late (see README).

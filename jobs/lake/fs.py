@@ -143,6 +143,11 @@ def modification_times(uri: str) -> dict[str, int]:
     return {location: info.mtime_ns // 10**6 for location, info in _files_under(uri)}
 
 
+def sizes_and_times(uri: str) -> dict[str, tuple[int, int]]:
+    """Every file under a folder (as `list_files`) -> (its size in bytes, its modification time in ms)."""
+    return {location: (info.size, info.mtime_ns // 10**6) for location, info in _files_under(uri)}
+
+
 def remove_file(uri: str) -> bool:
     """Delete one file; nothing if it is not there. Whether it was there."""
     filesystem, path = _resolve(uri)

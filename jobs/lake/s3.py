@@ -149,9 +149,9 @@ def spark_conf() -> dict[str, str]:
     config = settings()
     conf: dict[str, str] = {}
     if config.s3a_jars == "maven":
-        from pyspark import find_spark_home
+        from pyspark.find_spark_home import _find_spark_home
 
-        clients = sorted(Path(find_spark_home(), "jars").glob("hadoop-client-api-*.jar"))
+        clients = sorted(Path(_find_spark_home(), "jars").glob("hadoop-client-api-*.jar"))
         version = clients[0].stem.removeprefix("hadoop-client-api-") if clients else "3.4.1"
         conf["spark.jars.packages"] = MAVEN_PACKAGES.format(hadoop_version=version)
         provider = "software.amazon.awssdk.auth.credentials.EnvironmentVariableCredentialsProvider"

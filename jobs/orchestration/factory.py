@@ -1,8 +1,10 @@
 """DAGs built from the declarations in jobs/pipelines/.
 
-jobs_<pipeline>    run (spark-submit, availableNow) -> validate -> publish_report -> table_updated
-                   on the declared schedule; the output table is an Asset, updated
-                   only by a run that appended rows
+jobs_<pipeline>    run (spark-submit, availableNow, validated in it) -> validate (its verdict)
+                   -> publish_report -> table_updated
+                   on the declared schedule (by hand only when a group runs it); the output
+                   table is an Asset, updated only by a run that appended rows
+(the group DAGs, jobs_group_<group>: group_dags.py)
 jobs_backfill      check_params -> reprocess -> validate -> publish, triggered by hand
 jobs_data_quality  validate each table rows were appended to -> data_docs -> verdict,
                    on the tables' Assets and daily
@@ -17,7 +19,6 @@ from typing import Any
 
 from airflow.sdk import (
     DAG,
-    Asset,
     AssetAlias,
     AssetAny,
     AssetOrTimeSchedule,
@@ -27,18 +28,21 @@ from airflow.sdk import (
     get_current_context,
     task,
 )
-from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+from airflow.sdk.exceptions import AirflowFailException
 
 from jobs import declare
+from jobs.declare.groups import own_schedule
 from jobs.declare.operations import Orchestration
 from jobs.exit_codes import ExitCode
 from jobs.lake.layout import Locations, is_s3
 from jobs.orchestration import environment
-from jobs.orchestration.operators import (
-    BackfillStepOperator,
-    RunPipelineOperator,
-    ValidateRunOperator,
-    ValidateTableOperator,
+from jobs.orchestration.operators import BackfillStepOperator, RunPipelineOperator, ValidateTableOperator
+from jobs.orchestration.reports import (
+    location_asset,
+    publish_report,
+    table_asset,
+    table_updated,
+    validation_verdict,
 )
 from jobs.settings import settings
 
@@ -51,17 +55,6 @@ DATA_QUALITY_DAG_ID = f"{DAG_PREFIX}data_quality"
 
 # Published backfill versions: their locations are params, known only at run time.
 PUBLISHED_ALIAS = AssetAlias("jobs-published")
-
-
-def location_asset(location: str, pipeline_name: str) -> Asset:
-    """An Asset named by its location (Airflow wants s3:// where Spark wants s3a://)."""
-    uri = "s3://" + location.removeprefix("s3a://") if location.startswith("s3a://") else f"file://{location}"
-    return Asset(uri=uri, group="jobs", extra={"pipeline": pipeline_name})
-
-
-def table_asset(pipeline_name: str, root: str) -> Asset:
-    """The pipeline's output table: another root is another table, not the same Asset moved."""
-    return location_asset(Locations.resolve(pipeline_name, root=root).output, pipeline_name)
 
 
 def outlasting_delay(delay_s: float, retries: int, max_delay_s: float, lease_s: float) -> float:
@@ -91,61 +84,11 @@ def _retry_args(orchestration: Orchestration, root: str) -> dict[str, Any]:
 
 
 # Scheduled pipeline DAGs.
-@task(trigger_rule=TriggerRule.NONE_FAILED)
-def publish_report(pipeline_name: str, root: str, jobs_run_id: str) -> dict[str, Any]:
-    """The run report and its validation verdict (None when there was nothing new to
-    validate): into the task log and the XCom."""
-    from jobs.lake import fs
-    from jobs.run.report import load_report, report_uri
-    from jobs.validate.result import result_uri
-
-    locations = Locations.resolve(pipeline_name, root=root)
-    with environment.task_environment(log):
-        report = load_report(locations.runs, jobs_run_id)
-        results = result_uri(locations.runs, jobs_run_id)
-        validation = fs.read_json(results) if fs.exists(results) else None
-    published = report.model_dump(
-        include={
-            "report_version",
-            "run_id",
-            "status",
-            "duration_s",
-            "batches",
-            "input_files",
-            "input_rows",
-            "used_rows",
-            "quarantined_rows",
-            "late_rows_dropped",
-            "output_rows",
-            "watermark",
-            "warnings",
-            "rules",  # each row rule's action and violations
-        }
-    )
-    published["validation"] = validation["status"] if validation else None
-    published["report"] = report_uri(locations.runs, jobs_run_id)
-    for line in json.dumps(published, indent=2).splitlines():
-        log.info("%s", line)
-    for warning in report.warnings:
-        log.warning("%s: %s", pipeline_name, warning)
-    return published
-
-
-@task
-def table_updated(pipeline_name: str, root: str, published: dict[str, Any]) -> None:
-    """An event for the table's Asset, with the run report as its extra, when the run
-    appended rows; skipped otherwise, so consumers (the data quality DAG) wake for new
-    rows only."""
-    if published["output_rows"] == 0:
-        raise AirflowSkipException(f"no Asset event: run {published['run_id']} appended no rows")
-    get_current_context()["outlet_events"][table_asset(pipeline_name, root)].extra = published
-
-
 def pipeline_dag(pipeline: declare.PipelineBase, root: str) -> DAG:
     with DAG(
         dag_id=f"{DAG_PREFIX}{pipeline.name}",
         description=pipeline.description,
-        schedule=pipeline.schedule,
+        schedule=own_schedule(pipeline),
         start_date=START_DATE,
         catchup=False,
         max_active_runs=1,  # two runs never share the checkpoint (the run also locks it)
@@ -174,15 +117,14 @@ def pipeline_dag(pipeline: declare.PipelineBase, root: str) -> DAG:
     ) as dag:
         sizes = pipeline.spark.session_conf()
         run = RunPipelineOperator(
-            task_id="run", pipeline_name=pipeline.name, root=root, name=f"jobs-{pipeline.name}", conf=sizes
-        )
-        validate = ValidateRunOperator(
-            task_id="validate",
+            task_id="run",
             pipeline_name=pipeline.name,
             root=root,
-            name=f"jobs-validate-{pipeline.name}",
+            validate=True,
+            name=f"jobs-{pipeline.name}",
             conf=sizes,
         )
+        validate = validation_verdict.override(task_id="validate")(pipeline.name, root, run.output)
         published = publish_report(pipeline.name, root, run.output)
         run >> validate >> published
         table_updated.override(outlets=[table_asset(pipeline.name, root)])(pipeline.name, root, published)
@@ -190,6 +132,7 @@ def pipeline_dag(pipeline: declare.PipelineBase, root: str) -> DAG:
 
 
 def pipeline_dags() -> dict[str, DAG]:
+    """A DAG per pipeline (run by hand only when its group's DAG runs it: group_dags.py)."""
     root = environment.root()
     return {f"{DAG_PREFIX}{name}": pipeline_dag(pipeline, root) for name, pipeline in declare.load_all().items()}
 

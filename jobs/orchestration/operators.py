@@ -8,6 +8,7 @@ another option or a shell command.
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,7 +43,14 @@ class JobsSubmitOperator(SparkSubmitOperator):
 
     template_fields = (*SparkSubmitOperator.template_fields, "jobs_args")
 
-    def __init__(self, *, jobs_args: list[str], skip_on_exit: tuple[ExitCode, ...] = (), **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        jobs_args: list[str],
+        skip_on_exit: tuple[ExitCode, ...] = (),
+        done_on_exit: tuple[ExitCode, ...] = (),
+        **kwargs: Any,
+    ) -> None:
         kwargs.setdefault("conn_id", settings().spark_conn_id)
         kwargs.setdefault("name", f"jobs-{kwargs['task_id']}")
         # The project's log settings from the JVM's start (Spark's INFO lines otherwise flood the task log),
@@ -55,18 +63,27 @@ class JobsSubmitOperator(SparkSubmitOperator):
         super().__init__(application=str(ENTRY_POINT), **kwargs)
         self.jobs_args = jobs_args
         self.skip_on_exit = skip_on_exit
+        self.done_on_exit = done_on_exit  # the task succeeds: a later task reads what they mean
+        self.exit_code: ExitCode | None = None
 
     def arguments(self, context: Any) -> list[str]:
         """The command line after `python -m jobs`; subclasses add to it at run time."""
         return [str(arg) for arg in self.jobs_args]
 
+    # How much new input the application reads, when the task knows (jobs/jvm.py: a lean start).
+    new_bytes: int | None = None
+
     def execute(self, context: Any) -> Any:
+        from jobs import jvm
+
         self.application_args = self.arguments(context)
+        jvm.make_archive()  # a worker's first Spark task makes the class archive (once per JDK and Spark)
         # Spark's log (its stack traces) in a file of this task's own, which the run report names.
         java_options = self.conf.get("spark.driver.extraJavaOptions", "")
+        start = jvm.start_options(self.new_bytes)
         self.conf = {
             **self.conf,
-            "spark.driver.extraJavaOptions": f"{java_options} -Djobs.log.file={task_log_file(context)}",
+            "spark.driver.extraJavaOptions": f"{java_options} -Djobs.log.file={task_log_file(context)} {start}",
         }
         environment.ensure_spark_connection(self._conn_id, self.log)
         with environment.task_environment(self.log, environment.spark_master(self._conn_id)):
@@ -80,6 +97,9 @@ class JobsSubmitOperator(SparkSubmitOperator):
             except AirflowException as error:
                 process = getattr(self._hook, "_submit_sp", None)
                 code = ExitCode.of(process.returncode if process is not None else None)
+                self.exit_code = code
+                if code in self.done_on_exit:
+                    return None
                 if code in self.skip_on_exit:
                     raise AirflowSkipException(f"nothing to do: {code.meaning}") from error
                 meaning = code.meaning if code else f"spark-submit exited with {process and process.returncode}"
@@ -90,16 +110,27 @@ class JobsSubmitOperator(SparkSubmitOperator):
 
 class RunPipelineOperator(JobsSubmitOperator):
     """`python -m jobs run PIPELINE` with a run id chosen here, returned as the task's XCom,
-    so the tasks after it find this run's report. Rate limits come from the DAG run's params."""
+    so the tasks after it find this run's report. Rate limits come from the DAG run's params.
 
-    def __init__(self, *, pipeline_name: str, root: str, **kwargs: Any) -> None:
-        # Validation is the DAG's next task, so the run does not validate on its own.
-        super().__init__(jobs_args=["run", pipeline_name, f"--root={root}", "--no-validate"], **kwargs)
+    `validate`: the run validates its output in its own application (a failed validation
+    is for a later task to report); otherwise the DAG's next task validates it.
+    `group_task`: a rerun of a group's member; its run id follows the group run's."""
+
+    def __init__(
+        self, *, pipeline_name: str, root: str, validate: bool = False, group_task: str | None = None, **kwargs: Any
+    ) -> None:
+        if group_task:  # mapped over the members to rerun: named and sized at run time
+            from jobs import declare
+
+            kwargs.setdefault("name", f"jobs-{pipeline_name}")
+            kwargs.setdefault("conf", declare.load(pipeline_name).spark.session_conf())
+        args = ["run", pipeline_name, f"--root={root}", *([] if validate else ["--no-validate"])]
+        super().__init__(jobs_args=args, done_on_exit=(ExitCode.INVALID,) if validate else (), **kwargs)
         self.pipeline_name = pipeline_name
         self.root = root
+        self.group_task = group_task
 
     def arguments(self, context: Any) -> list[str]:
-        self.run_id = new_run_id(datetime.now(UTC))
         args = [*super().arguments(context), f"--run-id={self.run_id}", f"--link={context['ti'].log_url}"]
         params = context["params"]
         if params.get("max_files_per_trigger"):
@@ -114,6 +145,12 @@ class RunPipelineOperator(JobsSubmitOperator):
         return args
 
     def execute(self, context: Any) -> str:
+        self.run_id = new_run_id(datetime.now(UTC))
+        if self.group_task:
+            group_run = context["ti"].xcom_pull(task_ids=self.group_task)["run_id"]
+            self.run_id = f"{group_run}.r{context['ti'].try_number}"
+        if self._ran_without_spark(context):
+            return self.run_id
         try:
             super().execute(context)
         except AirflowSkipException:
@@ -122,6 +159,39 @@ class RunPipelineOperator(JobsSubmitOperator):
             why = self._run_error()
             raise type(error)(f"{error}: {why}" if why else str(error)) from error
         return self.run_id
+
+    def _ran_without_spark(self, context: Any) -> bool:
+        """A run with nothing new needs no Spark application: it runs here, in the task's own
+        process, and its report is stored as any run's. Otherwise how much is new (a small
+        increment starts lean) and False."""
+        from jobs import declare
+        from jobs.group import Member, run_and_validate
+        from jobs.lake.layout import Locations
+        from jobs.run import runner
+        from jobs.run.pending import pending_input
+        from jobs.validate.suite import load_suite
+
+        if context["params"].get("quarantine_file"):
+            return False
+        pipeline = declare.load(self.pipeline_name)
+        member = Member(
+            pipeline,
+            Locations.resolve(self.pipeline_name, root=self.root),
+            load_suite(pipeline) if "--no-validate" not in self.jobs_args else None,
+        )
+        options = runner.RunOptions(run_id=self.run_id, link=context["ti"].log_url, start_spark=False)
+        with environment.task_environment(self.log):
+            pending = pending_input(pipeline, member.locations, options)
+            self.new_bytes = None if pending.needs_spark else pending.bytes
+            if not pending.nothing_new:
+                self.log.info("%s: %s: running it with spark-submit", self.pipeline_name, pending.describe())
+                return False
+            outcome = run_and_validate(member, options)
+        if outcome.code == ExitCode.REFUSED:
+            raise AirflowException(f"python -m jobs run: {ExitCode.REFUSED.meaning}: {outcome.error}")
+        if outcome.error:
+            raise AirflowException(f"python -m jobs run: {outcome.error}")
+        return True
 
     def _run_error(self) -> str | None:
         from jobs.lake.layout import Locations
@@ -134,31 +204,78 @@ class RunPipelineOperator(JobsSubmitOperator):
             return None
 
 
-class ValidateRunOperator(JobsSubmitOperator):
-    """`python -m jobs validate PIPELINE --run=<the run task's run id>`, skipped without
-    starting Spark when that run committed no batch (nothing new landed)."""
+class GroupRunOperator(JobsSubmitOperator):
+    """`python -m jobs run A B C` in one Spark application, each member validated in it.
 
-    def __init__(self, *, pipeline_name: str, root: str, run_task: str = "run", **kwargs: Any) -> None:
-        super().__init__(jobs_args=["validate", pipeline_name, f"--root={root}"], **kwargs)
-        self.pipeline_name = pipeline_name
+    Succeeds whatever a member's run did (a member's outcome is read from its run report
+    and validation result): returns the run id, each member's outcome and the members to
+    run again on their own (their run failed in a way a rerun can change, was refused or
+    stopped, or never ran). A member stopped on its data, or whose output failed
+    validation, is not run again: a rerun would end the same."""
+
+    def __init__(self, *, pipeline_names: list[str], root: str, **kwargs: Any) -> None:
+        super().__init__(
+            jobs_args=["run", *pipeline_names, f"--root={root}"],
+            done_on_exit=tuple(code for code in ExitCode if code != ExitCode.USAGE),
+            **kwargs,
+        )
+        self.pipeline_names = pipeline_names
         self.root = root
-        self.run_task = run_task
 
     def arguments(self, context: Any) -> list[str]:
-        return [*super().arguments(context), f"--run={self.run_id}"]
+        return [*super().arguments(context), f"--run-id={self.run_id}", f"--link={context['ti'].log_url}"]
 
-    def execute(self, context: Any) -> Any:
+    def execute(self, context: Any) -> dict[str, Any]:
+        from jobs import declare
+        from jobs.group import Member, run_group
         from jobs.lake.layout import Locations
-        from jobs.run.report import load_report
+        from jobs.run import runner
+        from jobs.run.pending import pending_input
+        from jobs.validate.suite import load_suite
 
-        self.run_id = context["ti"].xcom_pull(task_ids=self.run_task)
+        self.run_id = new_run_id(datetime.now(UTC))
+        pipelines = [declare.load(name) for name in self.pipeline_names]
+        members = [Member(p, Locations.resolve(p.name, root=self.root), load_suite(p)) for p in pipelines]
+        options = runner.RunOptions(run_id=self.run_id, link=context["ti"].log_url, start_spark=False)
         with environment.task_environment(self.log):
-            report = load_report(Locations.resolve(self.pipeline_name, root=self.root).runs, self.run_id)
-        if not report.batch_ids:
-            raise AirflowSkipException(
-                f"nothing to validate: run {self.run_id} committed no batch (nothing new landed)"
-            )
-        return super().execute(context)
+            pending = [pending_input(m.pipeline, m.locations, options) for m in members]
+            if all(p.nothing_new for p in pending):  # no Spark application: each run here, in this process
+                self.log.info("nothing new for any member: running them here, without Spark")
+                run_group(members, options)
+            else:
+                known = not any(p.needs_spark for p in pending)
+                self.new_bytes = sum(p.bytes for p in pending) if known else None
+                super().execute(context)
+        return self._outcomes(members)
+
+    def _outcomes(self, members: list) -> dict[str, Any]:
+        from jobs.lake import fs
+        from jobs.run.report import load_report, report_uri
+        from jobs.validate.result import result_uri
+
+        outcomes, rerun = {}, []
+        with environment.task_environment(self.log):
+            for member in members:
+                runs = member.locations.runs
+                if not fs.exists(report_uri(runs, self.run_id)):
+                    outcomes[member.pipeline.name] = {"status": "not run", "error": "the application ended first"}
+                    rerun.append(member.pipeline.name)
+                    continue
+                report = load_report(runs, self.run_id)
+                results = result_uri(runs, self.run_id)
+                validation = fs.read_json(results)["status"] if fs.exists(results) else None
+                outcomes[member.pipeline.name] = {
+                    "status": report.status,
+                    "validation": validation,
+                    "error": report.error,
+                }
+                if report.status in ("failed", "refused", "stopped") and not report.stopped_on_data:
+                    rerun.append(member.pipeline.name)
+        for name, outcome in outcomes.items():
+            self.log.info("%s: %s", name, json.dumps(outcome))
+        if rerun:
+            self.log.warning("to run again on their own: %s", ", ".join(rerun))
+        return {"run_id": self.run_id, "members": outcomes, "rerun": rerun}
 
 
 class ValidateTableOperator(JobsSubmitOperator):

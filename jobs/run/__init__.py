@@ -1,6 +1,7 @@
 """Running a pipeline once: the lifecycle, and what it records and reports.
 
-runner.py           the run as named steps: lock -> check -> recover -> start -> watch -> settle -> audit
+runner.py           the run as named steps: lock -> check -> pending -> recover -> start -> watch -> settle -> audit
+pending.py          what is new, read from Spark's logs before Spark starts (nothing new: no Spark)
 context.py          what a run is given (RunOptions) and works with (RunContext, built once)
 check.py            the declaration against the checkpoint, then the schema and the dimension
 checkpoint.py       what Spark's checkpoint and sink log say (read only; file names as the product spells them)

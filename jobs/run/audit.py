@@ -31,7 +31,7 @@ from jobs.lake.layout import is_s3
 from jobs.run.checkpoint import CheckpointLog
 
 MAX_FILE_AGE_DAYS = 7  # Spark's default maxFileAge
-_MAX_FILE_AGE_MS = MAX_FILE_AGE_DAYS * 24 * 3600 * 1000
+MAX_FILE_AGE_MS = MAX_FILE_AGE_DAYS * 24 * 3600 * 1000
 
 
 class SkippedFiles(BaseModel):
@@ -97,7 +97,7 @@ def _skipped_under(landing: str, recorded: dict[str, int]) -> SkippedFiles:
     """`recorded`: what the checkpoint says the source took, with its modification times then."""
     if not recorded:
         return SkippedFiles()  # a first batch takes every file, however old
-    oldest_taken = max(recorded.values()) - _MAX_FILE_AGE_MS
+    oldest_taken = max(recorded.values()) - MAX_FILE_AGE_MS
     skipped = SkippedFiles()
     for uri, mtime in fs.modification_times(landing).items():
         was = recorded.get(uri)

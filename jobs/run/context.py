@@ -44,6 +44,11 @@ class RunOptions:
     run_id: str | None = None
     link: str | None = None  # where the run was started from (an Airflow task's page)
     poll_s: float = 1.0
+    # Off: a run that finds new files leaves them to the next run rather than start Spark
+    # here (an Airflow task that saw nothing new, run in the worker's own process).
+    start_spark: bool = True
+    # Runs sharing the JVM at once (a group): each batch's default cap is its share of the heap.
+    heap_shares: int = 1
 
     def listed(self, landing: str) -> str:
         return landing_path(landing, self.landing_glob, self.landing_since, self.landing_until)
@@ -58,13 +63,13 @@ class RunOptions:
 class RunContext:
     """One run's fixed parts, once its checkpoint is locked and its declaration checked."""
 
-    spark: SparkSession
+    spark: SparkSession | None  # None in a run with nothing to read
     pipeline: PipelineBase  # as declared, with its recorded schema and the files quarantined by hand
     locations: Locations
     options: RunOptions
     checkpoint_log: CheckpointLog  # Spark's logs (read only)
     ledger: Ledger  # the pipeline's own files beside them
-    tally: Tally  # the query's count of every row it reads
+    tally: Tally | None  # the query's count of every row it reads (None without Spark)
     dimension: DataFrame | None  # an enriching pipeline's static table
     lock: CheckpointLock | S3Lease
     run_id: str

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field, model_validator
 
 from jobs.lake import fs
-from jobs.lake.layout import join, normalize
+from jobs.lake.layout import StorageError, join, normalize
 from jobs.run.audit import SkippedFiles, file_names
 
 REPORT_VERSION = 2
@@ -124,6 +124,8 @@ class RunReport(BaseModel):
     duration_s: float | None = None
     status: str = "running"  # succeeded, failed, refused, stopped
     error: str | None = None
+    # Failed on its data (a `fail` rule, a record Spark cannot get past): every rerun would too.
+    stopped_on_data: bool = False
     batches: int = 0
     batch_ids: list[int] = Field(default_factory=list)
     # Batches an interrupted earlier run committed but did not get to account.
@@ -276,3 +278,12 @@ def recent_reports(runs: str, count: int | None) -> list[RunReport]:
     if count is not None:
         names = names[-count:]
     return [RunReport.model_validate(fs.read_json(join(runs, name))) for name in names]
+
+
+def last_state_rows(runs: str) -> int | None:
+    """The state rows the latest run that knew them left (None if none did, or unreadable)."""
+    try:
+        earlier = recent_reports(runs, 10)
+    except (StorageError, ValueError):
+        return None
+    return next((r.state_rows for r in reversed(earlier) if r.state_rows is not None), None)

@@ -2,6 +2,8 @@
 
     lock     one run per checkpoint (a flock, or a lease in a bucket)
     check    the declaration against the checkpoint, the landing, the schema, the dimension
+    pending  what is new, read from Spark's own logs: with nothing new, the run ends here
+             (audit and report) without starting Spark; a small increment starts lean
     recover  account the batches an interrupted run committed but did not account
     start    the query, at most so much per batch
     watch    await it: a line per batch, its batches accounted beside it, stop requests
@@ -32,13 +34,14 @@ from jobs.lake.layout import Locations, StorageError
 from jobs.lake.locks import AlreadyRunning, LeaseLost, checkpoint_lock
 from jobs.run.audit import remove_stray_output, skipped_files
 from jobs.run.bookkeeper import Bookkeeper, account_batches
-from jobs.run.check import check_before_spark, checked_context
+from jobs.run.check import check_before_spark, checked_context, context_without_spark
 from jobs.run.checkpoint import CheckpointLog, ms_to_iso
 from jobs.run.context import RunContext, RunOptions, run_log
 from jobs.run.failure import data_condition, failure_cause, one_line
 from jobs.run.ledger import IncompatibleCheckpoint
+from jobs.run.pending import Pending, pending_input
 from jobs.run.progress import ProgressWatch
-from jobs.run.report import RuleCount, RunReport, recent_reports, save
+from jobs.run.report import RuleCount, RunReport, last_state_rows, recent_reports, save
 from jobs.run.retention import apply_retention
 from jobs.run.warnings import HISTORY_RUNS, run_warnings
 from jobs.units import new_run_id
@@ -49,13 +52,28 @@ __all__ = ["RunFailed", "RunOptions", "RunRefused", "RunStopped", "request_stop"
 # KeyboardInterrupt from the handler instead could land inside a py4j call and break
 # the connection to the JVM, turning a clean stop into a failed run.
 _stop_requested = threading.Event()
-_run_in_progress = threading.Event()
+_runs_in_progress = 0  # more than one in a group (jobs/run/group.py)
+_runs_lock = threading.Lock()
 
 
 def request_stop() -> bool:
-    """Ask the run in progress to stop cleanly; False if no run is in progress."""
+    """Ask the runs in progress to stop cleanly; False if no run is in progress."""
     _stop_requested.set()
-    return _run_in_progress.is_set()
+    return _runs_in_progress > 0
+
+
+def _begin() -> None:
+    global _runs_in_progress
+    with _runs_lock:
+        if _runs_in_progress == 0:
+            _stop_requested.clear()
+        _runs_in_progress += 1
+
+
+def _end() -> None:
+    global _runs_in_progress
+    with _runs_lock:
+        _runs_in_progress -= 1
 
 
 class RunFailed(RuntimeError):
@@ -89,21 +107,27 @@ def run(
     """
     report, log = _new_report(pipeline, locations, options), run_log(pipeline.name)
     log.info("%s: run %s, trigger %s, landing %s", pipeline.name, report.run_id, options.trigger, locations.landing)
-    _stop_requested.clear()
-    _run_in_progress.set()
+    _begin()
     try:
         with checkpoint_lock(locations.ledger, pipeline.name) as lock:
             log.info("  lock: %s", lock.describe())
             check_before_spark(pipeline, locations)
-            spark = spark or _session(pipeline, locations)
-            report.spark_log = _spark_log_file(spark)
-            _execute(checked_context(spark, pipeline, locations, options, lock=lock, run_id=report.run_id), report)
+            pending = pending_input(pipeline, locations, options)
+            if pending.nothing_new or not options.start_spark:
+                without = context_without_spark(pipeline, locations, options, lock=lock, run_id=report.run_id)
+                _without_spark(without, report, pending)
+            else:
+                log.info("  pending: %s", pending.describe())
+                spark = spark or _session(pipeline, locations, pending)
+                report.spark_log = _spark_log_file(spark)
+                context = checked_context(spark, pipeline, locations, options, lock=lock, run_id=report.run_id)
+                _execute(context, report)
         report.finish("succeeded")
         report.warnings = _warnings(report, locations)
     except (Exception, KeyboardInterrupt) as error:
         raise _ended(error, report, locations, spark) from error
     finally:
-        _run_in_progress.clear()
+        _end()
         _store(report, locations, options)
     return report
 
@@ -127,10 +151,25 @@ def _spark_log_file(spark: SparkSession) -> str | None:
     return spark_log_file(spark)
 
 
-def _session(pipeline: PipelineBase, locations: Locations) -> SparkSession:
+def _session(pipeline: PipelineBase, locations: Locations, pending: Pending) -> SparkSession:
     from jobs.session import spark_for
 
-    return spark_for(locations, f"jobs-{pipeline.name}", pipeline.spark.session_conf())
+    new_bytes = None if pending.needs_spark else pending.bytes
+    return spark_for(locations, f"jobs-{pipeline.name}", pipeline.spark.session_conf(), new_bytes=new_bytes)
+
+
+def _without_spark(run: RunContext, report: RunReport, pending: Pending) -> None:
+    """A run with nothing to read: what Spark would say is in its logs already, and the audit
+    needs no Spark. A file that landed since the caller looked (`start_spark` off) is the
+    next run's, as one landing a moment after any run's listing."""
+    if pending.nothing_new:
+        run.log.info("  pending: nothing new landed; Spark is not started")
+    else:
+        run.log.info("  pending: %s, left to the next run (this one starts no Spark)", pending.describe())
+    committed = run.checkpoint_log.committed_batches()
+    report.watermark = ms_to_iso(run.checkpoint_log.next_watermark_ms(committed[-1])) if committed else None
+    report.state_rows = last_state_rows(run.locations.runs) if committed else 0  # no batch changed it
+    _audit(run, report, with_retention=True)
 
 
 def _execute(run: RunContext, report: RunReport) -> None:
@@ -170,7 +209,7 @@ def _start(run: RunContext, report: RunReport) -> StreamingQuery:
 
     declared, options = run.pipeline.spark, run.options
     limits = batch_limits(
-        heap_bytes(run.spark),
+        heap_bytes(run.spark) // options.heap_shares,
         declared.max_files_per_trigger,
         declared.max_bytes_per_trigger,
         options.max_files_per_trigger,
@@ -288,7 +327,8 @@ def _ended(error: BaseException, report: RunReport, locations: Locations, spark:
     report.finish("failed", failure_cause(error, checkpoint_log, report, locations.uses_s3))
     if spark is not None:
         run_log(report.pipeline).error("  stack traces: %s", report.spark_log or "in the log of the JVM that died")
-    return (RunStoppedOnData if data_condition(error) else RunFailed)(report.error)
+    report.stopped_on_data = data_condition(error) is not None
+    return (RunStoppedOnData if report.stopped_on_data else RunFailed)(report.error)
 
 
 def _store(report: RunReport, locations: Locations, options: RunOptions) -> None:

@@ -75,7 +75,7 @@ def committed_files(checkpoint_log: CheckpointLog, batch_ids: list[int]) -> list
 
 
 def _validate(
-    spark: SparkSession,
+    spark: SparkSession | None,
     pipeline: PipelineBase,
     locations: Locations,
     suite: Suite,
@@ -114,13 +114,14 @@ def _validate(
 
 
 def validate_run(
-    spark: SparkSession,
+    spark: SparkSession | None,
     pipeline: PipelineBase,
     locations: Locations,
     report: RunReport,
     suite: Suite | None = None,
 ) -> ValidationResult:
-    """Validates the rows one run committed, and its row accounting."""
+    """Validates the rows one run committed, and its row accounting (`spark`: None when the
+    run committed no batch, since then only its report is checked)."""
     files = committed_files(CheckpointLog(locations.checkpoint, locations.output), report.batch_ids)
     result = ValidationResult(
         pipeline=pipeline.name,

@@ -85,7 +85,7 @@ def test_one_dag_per_declared_pipeline_with_its_schedule_and_settings(dagbag):
         tasks = dag["tasks"]
         assert {t: v["type"] for t, v in tasks.items()} == {
             "run": "RunPipelineOperator",
-            "validate": "ValidateRunOperator",
+            "validate": "_PythonDecoratedOperator",  # the verdict of the run's validation, made in its application
             "publish_report": "_PythonDecoratedOperator",
             "table_updated": "_PythonDecoratedOperator",
         }
@@ -94,7 +94,8 @@ def test_one_dag_per_declared_pipeline_with_its_schedule_and_settings(dagbag):
         assert tasks["publish_report"]["trigger_rule"] == "none_failed"  # also when validate skipped: nothing new
         assert tasks["table_updated"]["upstream"] == ["publish_report"]
         assert tasks["run"]["conn_id"] == "spark_default"
-        for task in tasks.values():
+        assert tasks["validate"]["retries"] == 0  # a verdict read again reads the same
+        for task in (t for task_id, t in tasks.items() if task_id != "validate"):
             assert task["retries"] == spec.orchestration.retries == 2
             assert task["backoff"] is True
             assert task["timeout_s"] == spec.orchestration.timeout_s == timedelta(hours=1).total_seconds()
@@ -146,7 +147,7 @@ def test_a_declarations_spark_sizes_reach_its_spark_submit(tmp_path):
     pipelines = declaration_copy(tmp_path / "pipelines", "clickstream", spark=sizes)
     dags = describe_dags(tmp_path, JOBS_PIPELINES_DIR=str(pipelines))["dags"]
     tasks = dags["jobs_clickstream"]["tasks"]
-    for task in ("run", "validate"):
+    for task in ("run",):  # validated in the run's own application
         conf = tasks[task]["conf"]
         assert conf["spark.driver.memory"] == "3072m"
         assert conf["spark.sql.streaming.stateStore.providerClass"].endswith("RocksDBStateStoreProvider")

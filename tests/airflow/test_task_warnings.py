@@ -7,7 +7,7 @@ import logging
 from datetime import UTC, datetime, timedelta
 
 from jobs.lake.layout import Locations
-from jobs.orchestration import factory
+from jobs.orchestration import factory, reports
 from jobs.run.report import RunReport, save
 
 
@@ -25,8 +25,8 @@ def test_a_run_s_warnings_are_in_the_task_log_its_xcom_and_the_quality_verdict(t
     )
     save(report, Locations.resolve("clickstream", root=root).runs)
 
-    with caplog.at_level(logging.INFO, logger=factory.log.name):
-        published = factory.publish_report.function("clickstream", root, report.run_id)
+    with caplog.at_level(logging.INFO, logger="jobs.orchestration"):
+        published = reports.publish_report.function("clickstream", root, report.run_id)
         factory.verdict.function(["clickstream", "device_steps"], root)
 
     assert published["warnings"] == report.warnings

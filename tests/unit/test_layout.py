@@ -24,11 +24,13 @@ STAGES = {
     "processors": 1,
     "declare": 2,
     "lake": 2,
+    "jvm": 3,
     "session": 3,
     "executors": 3,
     "flow": 3,
     "run": 4,
     "validate": 5,
+    "group": 6,  # several runs in one application, each validated
     "backfill": 6,
     "publish": 7,  # its report shows backfills and their published versions
     "orchestration": 8,

@@ -1,0 +1,38 @@
+"""What the JVM that makes the class archive runs (jobs/jvm.py): what the product's JVMs
+mostly do, a streaming pipeline over two arrivals and its validation, reading the table.
+
+    python -m jobs.cli.warm_up      (run by `python -m jobs jvm-archive`)
+"""
+
+from __future__ import annotations
+
+import tempfile
+
+
+def load_classes() -> None:
+    from jobs import declare
+    from jobs.lake.landing import land_lines
+    from jobs.lake.layout import Locations
+    from jobs.run import runner
+    from jobs.session import get_spark
+    from jobs.validate.validation import validate_run
+
+    spark = get_spark("jvm-archive", {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
+    pipeline = declare.load("clickstream")
+    with tempfile.TemporaryDirectory() as root:
+        locations = Locations.resolve(pipeline.name, root=root)
+        for arrival in range(2):
+            lines = [
+                f'{{"event_id": "e{arrival}-{i}", "user_id": "u{i % 3}", "event": "click", '
+                f'"eventtimestamp": "2023-07-30T1{arrival}:0{i}:00Z"}}'
+                for i in range(5)
+            ]
+            land_lines({f"arrival-{arrival}.json": lines}, locations.landing)
+            report = runner.run(pipeline, locations, runner.RunOptions(), spark=spark)
+            validate_run(spark, pipeline, locations, report)
+        spark.read.parquet(locations.output).collect()
+    spark.stop()
+
+
+if __name__ == "__main__":
+    load_classes()

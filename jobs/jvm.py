@@ -1,0 +1,126 @@
+"""How the product's JVMs start: Spark's classes mapped from an archive, and a lean start
+for small increments.
+
+A Spark application loads some 15,000 classes from Spark's jars before it does anything;
+on a small machine that is half of a small run. The JDK can map the classes one JVM
+loaded from an archive instead (class-data sharing, AppCDS): `python -m jobs jvm-archive`
+(run by `make demo`, `make test`, and by a DAG's run task on a worker that lacks it) runs
+a small pipeline and its validation in a JVM that dumps what it loaded when it exits, and
+every later JVM maps it.
+
+An archive fits one JDK, one Spark and one set of Spark's jars: its file name carries a
+fingerprint of the three, so a JDK or pyspark upgrade finds no archive of its own and
+starts as before, with one line that says so. The JVM itself checks the jars again and
+falls back to a normal start when they differ.
+
+A run over a small increment (`LEAN_BYTES` of new files at most) also starts with the
+quick compiler only (C1) and the serial collector: the optimizing compiler would compile
+for longer than the run lasts. A backlog starts with the JVM's defaults.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import subprocess
+import sys
+from functools import cache
+from importlib.metadata import version
+from pathlib import Path
+
+from jobs.settings import settings
+
+log = logging.getLogger(__name__)
+
+LEAN_BYTES = 16 * 2**20
+LEAN_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+QUIET = "-Xlog:cds=off,cds+dynamic=off"  # a JVM that cannot map the archive says nothing: we say it once
+_MADE_BY = "python -m jobs jvm-archive"
+
+
+@cache
+def java_version_text() -> str:
+    """What `java -version` says (JAVA_HOME's java first), or '' without one."""
+    java_home = os.environ.get("JAVA_HOME")
+    java = os.path.join(java_home, "bin", "java") if java_home else "java"
+    # Without the environment's JVM options: they change what -version prints (a lean
+    # start says "emulated-client"), not the JDK.
+    env = {key: value for key, value in os.environ.items() if key not in ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS")}
+    try:
+        found = subprocess.run([java, "-version"], capture_output=True, text=True, check=False, env=env)
+    except OSError:
+        return ""
+    return found.stderr + found.stdout
+
+
+def _spark_jars() -> Path:
+    from pyspark.find_spark_home import _find_spark_home
+
+    return Path(_find_spark_home(), "jars")
+
+
+@cache
+def fingerprint() -> str:
+    """The JDK, the Spark and Spark's jars (names, sizes, times), in 12 characters."""
+    digest = hashlib.sha256(java_version_text().encode())
+    digest.update(version("pyspark").encode())
+    digest.update(os.environ.get("SPARK_CONF_DIR", "").encode())  # on the class path before the jars
+    for jar in sorted(_spark_jars().glob("*.jar")):
+        stat = jar.stat()
+        digest.update(f"{jar.name}:{stat.st_size}:{int(stat.st_mtime)}".encode())
+    return digest.hexdigest()[:12]
+
+
+def archive_folder() -> Path:
+    return (settings().cache_dir / "jvm").resolve()
+
+
+def archive_path() -> Path:
+    return archive_folder() / f"spark-{version('pyspark')}-{fingerprint()}.jsa"
+
+
+def make_archive(*, force: bool = False) -> Path | None:
+    """The archive, made first if this JDK and Spark have none (about 30 s); None if it could
+    not be made (the reason is logged)."""
+    path = archive_path()
+    if path.exists() and not force:
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    log.info("archiving Spark's classes for faster JVM starts (once per JDK and Spark, about 30 s): %s", path)
+    partial = path.with_suffix(f".{os.getpid()}.partial")
+    env = {**os.environ, "JAVA_TOOL_OPTIONS": f"-XX:ArchiveClassesAtExit={partial} {QUIET}"}
+    # The pipes stay open until the JVM has exited, so the dump is complete when this returns.
+    made = subprocess.run(
+        [sys.executable, "-m", "jobs.cli.warm_up"], env=env, capture_output=True, text=True, timeout=900, check=False
+    )
+    if made.returncode != 0 or not partial.exists() or partial.stat().st_size == 0:
+        partial.unlink(missing_ok=True)
+        log.warning("no JVM class archive could be made (exit %s): %s", made.returncode, made.stderr[-500:].strip())
+        return None
+    # Archives of other JDKs or Sparks stay: another environment of this cache may use them.
+    partial.replace(path)
+    return path
+
+
+def start_options(new_bytes: int | None = None) -> str:
+    """The JVM options of a Spark application about to start: the archive when there is one
+    for this JDK and Spark (else one line says it starts without), and the lean start when
+    the application reads at most LEAN_BYTES of new files (`new_bytes`; None: unknown)."""
+    if "ArchiveClassesAtExit" in os.environ.get("JAVA_TOOL_OPTIONS", ""):
+        return ""  # the JVM that makes the archive
+    path = archive_path()
+    options = [LEAN_OPTIONS] if new_bytes is not None and new_bytes <= LEAN_BYTES else []
+    if path.exists():
+        options += [f"-XX:SharedArchiveFile={path}", QUIET]
+    else:
+        _say_no_archive(path)
+    return " ".join(options)
+
+
+@cache
+def _say_no_archive(path: Path) -> None:
+    """Once per process: why this JVM starts without the archive, and how to make one."""
+    others = sorted(p.name for p in path.parent.glob("*.jsa")) if path.parent.exists() else []
+    why = f"the one in {path.parent} ({others[0]}) was made for another JDK or Spark" if others else "none was made"
+    log.warning("JVM class archive: %s; starting without it (about 4 s slower). Make it: %s", why, _MADE_BY)

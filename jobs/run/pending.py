@@ -1,0 +1,61 @@
+"""What a run would read, known before Spark starts: whether there is anything to do at
+all (a run with nothing new starts no JVM) and how much (a small increment starts lean,
+jobs/jvm.py).
+
+Read from the same logs Spark reads: a landed file the file source has taken is in its
+log; one it would pass over (more than maxFileAge older than the newest taken, see
+jobs/run/audit.py) is not new either. Anything this cannot tell from the logs (a batch to
+redo, batches to account, part of the landing listed) needs Spark.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from jobs.declare import PipelineBase
+from jobs.flow.query import source_landings
+from jobs.lake import fs
+from jobs.lake.layout import Locations
+from jobs.run.audit import MAX_FILE_AGE_MS
+from jobs.run.checkpoint import CheckpointLog
+from jobs.run.context import RunOptions
+from jobs.run.ledger import Ledger
+
+
+@dataclass(frozen=True)
+class Pending:
+    files: int
+    bytes: int
+    needs_spark: str | None = None  # why Spark starts whatever landed
+
+    @property
+    def nothing_new(self) -> bool:
+        return self.needs_spark is None and self.files == 0
+
+    def describe(self) -> str:
+        if self.needs_spark:
+            return self.needs_spark
+        return f"{self.files} new file(s), {self.bytes:,} bytes" if self.files else "nothing new landed"
+
+
+def pending_input(pipeline: PipelineBase, locations: Locations, options: RunOptions) -> Pending:
+    """The new files a run of `pipeline` would take now, or why only Spark can tell."""
+    if options.trigger.kind == "processing-time":
+        return Pending(0, 0, "a processing-time trigger waits for files")
+    if not options.lists_all:
+        return Pending(0, 0, "the run lists part of the landing")
+    checkpoint_log = CheckpointLog(locations.checkpoint, locations.output)
+    in_flight = checkpoint_log.batch_in_flight()
+    if in_flight is not None:
+        return Pending(0, 0, f"batch {in_flight} was planned and not committed: it is redone")
+    if set(checkpoint_log.committed_batches()) - Ledger(locations.ledger).accounted_batches():
+        return Pending(0, 0, "committed batches are not accounted yet")
+    files = size = 0
+    for source, landing in enumerate(source_landings(pipeline, locations.landing)):
+        taken = checkpoint_log.recorded_files(source)
+        passed_over_before = max(taken.values()) - MAX_FILE_AGE_MS if taken else None
+        for uri, (file_bytes, mtime_ms) in fs.sizes_and_times(landing).items():
+            if uri in taken or (passed_over_before is not None and mtime_ms < passed_over_before):
+                continue
+            files, size = files + 1, size + file_bytes
+    return Pending(files, size)

@@ -1,0 +1,233 @@
+"""Several pipelines in one Spark application (`python -m jobs run A B C`), a run with
+nothing new that starts no Spark, and the JVM class archive's fallback: real processes,
+each result against the independent model (tests/model.py) or a separate run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from demo import samples
+from jobs import declare, jvm
+from jobs.lake.layout import Locations
+from jobs.lake.locks import checkpoint_lock
+from jobs.run.report import load_reports
+from jobs.validate.result import load_results
+from tests.helpers import REPO, event, land, python_cmd, run_pipeline
+from tests.histories import BEFORE_RUN, USERS, USERS_LATER, History, Run, assert_history_matches, table
+from tests.model import (
+    AdJoinModel,
+    EventsModel,
+    GithubActivityModel,
+    RackAlertsModel,
+    RackTemperaturesModel,
+    RuleBook,
+    SpendingSessionsModel,
+    enriched_row,
+)
+
+# One pipeline of each pattern: events (enriched), window (nested events), process, join.
+GROUP = ["clickstream_enriched", "github_activity", "rack_alerts", "ad_clicks"]
+ARRIVALS = 3
+
+
+def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        python_cmd(*args), cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})}
+    )
+
+
+def _prepare(root: str, name: str, number: int) -> Locations:
+    locations = Locations.resolve(name, root=root)
+    BEFORE_RUN.get(name, lambda *_: None)(locations, number)
+    land(locations.landing, samples.arrivals(name)[number - 1])
+    return locations
+
+
+@pytest.fixture(scope="module")
+def group_runs(spark, tmp_path_factory):
+    """The group through three arrivals, one application per arrival; the same pipelines
+    run separately, in this process, on another root."""
+    together, apart = (str(tmp_path_factory.mktemp(key)) for key in ("together", "apart"))
+    histories = {name: History(declare.load(name), Locations.resolve(name, root=together)) for name in GROUP}
+    separate = {}
+    outputs = []
+    for number in range(1, ARRIVALS + 1):
+        for name in GROUP:
+            _prepare(together, name, number)
+            locations = _prepare(apart, name, number)
+            run_pipeline(spark, declare.load(name), locations)
+            separate[name] = table(spark, declare.load(name), locations)
+        process = cli("run", *GROUP, "--root", together)
+        outputs.append(process)
+        assert process.returncode == 0, f"arrival {number}: {process.stdout}{process.stderr}"
+        for history in histories.values():
+            report = load_reports(history.locations.runs)[-1]
+            verdicts = {r.validation_id: r.status for r in load_results(history.locations.runs)}
+            history.runs.append(
+                Run(report, verdicts.get(report.run_id), table(spark, history.pipeline, history.locations))
+            )
+    return histories, separate, outputs
+
+
+def test_a_group_of_four_patterns_matches_the_model_and_the_separate_runs(group_runs):
+    histories, separate, outputs = group_runs
+    users: dict[str, tuple[str, str]] = {}
+    models = {
+        "clickstream_enriched": EventsModel(
+            lambda line: enriched_row(line, users), RuleBook.of("clickstream_enriched")
+        ),
+        "github_activity": GithubActivityModel(),
+        "rack_alerts": RackAlertsModel(),
+        "ad_clicks": AdJoinModel(outer=False),
+    }
+    for name in GROUP:
+        arrivals = samples.arrivals(name)[:ARRIVALS]
+        before = (lambda n: users.update(USERS if n < 3 else USERS_LATER)) if name == "clickstream_enriched" else None
+        assert_history_matches(histories[name], models[name], arrivals, before or (lambda n: None))
+        assert histories[name].runs[-1].table == separate[name], name
+
+    # One application: every member's Spark log is the group's; one summary line per member.
+    logs = {history.runs[-1].report.spark_log for history in histories.values()}
+    assert len(logs) == 1 and logs.pop().endswith("jobs-group.log")
+    summary = outputs[-1].stdout.split(f"{len(GROUP)} pipelines, exit 0:")[1].strip().splitlines()
+    assert [line.split(":")[0].strip() for line in summary] == GROUP
+    assert all(", exit 0" in line and "succeeded" in line for line in summary)
+    # The runs' own lines, interleaved, each name their pipeline.
+    assert "clickstream_enriched: lock:" in outputs[-1].stdout
+
+
+def test_a_refused_and_a_failing_member_leave_the_others_exact(tmp_path):
+    """device_steps' lock is taken (refused, exit 3); clickstream meets a record its `fail`
+    rule stops on (exit 5); spending_sessions and rack_temperatures run as if alone."""
+    root = str(tmp_path)
+    names = ["clickstream", "device_steps", "spending_sessions", "rack_temperatures"]
+    for name in names:
+        _prepare(root, name, 1)
+    clickstream = Locations.resolve("clickstream", root=root)
+    land(clickstream.landing, {"load.json": [event("loadtest-7", "2023-07-30T10:00:00Z", "lt-1")]})
+    steps = Locations.resolve("device_steps", root=root)
+
+    with checkpoint_lock(steps.ledger, "device_steps"):
+        process = cli("run", *names, "--root", root)
+
+    assert process.returncode == 5, process.stdout + process.stderr
+    summary = dict(
+        line.strip().split(": ", 1) for line in process.stdout.split("4 pipelines, exit 5:")[1].strip().splitlines()
+    )
+    assert summary["device_steps"].startswith("refused, exit 3: ")
+    assert "is already running on checkpoint" in summary["device_steps"]
+    assert summary["clickstream"].startswith("failed, exit 5: ")
+    assert "no_load_test_traffic" in summary["clickstream"]
+    assert load_reports(steps.runs)[-1].status == "refused"
+    assert not load_reports(clickstream.runs)[-1].batch_ids  # nothing of its batch is committed
+    for name, model in (("spending_sessions", SpendingSessionsModel()), ("rack_temperatures", RackTemperaturesModel())):
+        assert summary[name].startswith("succeeded") and summary[name].endswith("exit 0")
+        report = load_reports(Locations.resolve(name, root=root).runs)[-1]
+        expected = model.run([[line for lines in samples.arrivals(name)[0].values() for line in lines]])
+        assert (report.input_rows, report.used_rows, report.quarantined_rows, report.late_rows_dropped) == (
+            expected.input_rows,
+            expected.used_rows,
+            expected.quarantined_rows,
+            expected.late_rows_dropped,
+        )
+        assert report.output_rows == len(expected.emitted)
+
+
+def test_a_run_with_nothing_new_starts_no_spark(tmp_path):
+    root = str(tmp_path)
+    names = ["clickstream", "rack_temperatures"]
+    for name in names:
+        _prepare(root, name, 1)
+    assert cli("run", *names, "--root", root).returncode == 0
+    before = {name: load_reports(Locations.resolve(name, root=root).runs)[-1] for name in names}
+
+    # A master Spark cannot parse: had a session been started, the runs would fail.
+    alone = cli("run", "clickstream", "--root", root, env={"SPARK_MASTER": "nope"})
+    together = cli("run", *names, "--root", root, env={"SPARK_MASTER": "nope"})
+
+    assert alone.returncode == 0 and together.returncode == 0, alone.stderr + together.stdout + together.stderr
+    assert "nothing new landed; Spark is not started" in alone.stdout
+    for name in names:
+        report = load_reports(Locations.resolve(name, root=root).runs)[-1]
+        assert (report.status, report.batches, report.output_rows) == ("succeeded", 0, 0)
+        assert (report.watermark, report.state_rows) == (before[name].watermark, before[name].state_rows)
+
+
+def _without_test_options() -> dict[str, str]:
+    """The environment a user has: no JVM options of the test suite's own."""
+    return {key: value for key, value in os.environ.items() if key != "JAVA_TOOL_OPTIONS"}
+
+
+def test_a_missing_or_stale_class_archive_starts_normally_with_one_line(tmp_path):
+    root, cache = str(tmp_path / "root"), tmp_path / "cache"
+    _prepare(root, "clickstream", 1)
+    env = {**_without_test_options(), "JOBS_CACHE_DIR": str(cache)}
+
+    missing = subprocess.run(
+        python_cmd("run", "clickstream", "--root", root, "--no-validate"),
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert missing.returncode == 0, missing.stderr
+    lines = [line for line in missing.stdout.splitlines() if "JVM class archive" in line]
+    assert lines == [
+        "JVM class archive: none was made; starting without it (about 4 s slower). Make it: python -m jobs jvm-archive"
+    ]
+
+    (cache / "jvm").mkdir(parents=True)
+    (cache / "jvm" / "spark-0.0.0-0123456789ab.jsa").write_bytes(b"an archive of another JDK")
+    _prepare(root, "clickstream", 2)
+    stale = subprocess.run(
+        python_cmd("run", "clickstream", "--root", root, "--no-validate"),
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert stale.returncode == 0, stale.stderr
+    assert [line for line in stale.stdout.splitlines() if "JVM class archive" in line] == [
+        f"JVM class archive: the one in {(cache / 'jvm').resolve()} (spark-0.0.0-0123456789ab.jsa) was made for "
+        "another JDK or Spark; starting without it (about 4 s slower). Make it: python -m jobs jvm-archive"
+    ]
+    reports = load_reports(Locations.resolve("clickstream", root=root).runs)
+    assert [r.status for r in reports] == ["succeeded", "succeeded"] and reports[-1].batch_ids
+
+
+def test_a_damaged_archive_of_the_right_name_is_passed_over_by_the_jvm(tmp_path):
+    """The JVM checks the archive itself: one it cannot map costs the start only."""
+    root, cache = str(tmp_path / "root"), tmp_path / "cache"
+    _prepare(root, "clickstream", 1)
+    env = {**_without_test_options(), "JOBS_CACHE_DIR": str(cache)}
+    script = "from jobs import jvm; print(jvm.archive_path())"
+    path = subprocess.run(
+        [python_cmd()[0], "-c", script], cwd=REPO, env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    os.makedirs(os.path.dirname(path))
+    with open(path, "wb") as damaged:
+        damaged.write(b"\0" * 4096)
+
+    result = subprocess.run(
+        python_cmd("run", "clickstream", "--root", root, "--no-validate"),
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert "JVM class archive" not in result.stdout
+    assert load_reports(Locations.resolve("clickstream", root=root).runs)[-1].input_rows > 0
+
+
+def test_lean_start_only_for_small_increments():
+    assert "TieredStopAtLevel=1" in jvm.start_options(jvm.LEAN_BYTES)
+    assert "TieredStopAtLevel" not in jvm.start_options(jvm.LEAN_BYTES + 1)
+    assert "TieredStopAtLevel" not in jvm.start_options(None)  # unknown: the JVM's defaults
