@@ -15,13 +15,15 @@ every round, so that none always goes first):
 - DAG run: `airflow dags test jobs_clickstream` over one new file;
 - group DAG run: `airflow dags test jobs_group_hourly` (JOBS_GROUP_BY_SCHEDULE: every
   shipped pipeline is @hourly), one small arrival per member.
-Every root is primed first (a first arrival and run, untimed). Prints the median of each
+Each increment is a sample arrival landed again under new names, its string ids tagged
+(new events, not repeats). Every root is primed first (a first arrival and run, untimed). Prints the median of each
 and the ratios the product aims at (README, Performance). Figures, never assertions.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -42,6 +44,11 @@ PY = sys.executable
 # The shipped pipelines but the one that infers its schema: each reads its own sample events.
 TEN = [name for name in sorted(samples.SAMPLES) if name != "clickstream_inferred"]
 GROUP_DAG = "jobs_group_hourly"
+_LIST_DAGS = (
+    "import glob, runpy\n"
+    "for dag_file in sorted(glob.glob('dags/*.py')):\n"
+    "    print(*(k for k, v in runpy.run_path(dag_file).items() if type(v).__name__ == 'DAG'))"
+)
 
 
 def _prepare_root(root: Path, names: list[str]) -> None:
@@ -52,13 +59,30 @@ def _prepare_root(root: Path, names: list[str]) -> None:
         land_lines(samples.arrivals(name)[0], locations.landing)
 
 
+def _tagged(line: str, tag: str) -> str:
+    """The line with `tag` appended to its string ids (keys `id` or `*_id`): the same events
+    again would be duplicates (a join's pairs, an events table's rows), not an increment."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return line  # a sample's unusable line stays as it is
+    if not isinstance(record, dict):
+        return line
+    for key, value in record.items():
+        if isinstance(value, str) and (key == "id" or key.endswith("_id")):
+            record[key] = f"{value}-{tag}"
+    return json.dumps(record)
+
+
 def _land_increment(root: Path, name: str, tag: str, *, one_file: bool = False) -> None:
-    """The pipeline's second sample arrival (or its first file only), under new names."""
+    """The pipeline's second sample arrival (or its first file only), under new names and ids."""
     files = samples.arrivals(name)[1]
     if one_file:
         files = dict(list(files.items())[:1])
     renamed = {
-        f"{path.rsplit('/', 1)[0] + '/' if '/' in path else ''}{tag}-{path.rsplit('/', 1)[-1]}": lines
+        f"{path.rsplit('/', 1)[0] + '/' if '/' in path else ''}{tag}-{path.rsplit('/', 1)[-1]}": [
+            _tagged(line, tag) for line in lines
+        ]
         for path, lines in files.items()
     }
     land_lines(renamed, Locations.resolve(name, root=str(root)).landing)
@@ -74,7 +98,10 @@ class Bench:
         self.roots = {key: scratch / key for key in ("single", "separate", "together", "dags")}
         self.home = scratch / "airflow"
         self.times: dict[str, list[float]] = {}
-        self.peaks: dict[str, int] = {}  # the largest resident memory of each, its whole process tree
+        self.peaks: dict[str, int] = {}
+        self.tasks: dict[
+            str, dict[str, float]
+        ] = {}  # a DAG run's tasks, the last round's  # the largest resident memory of each, its whole process tree
         self.failed: dict[str, str] = {}
         self.tag = 0
 
@@ -124,7 +151,7 @@ class Bench:
     def _dag_ids(self) -> set[str]:
         """The DAGs this version builds (as the dags folder would), read in a process of their own."""
         listed = subprocess.run(
-            [PY, "-c", "from jobs.orchestration.factory import pipeline_dags; print(*pipeline_dags())"],
+            [PY, "-c", _LIST_DAGS],
             cwd=REPO,
             env=_environment(self.home, self.roots["dags"]),
             capture_output=True,
@@ -197,11 +224,12 @@ class Bench:
         if dag_id not in self._dag_ids():
             self.failed[label] = f"no DAG {dag_id} in this version"
             return
-        seconds, state, _ = _dag_run(self.home, self.roots["dags"], dag_id)
+        seconds, state, tasks = _dag_run(self.home, self.roots["dags"], dag_id)
         if state != "success":
             self.failed[label] = f"{dag_id} ended {state}"
             return
         self.times.setdefault(label, []).append(seconds)
+        self.tasks[label] = tasks
 
 
 def _median(times: dict[str, list[float]], label: str) -> float | None:
@@ -214,6 +242,8 @@ def report(bench: Bench) -> None:
         rounds = ", ".join(f"{s:.1f}" for s in seconds)
         peak = f"{bench.peaks[label] / 2**30:.2f} GiB" if label in bench.peaks else ""
         print(f"  {label:<28} {statistics.median(seconds):7.1f}   [{rounds}]  {peak}")
+    for label, tasks in bench.tasks.items():
+        print(f"  {label}, its tasks in the last round: " + ", ".join(f"{t} {s:.1f}" for t, s in tasks.items()))
     for label, why in bench.failed.items():
         print(f"  {label:<28}     n/a   ({why})")
     ratios = [

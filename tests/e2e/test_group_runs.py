@@ -15,7 +15,7 @@ from jobs.lake.layout import Locations
 from jobs.lake.locks import checkpoint_lock
 from jobs.run.report import load_reports
 from jobs.validate.result import load_results
-from tests.helpers import REPO, event, land, python_cmd, run_pipeline
+from tests.helpers import REPO, all_lines, assert_run_matches, event, land, python_cmd, run_pipeline
 from tests.histories import BEFORE_RUN, USERS, USERS_LATER, History, Run, assert_history_matches, table
 from tests.model import (
     AdJoinModel,
@@ -33,9 +33,11 @@ GROUP = ["clickstream_enriched", "github_activity", "rack_alerts", "ad_clicks"]
 ARRIVALS = 3
 
 
-def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+def cli(*args: str, env: dict | None = None, as_a_user: bool = False) -> subprocess.CompletedProcess:
+    """`python -m jobs ...`; `as_a_user`: without the test suite's own JVM options."""
+    base = {k: v for k, v in os.environ.items() if not (as_a_user and k == "JAVA_TOOL_OPTIONS")}
     return subprocess.run(
-        python_cmd(*args), cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})}
+        python_cmd(*args), cwd=REPO, capture_output=True, text=True, timeout=600, env={**base, **(env or {})}
     )
 
 
@@ -126,14 +128,7 @@ def test_a_refused_and_a_failing_member_leave_the_others_exact(tmp_path):
     for name, model in (("spending_sessions", SpendingSessionsModel()), ("rack_temperatures", RackTemperaturesModel())):
         assert summary[name].startswith("succeeded") and summary[name].endswith("exit 0")
         report = load_reports(Locations.resolve(name, root=root).runs)[-1]
-        expected = model.run([[line for lines in samples.arrivals(name)[0].values() for line in lines]])
-        assert (report.input_rows, report.used_rows, report.quarantined_rows, report.late_rows_dropped) == (
-            expected.input_rows,
-            expected.used_rows,
-            expected.quarantined_rows,
-            expected.late_rows_dropped,
-        )
-        assert report.output_rows == len(expected.emitted)
+        assert_run_matches(report, model.run([all_lines(samples.arrivals(name)[0])]))
 
 
 def test_a_run_with_nothing_new_starts_no_spark(tmp_path):
@@ -156,24 +151,12 @@ def test_a_run_with_nothing_new_starts_no_spark(tmp_path):
         assert (report.watermark, report.state_rows) == (before[name].watermark, before[name].state_rows)
 
 
-def _without_test_options() -> dict[str, str]:
-    """The environment a user has: no JVM options of the test suite's own."""
-    return {key: value for key, value in os.environ.items() if key != "JAVA_TOOL_OPTIONS"}
-
-
 def test_a_missing_or_stale_class_archive_starts_normally_with_one_line(tmp_path):
     root, cache = str(tmp_path / "root"), tmp_path / "cache"
     _prepare(root, "clickstream", 1)
-    env = {**_without_test_options(), "JOBS_CACHE_DIR": str(cache)}
+    env = {"JOBS_CACHE_DIR": str(cache)}
 
-    missing = subprocess.run(
-        python_cmd("run", "clickstream", "--root", root, "--no-validate"),
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    missing = cli("run", "clickstream", "--root", root, "--no-validate", env=env, as_a_user=True)
     assert missing.returncode == 0, missing.stderr
     lines = [line for line in missing.stdout.splitlines() if "JVM class archive" in line]
     assert lines == [
@@ -183,14 +166,7 @@ def test_a_missing_or_stale_class_archive_starts_normally_with_one_line(tmp_path
     (cache / "jvm").mkdir(parents=True)
     (cache / "jvm" / "spark-0.0.0-0123456789ab.jsa").write_bytes(b"an archive of another JDK")
     _prepare(root, "clickstream", 2)
-    stale = subprocess.run(
-        python_cmd("run", "clickstream", "--root", root, "--no-validate"),
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    stale = cli("run", "clickstream", "--root", root, "--no-validate", env=env, as_a_user=True)
     assert stale.returncode == 0, stale.stderr
     assert [line for line in stale.stdout.splitlines() if "JVM class archive" in line] == [
         f"JVM class archive: the one in {(cache / 'jvm').resolve()} (spark-0.0.0-0123456789ab.jsa) was made for "
@@ -204,23 +180,16 @@ def test_a_damaged_archive_of_the_right_name_is_passed_over_by_the_jvm(tmp_path)
     """The JVM checks the archive itself: one it cannot map costs the start only."""
     root, cache = str(tmp_path / "root"), tmp_path / "cache"
     _prepare(root, "clickstream", 1)
-    env = {**_without_test_options(), "JOBS_CACHE_DIR": str(cache)}
+    env = {"JOBS_CACHE_DIR": str(cache)}
     script = "from jobs import jvm; print(jvm.archive_path())"
     path = subprocess.run(
-        [python_cmd()[0], "-c", script], cwd=REPO, env=env, capture_output=True, text=True, check=True
+        [python_cmd()[0], "-c", script], cwd=REPO, env={**os.environ, **env}, capture_output=True, text=True, check=True
     ).stdout.strip()
     os.makedirs(os.path.dirname(path))
     with open(path, "wb") as damaged:
         damaged.write(b"\0" * 4096)
 
-    result = subprocess.run(
-        python_cmd("run", "clickstream", "--root", root, "--no-validate"),
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = cli("run", "clickstream", "--root", root, "--no-validate", env=env, as_a_user=True)
 
     assert result.returncode == 0, result.stderr
     assert "JVM class archive" not in result.stdout
