@@ -98,14 +98,13 @@ def context_without_spark(
     pipeline: PipelineBase, locations: Locations, options: RunOptions, *, lock: CheckpointLock | S3Lease, run_id: str
 ) -> RunContext:
     """What a run with nothing to read works with: the logs and the ledger, no Spark."""
-    ledger = Ledger(locations.ledger)
     return RunContext(
         spark=None,
         pipeline=pipeline,
         locations=locations,
         options=options,
         checkpoint_log=CheckpointLog(locations.checkpoint, locations.output),
-        ledger=ledger,
+        ledger=Ledger(locations.ledger),
         tally=None,
         dimension=None,
         lock=lock,

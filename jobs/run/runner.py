@@ -52,7 +52,7 @@ __all__ = ["RunFailed", "RunOptions", "RunRefused", "RunStopped", "request_stop"
 # KeyboardInterrupt from the handler instead could land inside a py4j call and break
 # the connection to the JVM, turning a clean stop into a failed run.
 _stop_requested = threading.Event()
-_runs_in_progress = 0  # more than one in a group (jobs/run/group.py)
+_runs_in_progress = 0  # more than one in a group (jobs/group.py)
 _runs_lock = threading.Lock()
 
 
