@@ -1,6 +1,6 @@
 """What small increments cost: the product's runs against the start every Spark job pays.
 
-    python -m benchmarks.small [--rounds 3]      (make bench-small; about 15 minutes)
+    python -m benchmarks.small [--rounds 3]      (make bench-small; about 20 minutes)
 
 Each round lands a small increment and times, whole and in turn (the order rotates
 every round, so that none always goes first):
@@ -13,6 +13,11 @@ every round, so that none always goes first):
 - ten, one application: the same ten in one `python -m jobs run NAME... --no-validate`;
 - run and validate: `python -m jobs run clickstream` over one new file (what a DAG run does);
 - DAG run: `airflow dags test jobs_clickstream` over one new file;
+- Airflow floor: `airflow dags test` of a DAG whose one task does nothing (what every
+  `dags test` costs before any task of the product runs);
+- DAG run, scheduler: `jobs_clickstream` triggered on a running Airflow (scheduler,
+  LocalExecutor: `make airflow`) over one new file, from the trigger to the run's end; then
+  again with nothing new;
 - group DAG run: `airflow dags test jobs_group_hourly` (JOBS_GROUP_BY_SCHEDULE: every
   shipped pipeline is @hourly), one small arrival per member.
 Each increment is a sample arrival landed again under new names, its string ids tagged
@@ -34,6 +39,7 @@ from pathlib import Path
 
 from benchmarks.dag_runs import AIRFLOW, _dag_run, _environment
 from benchmarks.measure import REPO, measure
+from benchmarks.scheduled import Scheduler
 from demo import samples
 from jobs import declare
 from jobs.lake import fs
@@ -44,6 +50,20 @@ PY = sys.executable
 # The shipped pipelines but the one that infers its schema: each reads its own sample events.
 TEN = [name for name in sorted(samples.SAMPLES) if name != "clickstream_inferred"]
 GROUP_DAG = "jobs_group_hourly"
+NOOP_DAG = """from airflow.sdk import dag, task
+
+
+@dag(schedule=None)
+def airflow_floor():
+    @task
+    def nothing():
+        return None
+
+    nothing()
+
+
+airflow_floor()
+"""
 _LIST_DAGS = (
     "import glob, runpy\n"
     "for dag_file in sorted(glob.glob('dags/*.py')):\n"
@@ -95,8 +115,9 @@ def _jobs(*args: str) -> list[str]:
 class Bench:
     def __init__(self, scratch: Path):
         self.scratch = scratch
-        self.roots = {key: scratch / key for key in ("single", "separate", "together", "dags")}
+        self.roots = {key: scratch / key for key in ("single", "separate", "together", "dags", "scheduled")}
         self.home = scratch / "airflow"
+        self.scheduler: Scheduler | None = None
         self.times: dict[str, list[float]] = {}
         self.peaks: dict[str, int] = {}
         self.tasks: dict[
@@ -136,7 +157,12 @@ class Bench:
                     capture_output=True,
                     check=True,
                 )
-        if not {"DAG run", "group DAG run"} & set(chosen):
+        if "DAG run, scheduler" in chosen:
+            _prepare_root(self.roots["scheduled"], ["clickstream"])
+            self.scheduler = Scheduler(self.scratch / "airflow-scheduled", self.roots["scheduled"])
+            self.scheduler.start(["jobs_clickstream"])
+            self.scheduler.run("jobs_clickstream")
+        if not {"DAG run", "group DAG run", "Airflow floor"} & set(chosen):
             return
         self.home.mkdir()
         dags_root = self.roots["dags"]
@@ -204,6 +230,18 @@ class Bench:
             _land_increment(dags, "clickstream", self._new_tag(), one_file=True)
             self._time_dag("DAG run", "jobs_clickstream")
 
+        def airflow_floor() -> None:
+            folder = self.scratch / "floor-dags"
+            folder.mkdir(exist_ok=True)
+            (folder / "airflow_floor.py").write_text(NOOP_DAG)
+            env = {**_environment(self.home, dags), "AIRFLOW__CORE__DAGS_FOLDER": str(folder)}
+            self.time("Airflow floor", [AIRFLOW, "dags", "test", "airflow_floor"], env=env)
+
+        def scheduled_dag_run() -> None:
+            _land_increment(self.roots["scheduled"], "clickstream", self._new_tag(), one_file=True)
+            self._time_scheduled("DAG run, scheduler")
+            self._time_scheduled("nothing new DAG run, scheduler")
+
         def group_dag_run() -> None:
             tag = self._new_tag()
             for name in sorted(declare.load_all()):
@@ -217,8 +255,19 @@ class Bench:
             "ten separate": ten_separate,
             "ten together": ten_together,
             "DAG run": dag_run,
+            "Airflow floor": airflow_floor,
+            "DAG run, scheduler": scheduled_dag_run,
             "group DAG run": group_dag_run,
         }
+
+    def _time_scheduled(self, label: str) -> None:
+        assert self.scheduler is not None, "primed with the variant"
+        seconds, state, tasks = self.scheduler.run("jobs_clickstream")
+        if state != "success":
+            self.failed[label] = f"jobs_clickstream ended {state}"
+            return
+        self.times.setdefault(label, []).append(seconds)
+        self.tasks[label] = tasks
 
     def _time_dag(self, label: str, dag_id: str) -> None:
         if dag_id not in self._dag_ids():
@@ -251,8 +300,9 @@ def report(bench: Bench) -> None:
         ("nothing new / floor", "nothing new", "floor", 1.2),
         ("ten, one application / one new file", "ten, one application", "one new file", 2.5),
         ("ten, one application each / one new file", "ten, one application each", "one new file", None),
-        ("DAG run / run and validate", "DAG run", "run and validate", 1.5),
-        ("DAG run / one new file", "DAG run", "one new file", None),
+        ("DAG run, scheduler / run and validate", "DAG run, scheduler", "run and validate", 1.5),
+        ("DAG run (dags test) / run and validate", "DAG run", "run and validate", None),
+        ("DAG run, scheduler / one new file", "DAG run, scheduler", "one new file", None),
         ("group DAG run / DAG run", "group DAG run", "DAG run", None),
     ]
     print("\nratios (aim)")
@@ -260,6 +310,10 @@ def report(bench: Bench) -> None:
         a, b = _median(bench.times, top), _median(bench.times, bottom)
         figure = f"{a / b:5.2f}" if a and b else "  n/a"
         print(f"  {title:<44} {figure}   {f'(at most {aim})' if aim else ''}")
+    floor, validated = _median(bench.times, "Airflow floor"), _median(bench.times, "run and validate")
+    if floor and validated:  # what `dags test` could reach if the product's own part cost nothing extra
+        title = "(Airflow floor + run and validate) / run and validate"
+        print(f"  {title:<44} {(floor + validated) / validated:5.2f}   (the least a dags test run can reach)")
 
 
 def main() -> None:
@@ -273,12 +327,16 @@ def main() -> None:
         variants = bench.variants()
         chosen = [name for name in variants if not args.only or name in args.only or name == "floor"]
         print("priming every root (first arrivals and runs, not timed)...", flush=True)
-        bench.prime(chosen)
-        for number in range(args.rounds):
-            order = chosen[number % len(chosen) :] + chosen[: number % len(chosen)]
-            print(f"round {number + 1}: {', '.join(order)}", flush=True)
-            for name in order:
-                variants[name]()
+        try:
+            bench.prime(chosen)
+            for number in range(args.rounds):
+                order = chosen[number % len(chosen) :] + chosen[: number % len(chosen)]
+                print(f"round {number + 1}: {', '.join(order)}", flush=True)
+                for name in order:
+                    variants[name]()
+        finally:
+            if bench.scheduler:
+                bench.scheduler.stop()
         report(bench)
 
 

@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 from pyspark import SparkConf, SparkContext
 from pyspark.logger import PySparkLogger
@@ -20,6 +21,10 @@ from jobs.settings import package_file, settings
 MIN_JAVA = 17
 # Spark's log settings from the JVM's start (package data): warnings to stderr, no INFO flood.
 LOG4J_CONFIG = package_file("log4j2.properties")
+
+# The Python workers' daemon when they run this interpreter (a local master): pyspark's own,
+# importing pyspark from its package rather than Spark's zip of it (jobs/entry/python_daemon.py).
+PYTHON_DAEMON = "jobs.entry.python_daemon"
 
 # Settings every session needs for the runner's results to mean what README says.
 BASE_CONF = {
@@ -81,6 +86,7 @@ def get_spark(
     # Python workers (line parsing, processors) on this machine run this interpreter, not
     # whatever python3 is on PATH; on a cluster, the nodes' own (jobs/executors.py).
     os.environ.setdefault("PYSPARK_PYTHON", executors.executor_python(master))
+    own_workers = executors.is_local(master) and os.environ["PYSPARK_PYTHON"] == sys.executable
     builder = SparkSession.builder.appName(app_name)
     log_file = (settings().cache_dir / "logs" / f"{app_name}.log").resolve()
     log_file.parent.mkdir(parents=True, exist_ok=True)
@@ -89,7 +95,12 @@ def get_spark(
         java_options = f"{java_options} {jvm.start_options(new_bytes)}"
     if not under_submit:
         builder = builder.master(master)
-    conf = {**BASE_CONF, "spark.driver.extraJavaOptions": java_options, **(extra_conf or {})}
+    conf = {
+        **BASE_CONF,
+        **({"spark.python.daemon.module": PYTHON_DAEMON} if own_workers else {}),
+        "spark.driver.extraJavaOptions": java_options,
+        **(extra_conf or {}),
+    }
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

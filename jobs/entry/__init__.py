@@ -1,4 +1,5 @@
-"""Entry points for processes that start the command line without `python -m jobs`.
+"""Entry points: the processes Spark starts, besides `python -m jobs` itself.
 
 spark_submit.py  the application spark-submit runs (the Airflow tasks): `python -m jobs ...`
+python_daemon.py the Python workers' daemon Spark starts on a local master
 """

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
+import pyspark
 import pytest
 
 from jobs import executors
+from jobs.entry import python_daemon
 from jobs.lake.layout import Locations, StorageError
 from tests.helpers import REPO
 
@@ -80,3 +84,40 @@ for module in {WORKER_MODULES!r}:
 """
     imported = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=False)
     assert imported.returncode == 0, imported.stderr[-2000:]
+
+
+SPARK_ZIPS = sorted(str(path) for path in (Path(pyspark.__file__).parent / "python" / "lib").glob("*.zip"))
+
+
+def test_spark_submits_driver_imports_pyspark_from_its_package_not_sparks_zip():
+    """spark-submit puts Spark's zips first on the driver's path (as here, through PYTHONPATH);
+    a module from a zip is compiled afresh in every process. The entry moves them behind the
+    installed package they came with."""
+    script = (
+        "from jobs.entry.python_daemon import prefer_installed_pyspark\n"
+        "prefer_installed_pyspark()\n"
+        "import pyspark, py4j.java_gateway\n"
+        "print(pyspark.__file__)"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(SPARK_ZIPS)}
+    unchanged = subprocess.run(
+        [sys.executable, "-c", "import pyspark; print(pyspark.__file__)"], env=env, capture_output=True, text=True
+    )
+    assert ".zip" in unchanged.stdout  # what spark-submit's path does without the entry's move
+    moved = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True)
+    assert moved.returncode == 0, moved.stderr[-2000:]
+    assert moved.stdout.strip() == pyspark.__file__
+
+
+def test_a_zip_of_another_spark_keeps_its_place(monkeypatch):
+    other = ["/opt/spark/python/lib/pyspark.zip", "/opt/spark/python/lib/py4j-0.10.9.9-src.zip"]
+    monkeypatch.setattr(sys, "path", [*other, *sys.path])
+    before = list(sys.path)
+    python_daemon.prefer_installed_pyspark()
+    assert sys.path == before
+
+
+def test_local_python_workers_run_the_daemon_that_imports_the_installed_pyspark(spark):
+    assert spark.conf.get("spark.python.daemon.module") == python_daemon.__name__
+    imported = spark.sparkContext.parallelize([0], 1).map(lambda _: __import__("pyspark").__file__).collect()
+    assert imported == [pyspark.__file__]

@@ -1,0 +1,101 @@
+"""DAG runs under a running Airflow (scheduler, API server, LocalExecutor): what production pays.
+
+`airflow dags test` starts Airflow in its own process for every run (its imports, a parse of
+the DAG folder, an in-process execution API): about 8 s before the first task of even a
+one-task DAG that does nothing. A running scheduler pays none of that per run; its tasks
+still start a process each. Started as `make airflow` starts it (infra/airflow/local.py),
+on a scratch home and port; stopped by `stop()`, whatever happened.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from benchmarks.measure import REPO
+
+POLL_S = 0.5  # often enough for a figure in seconds; the API server shares the 2 cores
+
+
+class Scheduler:
+    def __init__(self, home: Path, root: Path):
+        self.home = home
+        with socket.socket() as probe:  # a free port on loopback
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.token: str | None = None
+        self.env = {
+            **os.environ,
+            "AIRFLOW_HOME": str(home),
+            "AIRFLOW_PORT": str(self.port),
+            "JOBS_ROOT": str(root),
+            "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+        }
+
+    def _local(self, command: str) -> None:
+        done = subprocess.run(
+            [sys.executable, "-m", "infra.airflow.local", command],
+            cwd=REPO,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"infra.airflow.local {command}: {(done.stdout + done.stderr)[-2000:]}")
+
+    def start(self, dag_ids: list[str]) -> None:
+        self._local("start")
+        for dag_id in dag_ids:  # paused at creation; unscheduled here (JOBS_GROUP_BY_SCHEDULE), so no run of its own
+            self._call("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False})
+
+    def stop(self) -> None:
+        self._local("stop")
+
+    def run(self, dag_id: str) -> tuple[float, str, dict[str, float]]:
+        """Trigger a run and wait for its end: seconds from the trigger, its state, its tasks' durations."""
+        started = time.monotonic()
+        run_id = self._call("POST", f"/api/v2/dags/{dag_id}/dagRuns", {"logical_date": None})["dag_run_id"]
+        path = f"/api/v2/dags/{dag_id}/dagRuns/{urllib.request.quote(run_id, safe='')}"
+        while (state := self._call("GET", path)["state"]) not in ("success", "failed"):
+            time.sleep(POLL_S)
+        seconds = time.monotonic() - started
+        instances = self._call("GET", f"{path}/taskInstances")["task_instances"]
+        return seconds, state, {f"{i['task_id']} ({i['state']})": i["duration"] or 0.0 for i in instances}
+
+    def _call(self, method: str, path: str, body: dict | None = None) -> dict:
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}{path}",
+            data=None if body is None else json.dumps(body).encode(),
+            method=method,
+            headers={"Authorization": f"Bearer {self.token or self._token()}", "Content-Type": "application/json"},
+        )
+        for attempt in range(3):
+            try:
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    return json.load(response)
+            except urllib.error.HTTPError as error:  # SQLite's "database is locked" under the scheduler: a 500
+                if error.code < 500 or attempt == 2:
+                    raise
+                time.sleep(1)
+        raise AssertionError("unreachable")
+
+    def _token(self) -> str:
+        passwords = self.home / "simple_auth_manager_passwords.json.generated"
+        username, password = next(iter(json.loads(passwords.read_text()).items()))
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}/auth/token",
+            data=json.dumps({"username": username, "password": password}).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            self.token = json.load(response)["access_token"]
+        return self.token
