@@ -22,6 +22,7 @@ from pathlib import Path
 from benchmarks.measure import REPO
 
 POLL_S = 0.5  # often enough for a figure in seconds; the API server shares the 2 cores
+RUN_TIMEOUT_S = 1800
 
 
 class Scheduler:
@@ -65,6 +66,8 @@ class Scheduler:
         run_id = self._call("POST", f"/api/v2/dags/{dag_id}/dagRuns", {"logical_date": None})["dag_run_id"]
         path = f"/api/v2/dags/{dag_id}/dagRuns/{urllib.request.quote(run_id, safe='')}"
         while (state := self._call("GET", path)["state"]) not in ("success", "failed"):
+            if time.monotonic() - started > RUN_TIMEOUT_S:
+                raise TimeoutError(f"{dag_id} run {run_id} still {state} after {RUN_TIMEOUT_S} s")
             time.sleep(POLL_S)
         seconds = time.monotonic() - started
         instances = self._call("GET", f"{path}/taskInstances")["task_instances"]
