@@ -20,6 +20,7 @@ import urllib.request
 from pathlib import Path
 
 from benchmarks.measure import REPO
+from infra.airflow import local
 
 POLL_S = 0.5  # often enough for a figure in seconds; the API server shares the 2 cores
 RUN_TIMEOUT_S = 1800
@@ -92,13 +93,5 @@ class Scheduler:
 
     def _token(self) -> str:
         passwords = self.home / "simple_auth_manager_passwords.json.generated"
-        username, password = next(iter(json.loads(passwords.read_text()).items()))
-        request = urllib.request.Request(
-            f"http://127.0.0.1:{self.port}/auth/token",
-            data=json.dumps({"username": username, "password": password}).encode(),
-            headers={"Content-Type": "application/json"},
-            method="POST",
-        )
-        with urllib.request.urlopen(request, timeout=10) as response:
-            self.token = json.load(response)["access_token"]
+        self.token = local.token(f"http://127.0.0.1:{self.port}", passwords)
         return self.token

@@ -119,10 +119,8 @@ class Bench:
         self.home = scratch / "airflow"
         self.scheduler: Scheduler | None = None
         self.times: dict[str, list[float]] = {}
-        self.peaks: dict[str, int] = {}
-        self.tasks: dict[
-            str, dict[str, float]
-        ] = {}  # a DAG run's tasks, the last round's  # the largest resident memory of each, its whole process tree
+        self.peaks: dict[str, int] = {}  # the largest resident memory of each, its whole process tree
+        self.tasks: dict[str, dict[str, float]] = {}  # a DAG run's tasks, the last round's
         self.failed: dict[str, str] = {}
         self.tag = 0
 

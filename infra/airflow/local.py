@@ -91,20 +91,21 @@ def _get(path: str, token: str | None = None) -> dict:
         return json.load(response)
 
 
-def _token() -> str:
-    username, password = next(iter(json.loads(PASSWORDS.read_text()).items()))
+def token(url: str = URL, passwords: Path = PASSWORDS) -> str:
+    """An API token for the generated admin user (benchmarks/scheduled.py: another home and port)."""
+    username, password = next(iter(json.loads(passwords.read_text()).items()))
     body = json.dumps({"username": username, "password": password}).encode()
     request = urllib.request.Request(
-        f"{URL}/auth/token", data=body, headers={"Content-Type": "application/json"}, method="POST"
+        f"{url}/auth/token", data=body, headers={"Content-Type": "application/json"}, method="POST"
     )
     with urllib.request.urlopen(request, timeout=5) as response:
         return json.load(response)["access_token"]
 
 
 def dags_and_errors() -> tuple[list[str], list[dict]]:
-    token = _token()
-    dags = [d["dag_id"] for d in _get("/api/v2/dags?limit=100", token)["dags"]]
-    errors = _get("/api/v2/importErrors", token)["import_errors"]
+    api_token = token()
+    dags = [d["dag_id"] for d in _get("/api/v2/dags?limit=100", api_token)["dags"]]
+    errors = _get("/api/v2/importErrors", api_token)["import_errors"]
     return sorted(dags), errors
 
 
