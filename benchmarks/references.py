@@ -1,6 +1,7 @@
 """What the product is measured against: the same query written as plainly as each system allows.
 
     python -m benchmarks.references stream|stream-text|batch|duckdb DATA OUTPUT [--max-bytes N]
+        [--conf KEY=VALUE ...] [--resume]
 
 The query: events with a user and a readable time, counted per user in 1-minute windows of
 event time, written to Parquet. The streaming ones add a 5-minute watermark and run with
@@ -18,18 +19,20 @@ from pathlib import Path
 SCHEMA = "event_id string, user_id string, event string, eventtimestamp string"
 
 
-def _spark(memory: str):
+def _spark(memory: str, conf: dict[str, str] | None = None):
     from pyspark.sql import SparkSession
 
-    spark = (
+    builder = (
         SparkSession.builder.master("local[2]")
         .appName("benchmark-reference")
         .config("spark.driver.memory", memory)
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.ui.enabled", "false")
-        .getOrCreate()
     )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
@@ -50,11 +53,13 @@ def _counted(events):
     )
 
 
-def stream(data: Path, output: Path, memory: str, max_bytes: int | None, text: bool) -> dict:
+def stream(
+    data: Path, output: Path, memory: str, max_bytes: int | None, text: bool, conf: dict[str, str] | None = None
+) -> dict:
     """A minimal availableNow stream: the JSON source (or text + from_json), a watermark, windows, Parquet."""
     from pyspark.sql import functions as F
 
-    spark = _spark(memory)
+    spark = _spark(memory, conf)
     reader = spark.readStream.option("maxBytesPerTrigger", max_bytes) if max_bytes else spark.readStream
     if text:
         lines = reader.format("text").load(str(data))
@@ -115,11 +120,17 @@ def main() -> None:
     parser.add_argument("output", type=Path)
     parser.add_argument("--memory", default="1g", help="driver memory of the Spark ones")
     parser.add_argument("--max-bytes", type=int, help="maxBytesPerTrigger of the streaming ones")
+    parser.add_argument(
+        "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting of the streams"
+    )
+    parser.add_argument("--resume", action="store_true", help="a stream goes on from its checkpoint in OUTPUT")
     args = parser.parse_args()
-    shutil.rmtree(args.output, ignore_errors=True)
-    args.output.mkdir(parents=True)
+    if not args.resume:
+        shutil.rmtree(args.output, ignore_errors=True)
+    args.output.mkdir(parents=True, exist_ok=True)
     if args.system in ("stream", "stream-text"):
-        result = stream(args.data, args.output, args.memory, args.max_bytes, text=args.system == "stream-text")
+        conf = dict(setting.split("=", 1) for setting in args.conf)
+        result = stream(args.data, args.output, args.memory, args.max_bytes, args.system == "stream-text", conf)
     elif args.system == "batch":
         result = batch(args.data, args.output, args.memory)
     else:

@@ -20,22 +20,26 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import random
 import shutil
 import statistics
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from benchmarks.clickstream_data import generate
+from benchmarks.clickstream_data import START, file_lines, generate
 from benchmarks.measure import REPO, Measured, gib, measure
 
 WORK = REPO / "data" / "bench"
 PY = sys.executable
 
 
+_PRODUCT = [PY, "-m", "jobs", "run", "clickstream", "--no-validate"]
+
+
 def _product(root: Path, landing: Path, env: dict[str, str] | None = None) -> Measured:
-    command = [PY, "-m", "jobs", "run", "clickstream", "--root", str(root), "--landing", str(landing), "--no-validate"]
-    return measure(command, env=env)
+    return measure([*_PRODUCT, "--root", str(root), "--landing", str(landing)], env=env)
 
 
 def _reference(system: str, data: Path, output: Path, memory: str, max_bytes: int | None) -> Measured:
@@ -134,6 +138,93 @@ def _land(folder: Path, number: int, lines: int, start: datetime, users: int = 1
     (folder / f"steady-{number:06d}.json").write_text("".join(json.dumps(r) + "\n" for r in records))
 
 
+def small_files(folder: Path, count: int = 100_000, folders: int = 10) -> Path:
+    """`count` one-line files of clickstream events in `folders` dt= folders (skipped when
+    there): a producer that lands a file per event. Modification times a second apart."""
+    done = folder / "_COMPLETE"
+    if done.exists():
+        return folder
+    rng = random.Random(7)
+    first = START.timestamp()
+    for number in range(count):
+        day = number * folders // count
+        path = folder / f"dt=2023-07-{day + 1:02d}" / f"event-{number:06d}.json"
+        if number * folders % count < folders:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        (line,) = file_lines(number, count, 1, 10_000, rng)
+        path.write_text(line + "\n")
+        os.utime(path, (first + number, first + number))
+    done.write_text(json.dumps({"files": count, "folders": folders}))
+    return folder
+
+
+def _linked(source: Path, copy: Path) -> Path:
+    """A copy of `source` made of hard links (new files land in the copy, not the source)."""
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(source, copy, copy_function=os.link)
+    return copy
+
+
+# What the product sets for small files (jobs/session.py), given to the tuned stream too.
+SMALL_FILE_CONF = (
+    "spark.sql.files.openCostInBytes=65536",
+    "spark.sql.sources.parallelPartitionDiscovery.parallelism=4",
+)
+
+
+def many_small(count: int, memory: str, rounds: int = 2) -> None:
+    """`count` one-line files through the product and the minimal JSON stream (as written,
+    and with the product's settings for small files); then one new file after them, and on
+    a fresh root, for each."""
+    print(f"\nsmall files: {count:,} one-line files in 10 dt= folders")
+    out = WORK / "out-small"
+    shutil.rmtree(out, ignore_errors=True)
+    landing = _linked(small_files(WORK / f"small-{count}", count), out / "landing")
+    own = {"product": landing, "stream (json)": _linked(landing, out / "stream-landing")}  # where each lands more
+    env = {"SPARK_DRIVER_MEMORY": memory}
+
+    def stream(name: str, data: Path, *conf: str, resume: bool = False) -> Measured:
+        command = [PY, "-m", "benchmarks.references", "stream", str(data), str(out / name), "--memory", memory]
+        command += [f"--conf={setting}" for setting in conf] + (["--resume"] if resume else [])
+        return _checked(f"the stream {name}", measure(command))
+
+    runs = {
+        "product": _checked("the product over the small files", _product(out / "product", landing, env)),
+        "stream (json)": stream("stream", own["stream (json)"]),
+        "stream (json), small-file settings": stream("tuned", landing, *SMALL_FILE_CONF),
+    }
+    for name, run in runs.items():
+        print(f"  {name:36} {run.seconds:7.1f} s  {gib(run.peak_rss)}", flush=True)
+    for name in list(runs)[1:]:
+        print(f"  product / {name}: {runs['product'].seconds / runs[name].seconds:.2f}")
+
+    print(f"  one new file after the {count:,} (best of {rounds}), against one on a fresh root:")
+    later = START + timedelta(days=11)
+    after: dict[str, list[float]] = {"product": [], "product --landing-since": [], "stream (json)": []}
+    fresh: dict[str, list[float]] = {"product": [], "stream (json)": []}
+    since = [*_PRODUCT, "--root", str(out / "product"), "--landing", str(landing), "--landing-since", "2023-07-11"]
+    for number in range(rounds):
+        runs = {
+            "product": lambda: _product(out / "product", landing, env),
+            "product --landing-since": lambda: measure(since, env=env),
+            "stream (json)": lambda: stream("stream", own["stream (json)"], resume=True),
+        }
+        for name, run in runs.items():
+            new = own[name.split(" --")[0]] / "dt=2023-07-11"
+            new.mkdir(exist_ok=True)
+            _land(new, len(list(new.iterdir())), 10, later + timedelta(minutes=len(list(new.iterdir()))))
+            after[name].append(_checked(f"{name} after them", run()).seconds)
+        alone = out / f"fresh-{number}"
+        (alone / "landing" / "dt=2023-07-11").mkdir(parents=True)
+        _land(alone / "landing" / "dt=2023-07-11", 0, 10, later)
+        fresh["product"].append(_checked("the product, fresh", _product(alone, alone / "landing", env)).seconds)
+        fresh["stream (json)"].append(stream(f"fresh-{number}/stream", alone / "landing").seconds)
+    for name, seconds in after.items():
+        base = min(fresh[name.split(" --")[0]])
+        ratio = min(seconds) / base
+        print(f"  {name:24} after {count:,}: {min(seconds):5.1f} s, fresh: {base:5.1f} s, ratio {ratio:.2f}")
+
+
 def incremental(sizes: tuple[int, ...] = (0, 1_000, 10_000)) -> None:
     """A run with one new file after `size` processed ones: what listing and the logs cost."""
     print("\nincremental: one new file after N processed files")
@@ -203,11 +294,13 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--memory", default="1g", help="driver memory of every Spark process (default: %(default)s)")
-    parser.add_argument("--only", choices=("backlog", "incremental", "state", "rocksdb", "stages"))
+    parser.add_argument("--only", choices=("backlog", "small", "incremental", "state", "rocksdb", "stages"))
     args = parser.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
     if args.only in (None, "backlog"):
         print_backlog(backlog(args.events, args.files, args.rounds, args.memory), args.events)
+    if args.only in (None, "small"):
+        many_small(100_000, args.memory)
     if args.only in (None, "incremental"):
         incremental()
     if args.only in (None, "state"):

@@ -36,6 +36,10 @@ BASE_CONF = {
     # A stop request waits this long for the batch in flight; then the runner ends the JVM.
     # Under a third of the S3 lease (120 s), which a lost lease's stop must fit in.
     "spark.sql.streaming.stopTimeout": "30s",
+    # Small files are packed many to a task: a task of the product's costs more than a
+    # JVM-only one (its Python workers), and Spark's 4 MiB per file opened made 100,000
+    # one-line files 3,125 tasks (make bench: 4x faster at 64 KiB). Big files are split as before.
+    "spark.sql.files.openCostInBytes": str(64 * 2**10),
     # An out-of-memory error in any thread ends the JVM (exit 3), rather than leave it half alive.
     "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()} -XX:+ExitOnOutOfMemoryError",
 }
@@ -105,11 +109,23 @@ def get_spark(
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(settings().spark_log_level)
+    _list_in_few_tasks(spark, conf)
     executors.ship_package(spark)
     # PySpark logs every analysis error with its whole plan; the runner reports it in one line.
     for name in ("DataFrameQueryContextLogger", "SQLQueryContextLogger"):
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
     return spark
+
+
+LISTING_PARALLELISM = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
+
+
+def _list_in_few_tasks(spark: SparkSession, conf: dict[str, str]) -> None:
+    """Each batch's files are listed again by Spark's file source, by a job of one task per
+    file up to 10,000 tasks (28 s for 20,000 local files on two cores): two tasks per core
+    list them as fast, all cores still at work on a bucket. A setting given is kept."""
+    if LISTING_PARALLELISM not in conf:
+        spark.conf.set(LISTING_PARALLELISM, str(2 * spark.sparkContext.defaultParallelism))
 
 
 def spark_for(

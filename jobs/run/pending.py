@@ -4,8 +4,10 @@ jobs/jvm.py).
 
 Read from the same logs Spark reads: a landed file the file source has taken is in its
 log; one it would pass over (more than maxFileAge older than the newest taken, see
-jobs/run/audit.py) is not new either. Anything this cannot tell from the logs (a batch to
-redo, batches to account, part of the landing listed) needs Spark.
+jobs/run/audit.py) is not new either. It lists what the run lists: the whole landing, or
+its dt= folders from --landing-since on, which keeps a long history cheap for both.
+Anything this cannot tell from the logs (a batch to redo, batches to account, a listing
+by --landing-glob) needs Spark.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from dataclasses import dataclass
 from jobs.declare import PipelineBase
 from jobs.flow.query import source_landings
 from jobs.lake import fs
-from jobs.lake.layout import Locations
+from jobs.lake.landing import dated_folders
+from jobs.lake.layout import Locations, join
 from jobs.run.audit import MAX_FILE_AGE_MS
 from jobs.run.checkpoint import CheckpointLog
 from jobs.run.context import RunOptions
@@ -42,8 +45,8 @@ def pending_input(pipeline: PipelineBase, locations: Locations, options: RunOpti
     """The new files a run of `pipeline` would take now, or why only Spark can tell."""
     if options.trigger.kind == "processing-time":
         return Pending(0, 0, "a processing-time trigger waits for files")
-    if not options.lists_all:
-        return Pending(0, 0, "the run lists part of the landing")
+    if options.landing_glob:
+        return Pending(0, 0, "the run lists the landing by a pattern")
     checkpoint_log = CheckpointLog(locations.checkpoint, locations.output)
     in_flight = checkpoint_log.batch_in_flight()
     if in_flight is not None:
@@ -54,8 +57,18 @@ def pending_input(pipeline: PipelineBase, locations: Locations, options: RunOpti
     for source, landing in enumerate(source_landings(pipeline, locations.landing)):
         taken = checkpoint_log.recorded_files(source)
         passed_over_before = max(taken.values()) - MAX_FILE_AGE_MS if taken else None
-        for uri, (file_bytes, mtime_ms) in fs.sizes_and_times(landing).items():
+        for uri, (file_bytes, mtime_ms) in _listed(landing, options).items():
             if uri in taken or (passed_over_before is not None and mtime_ms < passed_over_before):
                 continue
             files, size = files + 1, size + file_bytes
     return Pending(files, size)
+
+
+def _listed(landing: str, options: RunOptions) -> dict[str, tuple[int, int]]:
+    """The files the run lists under `landing` (jobs/flow/source.py landing_path) -> (size, mtime ms)."""
+    if options.landing_since is None:
+        return fs.sizes_and_times(landing)
+    listed: dict[str, tuple[int, int]] = {}
+    for folder in dated_folders(landing, options.landing_since, options.landing_until):
+        listed |= fs.sizes_and_times(join(landing, folder))
+    return listed

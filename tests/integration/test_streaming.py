@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
@@ -203,3 +204,22 @@ def test_max_bytes_per_trigger_splits_a_backlog_into_batches(spark, clickstream,
     ]
     assert len(data_batches) == 3
     assert report.input_rows == 6 and report.used_rows == 6
+
+
+def test_many_small_files_are_read_by_a_few_tasks_and_listed_by_a_few(spark, tmp_path):
+    """Spark's defaults give each tiny file the cost of 4 MiB and list a batch's files in a
+    job of a task per file: a file per event would cost a Python round trip per 32 files."""
+    from jobs.flow.source import read_lines
+    from jobs.session import LISTING_PARALLELISM
+
+    paths = []
+    for number in range(200):
+        path = tmp_path / f"dt=2023-07-{number % 2 + 1:02d}" / f"event-{number:03d}.json"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(event(f"u{number}", at(number)) + "\n")
+        paths.append(str(path))
+    lines = read_lines(spark, paths)
+    cores = spark.sparkContext.defaultParallelism
+    assert lines.rdd.getNumPartitions() <= 2 * cores < 200 // 32  # Spark's defaults: 7 tasks
+    assert sorted(row[LINE] for row in lines.collect()) == sorted(Path(p).read_text().strip() for p in paths)
+    assert spark.conf.get(LISTING_PARALLELISM) == str(2 * cores)

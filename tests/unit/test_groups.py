@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from datetime import date
 
 import pytest
 
@@ -91,6 +92,14 @@ def test_pending_input_is_read_from_the_file_sources_log(tmp_path):
     new.unlink()
     assert pending_input(pipeline, locations, RunOptions()).nothing_new
     assert pending_input(pipeline, locations, RunOptions(landing_glob="dt=*/*")).needs_spark
+    # --landing-since: only the dt= folders the run lists (here from the 2nd to the 3rd).
+    for day in (1, 2, 3, 4):
+        (landing / f"dt=2023-07-0{day}").mkdir()
+        (landing / f"dt=2023-07-0{day}" / "e.json").write_text("{}\n" * day)
+    narrowed = RunOptions(landing_since=date(2023, 7, 2), landing_until=date(2023, 7, 3))
+    pending = pending_input(pipeline, locations, narrowed)
+    assert (pending.files, pending.bytes) == (2, 3 * 5)
+    assert pending_input(pipeline, locations, RunOptions(landing_since=date(2023, 7, 5))).nothing_new
     (checkpoint / "offsets" / "1").write_text((checkpoint / "offsets" / "0").read_text())
     assert pending_input(pipeline, locations, RunOptions()).needs_spark == (
         "batch 1 was planned and not committed: it is redone"
