@@ -90,7 +90,7 @@ test: venv lint assets browser s3-jars jvm-archive
 test-fast: venv assets browser s3-jars jvm-archive
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope -m "not slow"
 
-# Figures, not a test: about 17 minutes on 2 cores at the default 4 M events (benchmarks/scale.py).
+# Figures, not a test: about 26 minutes on 2 cores at the default 4 M events (benchmarks/scale.py).
 bench: venv
 	$(PY) -m benchmarks.scale $(BENCH_ARGS)
 

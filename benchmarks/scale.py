@@ -1,16 +1,20 @@
 """`make bench`: the product against Spark itself and DuckDB, on a backlog of any size.
 
-    python -m benchmarks.scale [--events 4000000] [--files 400] [--rounds 3] [--only backlog|incremental|state|rocksdb|stages]
+    python -m benchmarks.scale [--events 4000000] [--files 400] [--rounds 3] [--only backlog|small|incremental|state|rocksdb|stages]
 
 1. Backlog: deterministic clickstream data (benchmarks/clickstream_data.py), then, in
    interleaved rounds on the same files: the product's `python -m jobs run clickstream`
    with its default settings, and again without its row rules (what they cost); a minimal availableNow stream of the same query (JSON source,
    and text + from_json as the product reads); a Spark batch job; DuckDB. Per system: median
    wall time, peak resident memory of the whole process tree, rows/s, and the ratios.
-2. Incremental: the cost of a run with 1 new file after 0, 1,000 and 10,000 processed files.
-3. State: state rows over 20 runs of steady input.
-4. RocksDB: the backlog run with the RocksDB state store against the default one.
-5. Stages: what each step of the product's flow costs (benchmarks/stages.py).
+2. Small files: 100,000 one-line files in 10 dt= folders through the product and the
+   minimal JSON stream (as written, and with the product's settings for small files); then
+   one new file after them (listing the whole landing, and with --landing-since) against
+   one new file on a fresh root.
+3. Incremental: the cost of a run with 1 new file after 0, 1,000 and 10,000 processed files.
+4. State: state rows over 20 runs of steady input.
+5. RocksDB: the backlog run with the RocksDB state store against the default one.
+6. Stages: what each step of the product's flow costs (benchmarks/stages.py).
 
 Every Spark process gets the same driver memory (--memory, default Spark's own 1g).
 Figures, not assertions: README's Performance section quotes what this printed.
