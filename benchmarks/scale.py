@@ -34,6 +34,7 @@ from pathlib import Path
 
 from benchmarks.clickstream_data import START, file_lines, generate
 from benchmarks.measure import REPO, Measured, gib, measure
+from jobs.session import LISTING_PARALLELISM, OPEN_COST
 
 WORK = REPO / "data" / "bench"
 PY = sys.executable
@@ -169,11 +170,8 @@ def _linked(source: Path, copy: Path) -> Path:
     return copy
 
 
-# What the product sets for small files (jobs/session.py), given to the tuned stream too.
-SMALL_FILE_CONF = (
-    "spark.sql.files.openCostInBytes=65536",
-    "spark.sql.sources.parallelPartitionDiscovery.parallelism=4",
-)
+# What the product sets for small files on local[2] (jobs/session.py), given to the tuned stream too.
+SMALL_FILE_CONF = (f"{OPEN_COST}={64 * 2**10}", f"{LISTING_PARALLELISM}={2 * 2}")
 
 
 def many_small(count: int, memory: str, rounds: int = 2) -> None:
@@ -216,7 +214,8 @@ def many_small(count: int, memory: str, rounds: int = 2) -> None:
         for name, run in runs.items():
             new = own[name.split(" --")[0]] / "dt=2023-07-11"
             new.mkdir(exist_ok=True)
-            _land(new, len(list(new.iterdir())), 10, later + timedelta(minutes=len(list(new.iterdir()))))
+            landed = len(list(new.iterdir()))
+            _land(new, landed, 10, later + timedelta(minutes=landed))
             after[name].append(_checked(f"{name} after them", run()).seconds)
         alone = out / f"fresh-{number}"
         (alone / "landing" / "dt=2023-07-11").mkdir(parents=True)

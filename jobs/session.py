@@ -36,10 +36,6 @@ BASE_CONF = {
     # A stop request waits this long for the batch in flight; then the runner ends the JVM.
     # Under a third of the S3 lease (120 s), which a lost lease's stop must fit in.
     "spark.sql.streaming.stopTimeout": "30s",
-    # Small files are packed many to a task: a task of the product's costs more than a
-    # JVM-only one (its Python workers), and Spark's 4 MiB per file opened made 100,000
-    # one-line files 3,125 tasks (make bench: 4x faster at 64 KiB). Big files are split as before.
-    "spark.sql.files.openCostInBytes": str(64 * 2**10),
     # An out-of-memory error in any thread ends the JVM (exit 3), rather than leave it half alive.
     "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()} -XX:+ExitOnOutOfMemoryError",
 }
@@ -109,7 +105,7 @@ def get_spark(
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(settings().spark_log_level)
-    _list_in_few_tasks(spark, conf)
+    _for_small_files(spark, conf)
     executors.ship_package(spark)
     # PySpark logs every analysis error with its whole plan; the runner reports it in one line.
     for name in ("DataFrameQueryContextLogger", "SQLQueryContextLogger"):
@@ -117,15 +113,27 @@ def get_spark(
     return spark
 
 
+OPEN_COST = "spark.sql.files.openCostInBytes"
 LISTING_PARALLELISM = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
 
 
-def _list_in_few_tasks(spark: SparkSession, conf: dict[str, str]) -> None:
-    """Each batch's files are listed again by Spark's file source, by a job of one task per
-    file up to 10,000 tasks (28 s for 20,000 local files on two cores): two tasks per core
-    list them as fast, all cores still at work on a bucket. A setting given is kept."""
-    if LISTING_PARALLELISM not in conf:
-        spark.conf.set(LISTING_PARALLELISM, str(2 * spark.sparkContext.defaultParallelism))
+def _for_small_files(spark: SparkSession, conf: dict[str, str]) -> None:
+    """Many small files (a file per event) cost what their data costs, unless a setting is
+    given (`conf`, a declaration's `spark: conf` among it, or spark-submit's --conf):
+
+    - Spark packs files into tasks counting 4 MiB for each file it opens: 100,000 one-line
+      files made 3,125 tasks, and a task of the product costs more than a JVM-only one (its
+      rows go through Python workers). At 64 KiB a task takes up to 2,000 of them; big
+      files are split as before, and every core still gets a task.
+    - The file source lists a batch's files again, in a job of one task per file up to
+      10,000 (28 s for 20,000 local files on two cores): two tasks per core list them as
+      fast, and keep every core listing a bucket.
+    """
+    given = spark.sparkContext.getConf()
+    wanted = {OPEN_COST: str(64 * 2**10), LISTING_PARALLELISM: str(2 * spark.sparkContext.defaultParallelism)}
+    for key, value in wanted.items():
+        if key not in conf and not given.contains(key):
+            spark.conf.set(key, value)
 
 
 def spark_for(

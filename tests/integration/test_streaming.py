@@ -210,7 +210,7 @@ def test_many_small_files_are_read_by_a_few_tasks_and_listed_by_a_few(spark, tmp
     """Spark's defaults give each tiny file the cost of 4 MiB and list a batch's files in a
     job of a task per file: a file per event would cost a Python round trip per 32 files."""
     from jobs.flow.source import read_lines
-    from jobs.session import LISTING_PARALLELISM
+    from jobs.session import LISTING_PARALLELISM, OPEN_COST
 
     paths = []
     for number in range(200):
@@ -222,4 +222,4 @@ def test_many_small_files_are_read_by_a_few_tasks_and_listed_by_a_few(spark, tmp
     cores = spark.sparkContext.defaultParallelism
     assert lines.rdd.getNumPartitions() <= 2 * cores < 200 // 32  # Spark's defaults: 7 tasks
     assert sorted(row[LINE] for row in lines.collect()) == sorted(Path(p).read_text().strip() for p in paths)
-    assert spark.conf.get(LISTING_PARALLELISM) == str(2 * cores)
+    assert spark.conf.get(LISTING_PARALLELISM) == str(2 * cores) and spark.conf.get(OPEN_COST) == str(64 * 2**10)
