@@ -47,9 +47,14 @@ def _product(root: Path, landing: Path, env: dict[str, str] | None = None) -> Me
     return measure([*_PRODUCT, "--root", str(root), "--landing", str(landing)], env=env)
 
 
-def _reference(system: str, data: Path, output: Path, memory: str, max_bytes: int | None) -> Measured:
+def _reference(
+    system: str, data: Path, output: Path, memory: str, max_bytes: int | None, *conf: str, resume: bool = False
+) -> Measured:
+    """A reference system (benchmarks/references.py); a stream with Spark settings `conf`,
+    or going on from its checkpoint in `output` (`resume`)."""
     command = [PY, "-m", "benchmarks.references", system, str(data), str(output), "--memory", memory]
-    return measure(command + (["--max-bytes", str(max_bytes)] if max_bytes else []))
+    command += ["--max-bytes", str(max_bytes)] if max_bytes else []
+    return measure(command + [f"--conf={setting}" for setting in conf] + (["--resume"] if resume else []))
 
 
 def _checked(name: str, result: Measured) -> Measured:
@@ -186,9 +191,9 @@ def many_small(count: int, memory: str, rounds: int = 2) -> None:
     env = {"SPARK_DRIVER_MEMORY": memory}
 
     def stream(name: str, data: Path, *conf: str, resume: bool = False) -> Measured:
-        command = [PY, "-m", "benchmarks.references", "stream", str(data), str(out / name), "--memory", memory]
-        command += [f"--conf={setting}" for setting in conf] + (["--resume"] if resume else [])
-        return _checked(f"the stream {name}", measure(command))
+        return _checked(
+            f"the stream {name}", _reference("stream", data, out / name, memory, None, *conf, resume=resume)
+        )
 
     runs = {
         "product": _checked("the product over the small files", _product(out / "product", landing, env)),
