@@ -5,9 +5,11 @@ Under pytest-xdist each worker is a test process with its own session and server
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import secrets
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -27,7 +29,11 @@ os.environ.setdefault("JOBS_CACHE_DIR", str(REPO / ".cache"))
 _OWN_JAVA_OPTIONS = "JAVA_TOOL_OPTIONS" not in os.environ
 os.environ.setdefault("JAVA_TOOL_OPTIONS", jvm.LEAN_OPTIONS)
 # Great Expectations' local project for a root in a bucket: outside the checkout (JOBS_QUALITY_DIR).
-os.environ.setdefault("JOBS_QUALITY_DIR", os.path.join(tempfile.mkdtemp(prefix="jobs-tests-"), "quality"))
+# Made once, by the process that starts the tests (workers inherit it), and removed at its exit.
+if "JOBS_QUALITY_DIR" not in os.environ:
+    _quality_home = tempfile.mkdtemp(prefix="jobs-tests-")
+    atexit.register(shutil.rmtree, _quality_home, ignore_errors=True)
+    os.environ["JOBS_QUALITY_DIR"] = os.path.join(_quality_home, "quality")
 # Hypothesis keeps what it learns (examples, constants) in the cache, not in a folder of its own
 # in the checkout.
 os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(Path(os.environ["JOBS_CACHE_DIR"]) / "hypothesis"))
