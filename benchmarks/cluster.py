@@ -65,7 +65,7 @@ def main() -> None:
                     if result.returncode != 0:
                         sys.exit(f"{name} failed:\n{result.stdout[-3000:]}{result.stderr[-3000:]}")
                     seconds[name].append(result.seconds)
-                    peaks[name].append(result.peak_rss)
+                    peaks[name].append(result.peak_memory)
                     print(f"round {number}: {name}: {result.seconds:.1f} s", flush=True)
     finally:
         for name in reversed(started):

@@ -18,18 +18,45 @@ REPO = Path(__file__).resolve().parent.parent
 @dataclass(frozen=True)
 class Measured:
     seconds: float
-    peak_rss: int  # bytes, the whole process tree at its largest
+    peak_memory: int  # bytes, the whole process tree at its largest (_tree_memory)
+    peak_rss: int  # bytes, its processes' resident sizes summed at their largest (shared pages counted in each)
     returncode: int
     stdout: str
     stderr: str
 
 
-def _tree_rss(process: psutil.Process) -> int:
-    total = 0
-    for member in [process, *process.children(recursive=True)]:
+def _tree_memory(process: psutil.Process) -> tuple[int, int]:
+    """The resident memory of a process tree, and the plain sum of its processes' RSS. A
+    child still a copy of its parent, between its fork and its exec (the JVM starts every
+    command it runs that way, several in a run), shares its parent's memory: it counts
+    nothing in the first, where the plain sum counted the JVM twice whenever a sample fell
+    in that instant. (Pages the Python workers share with their daemon still count in
+    each: a proportional count, read from each process's smaps, costs the machine more
+    CPU than the runs it measures can spare.)"""
+    members = [process, *process.children(recursive=True)]
+    resident: dict[int, int] = {}
+    for member in members:
         with contextlib.suppress(psutil.Error):  # it ended between listing and reading
-            total += member.memory_info().rss
-    return total
+            resident[member.pid] = member.memory_info().rss
+    total = 0
+    for member in members:
+        with contextlib.suppress(psutil.Error):
+            if member.pid in resident and not _unexeced_copy(member, resident):
+                total += resident[member.pid]
+    return total, sum(resident.values())
+
+
+def _unexeced_copy(member: psutil.Process, resident: dict[int, int]) -> bool:
+    """The same program and command line as its parent, and about its resident size (read a
+    moment apart): the parent's memory seen a second time (a Python worker forked from its
+    daemon soon differs from it by far more)."""
+    parent = member.parent()
+    return (
+        parent is not None
+        and abs(resident.get(parent.pid, 0) - resident[member.pid]) <= resident[member.pid] // 20
+        and member.exe() == parent.exe()
+        and member.cmdline() == parent.cmdline()
+    )
 
 
 def measure(command: list[str], env: dict[str, str] | None = None, timeout_s: float = 3600) -> Measured:
@@ -44,15 +71,16 @@ def measure(command: list[str], env: dict[str, str] | None = None, timeout_s: fl
         text=True,
         start_new_session=True,
     )
-    peak = 0
+    peak = peak_rss = 0
     done = threading.Event()
 
     def sample() -> None:
-        nonlocal peak
+        nonlocal peak, peak_rss
         tree = psutil.Process(child.pid)
         while not done.is_set():
             try:
-                peak = max(peak, _tree_rss(tree))
+                memory, rss = _tree_memory(tree)
+                peak, peak_rss = max(peak, memory), max(peak_rss, rss)
             except psutil.Error:
                 return
             done.wait(0.2)
@@ -67,7 +95,7 @@ def measure(command: list[str], env: dict[str, str] | None = None, timeout_s: fl
             os.killpg(child.pid, 9)
             child.wait()
     sampler.join()
-    return Measured(time.monotonic() - started, peak, child.returncode, out, err)
+    return Measured(time.monotonic() - started, peak, peak_rss, child.returncode, out, err)
 
 
 def gib(size: int) -> str:

@@ -101,7 +101,9 @@ def backlog(events: int, files: int, rounds: int, memory: str) -> dict[str, list
         for name in order:
             result = _checked(name, systems[name]())
             results[name].append(result)
-            print(f"  round {round_number + 1}: {name:18} {result.seconds:7.1f} s  {gib(result.peak_rss)}", flush=True)
+            print(
+                f"  round {round_number + 1}: {name:18} {result.seconds:7.1f} s  {gib(result.peak_memory)}", flush=True
+            )
     print(f"  the streams took batches of about {_product_cap(out / 'product') / 2**20:.0f} MiB, as the product did")
     return results
 
@@ -124,14 +126,19 @@ def _size(folder: Path) -> int:
 
 def print_backlog(results: dict[str, list[Measured]], events: int) -> None:
     medians = {name: statistics.median(r.seconds for r in runs) for name, runs in results.items()}
-    print(f"\n{'system':20}{'median wall':>12}{'peak memory':>14}{'rows/s':>12}")
-    for name, runs in results.items():
-        peak = max(r.peak_rss for r in runs)
-        print(f"{name:20}{medians[name]:>10.1f} s{gib(peak):>14}{events / medians[name]:>12,.0f}")
-    product = medians["product"]
+    peaks = {name: max(r.peak_memory for r in runs) for name, runs in results.items()}
+    rss = {name: max(r.peak_rss for r in runs) for name, runs in results.items()}
+    print(f"\n{'system':20}{'median wall':>12}{'peak memory':>14}{'(RSS summed)':>14}{'rows/s':>12}")
+    for name in results:
+        print(
+            f"{name:20}{medians[name]:>10.1f} s{gib(peaks[name]):>14}{gib(rss[name]):>14}{events / medians[name]:>12,.0f}"
+        )
     for name in medians:
         if name != "product":
-            print(f"product / {name}: {product / medians[name]:.2f}")
+            print(f"product / {name}: {medians['product'] / medians[name]:.2f}")
+    for name in ("stream (json)", "stream (text)"):
+        memory, summed = peaks["product"] / peaks[name], rss["product"] / rss[name]
+        print(f"peak memory, product / {name}: {memory:.2f} ({summed:.2f} with RSS summed)")
 
 
 def _land(folder: Path, number: int, lines: int, start: datetime, users: int = 100) -> None:
@@ -201,7 +208,7 @@ def many_small(count: int, memory: str, rounds: int = 2) -> None:
         "stream (json), small-file settings": stream("tuned", landing, *SMALL_FILE_CONF),
     }
     for name, run in runs.items():
-        print(f"  {name:36} {run.seconds:7.1f} s  {gib(run.peak_rss)}", flush=True)
+        print(f"  {name:36} {run.seconds:7.1f} s  {gib(run.peak_memory)}", flush=True)
     for name in list(runs)[1:]:
         print(f"  product / {name}: {runs['product'].seconds / runs[name].seconds:.2f}")
 
@@ -248,7 +255,7 @@ def incremental(sizes: tuple[int, ...] = (0, 1_000, 10_000)) -> None:
             print(f"  {size:>6} files processed first in {setup.seconds:.1f} s")
         _land(landing, size, 10, start + timedelta(seconds=size + 600))
         result = _checked("the run with one new file", _product(root, landing))
-        print(f"  after {size:>6} files: {result.seconds:6.1f} s, {gib(result.peak_rss)}", flush=True)
+        print(f"  after {size:>6} files: {result.seconds:6.1f} s, {gib(result.peak_memory)}", flush=True)
 
 
 def state(runs: int = 20) -> None:
@@ -287,7 +294,7 @@ def rocksdb(events: int, files: int, memory: str) -> None:
         (root / "pipelines" / "clickstream.yaml").write_text(yaml.safe_dump(sized))
         env = {"SPARK_DRIVER_MEMORY": memory, "JOBS_PIPELINES_DIR": str(root / "pipelines")}
         result = _checked(f"the {store} run", _product(root, data, env=env))
-        print(f"  {store:8} {result.seconds:7.1f} s  {gib(result.peak_rss)}", flush=True)
+        print(f"  {store:8} {result.seconds:7.1f} s  {gib(result.peak_memory)}", flush=True)
 
 
 def stages(events: int, files: int, memory: str) -> None:

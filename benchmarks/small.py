@@ -130,7 +130,7 @@ class Bench:
             self.failed[label] = f"exit {measured.returncode}: {(measured.stderr or measured.stdout)[-300:]}"
             return
         self.times.setdefault(label, []).append(measured.seconds)
-        self.peaks[label] = max(self.peaks.get(label, 0), measured.peak_rss)
+        self.peaks[label] = max(self.peaks.get(label, 0), measured.peak_memory)
 
     def prime(self, chosen: list[str]) -> None:
         """A first arrival and run in each root the chosen variants use."""
