@@ -1,7 +1,7 @@
 """Landed lines -> declared fields, read strictly, with the reason a line cannot be used.
 
-Runs in Spark's Python workers: parse.py hands `LineDecoder.column` Arrow batches of raw
-lines (a scalar iterator UDF: only what is decoded travels back to the JVM). msgspec reads each line once, in C, checking every declared field's JSON
+Runs in Spark's Python workers: parse.py hands `LineDecoder` Arrow batches of raw lines
+(`mapInArrow`). msgspec reads each line once, in C, checking every declared field's JSON
 type as it goes; that is several times faster than Spark's `from_json` plus the checks
 it needed, and stricter:
 
@@ -110,33 +110,6 @@ class LineDecoder:
     quarantined_files: tuple[tuple[str, str], ...] = ()
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        """Batches of lines -> batches of the other columns, the fields, LINE, LINE_NUMBER,
-        REASON, DETAIL (and NEW_FIELDS, RESCUED when asked), blank lines left out."""
-        fields = len(self.fields)
-        decoded_names = self.out_names()
-        for batch, decoded in self._decoded_batches(batches):
-            others = [n for n in batch.schema.names if n not in (LINE, FILE_SIZE)]
-            names = [*others, *decoded_names[:fields], LINE, *decoded_names[fields:]]
-            columns = [*(batch.column(n) for n in others), *decoded.columns[:fields], batch.column(LINE)]
-            columns += decoded.columns[fields:]
-            rows = decoded.records()
-            yield pa.RecordBatch.from_arrays([column.take(rows) for column in columns], names=names)
-
-    def column(self, inputs: tuple[str, ...], columns: Iterator[tuple[pa.Array, ...]]) -> Iterator[pa.StructArray]:
-        """The same, as Spark's scalar iterator UDF runs it (parse.py): columns named `inputs`
-        (LINE, SOURCE_FILE and, when known, BLOCK_START and FILE_SIZE) -> one struct per line
-        of the fields, LINE_NUMBER, REASON, DETAIL (...), null for a blank line. Only the
-        results travel back to the JVM: the line and where it was read stay there."""
-        batches = (pa.RecordBatch.from_arrays(list(arrays), names=list(inputs)) for arrays in columns)
-        for _, decoded in self._decoded_batches(batches):
-            yield pa.StructArray.from_arrays(decoded.columns, names=self.out_names(), mask=decoded.blank)
-
-    def out_names(self) -> list[str]:
-        """What each line is decoded into, in order."""
-        extra = ([NEW_FIELDS] if self.new_fields else []) + ([RESCUED] if self.rescues else [])
-        return [*(name for name, _ in self.fields), LINE_NUMBER, REASON, DETAIL, *extra]
-
-    def _decoded_batches(self, batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[pa.RecordBatch, _Decoded]]:
         kinds = {name: schema.parse(kind) for name, kind in self.fields}
         # Raw takes null as well, and cannot be in a union.
         accepted = self._accepted(kinds)
@@ -148,7 +121,7 @@ class LineDecoder:
         counted: dict[tuple[str, int], int] = {}  # lines read of each block so far
         for batch in batches:
             try:
-                yield batch, self._decoded(batch, reader, text_fields, _numbers(batch, counted, read), read)
+                yield self._decoded(batch, reader, text_fields, _numbers(batch, counted, read), read)
             except Exception as error:  # a bug, not a line: say where, for quarantine-file
                 raise ReadFailed(_where(batch, error)) from error
         if self.tally is not None:
@@ -174,7 +147,7 @@ class LineDecoder:
 
     def _decoded(
         self, batch: pa.RecordBatch, reader: LineReader, text_fields: frozenset[str], numbers: pa.Array, read: Files
-    ) -> _Decoded:
+    ) -> pa.RecordBatch:
         raws = batch.column(LINE)
         lines: list[bytes] = raws.to_pylist()
         records: list[Any] = [None] * len(lines)
@@ -211,9 +184,22 @@ class LineDecoder:
                 records[row], reasons[row], details[row] = line.record, line.reason, line.detail
                 new_keys[row], rescued[row] = line.new_keys, line.rescued
         blank = [row for row, line in careful.items() if line is None]
-        for row in blank:  # a blank line is not a record
-            read[batch.column(SOURCE_FILE)[row].as_py()].blank += 1
-        columns = []
+        kept = None
+        if blank:  # a blank line is not a record
+            for row in blank:
+                read[batch.column(SOURCE_FILE)[row].as_py()].blank += 1
+            gone = set(blank)
+            rows = [row for row in range(len(lines)) if row not in gone]
+            kept = pa.array(rows, pa.int64())
+            records, reasons, details, new_keys, rescued = (
+                [values[row] for row in rows] for values in (records, reasons, details, new_keys, rescued)
+            )
+
+        def taken(column: pa.Array) -> pa.Array:
+            return column if kept is None else column.take(kept)
+
+        others = [n for n in batch.schema.names if n not in (LINE, FILE_SIZE)]
+        columns = [taken(batch.column(n)) for n in others]
         for name, kind in reader.kinds.items():
             values = [None if r is None else getattr(r, name, None) for r in records]
             if name in text_fields:
@@ -224,14 +210,15 @@ class LineDecoder:
                 )
             else:
                 columns.append(pa.array(values, _arrow_type(kind)))
-        columns += [numbers, pa.array(reasons, pa.string()), pa.array(details, pa.string())]
+        columns += [taken(raws), taken(numbers), pa.array(reasons, pa.string()), pa.array(details, pa.string())]
+        out = [*others, *reader.kinds, LINE, LINE_NUMBER, REASON, DETAIL]
         if self.new_fields:
             columns.append(pa.array(new_keys, pa.list_(pa.string())))
+            out.append(NEW_FIELDS)
         if self.rescues:
             columns.append(pa.array(rescued, pa.string()))
-        mask = np.zeros(len(lines), np.bool_)
-        mask[blank] = True
-        return _Decoded(columns, pa.array(mask))
+            out.append(RESCUED)
+        return pa.RecordBatch.from_arrays(columns, names=out)
 
     def _quarantined_by_hand(self, batch: pa.RecordBatch) -> list[str | None] | None:
         """Per row, the reason its file was quarantined by hand; None when no file of the batch was."""
@@ -245,19 +232,6 @@ class LineDecoder:
         if not any(by_file.values()):
             return None
         return [by_file[name] for name in files.to_pylist()]
-
-
-@dataclass(frozen=True)
-class _Decoded:
-    """A batch's lines, decoded: one array per name of `LineDecoder.out_names`, a row for
-    every line, and which lines are blank (no record)."""
-
-    columns: list[pa.Array]
-    blank: pa.BooleanArray
-
-    def records(self) -> pa.Array:
-        """The rows that are records (not blank)."""
-        return pa.array(np.flatnonzero(~self.blank.to_numpy(zero_copy_only=False)))
 
 
 def _by_hand(raw: bytes, reason: str) -> Line | None:

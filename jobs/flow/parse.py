@@ -6,18 +6,15 @@ and on a streaming one (production).
 
 from __future__ import annotations
 
-import functools
-import warnings
-
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from jobs.columns import (
-    BLOCK_START,
     BROKEN,
     EVENT_TIME,
     FILE_SIZE,
     LINE,
+    LINE_NUMBER,
     QUARANTINE_DETAIL,
     QUARANTINE_REASON,
     RESCUED_DATA,
@@ -106,8 +103,7 @@ def _unconverted(value: Column, kind: Kind, path: str) -> list[tuple[Column, Col
 
 def decoded(lines: DataFrame, source: Source, tally: Tally | None = None) -> DataFrame:
     """Lines -> the declared fields, read strictly by jobs/flow/decode.py in Python workers,
-    with `_reason` and `_detail` for a line that cannot be read (blank lines dropped). The
-    line and where it was read stay in the JVM; only the decoded values come back."""
+    with `_reason` and `_detail` for a line that cannot be read (blank lines dropped)."""
     decoder = LineDecoder(
         tuple(source.fields.items()),
         coerce=source.types == "coerce",
@@ -117,26 +113,15 @@ def decoded(lines: DataFrame, source: Source, tally: Tally | None = None) -> Dat
         max_depth=source.max_depth,
         quarantined_files=source.quarantined_files,
     )
-    kinds = [spark_type(kind) for kind in source.fields.values()] + ["bigint", "string", "string"]
-    kinds += (["array<string>"] if decoder.new_fields else []) + (["string"] if decoder.rescues else [])
-    names = decoder.out_names()
-    struct = "struct<" + ", ".join(f"`{name}`: {kind}" for name, kind in zip(names, kinds, strict=True)) + ">"
-    inputs = (LINE, SOURCE_FILE, *(c for c in (BLOCK_START, FILE_SIZE) if c in lines.columns))
-    with warnings.catch_warnings():  # PySpark prefers type hints, which it cannot read from a partial
-        warnings.simplefilter("ignore", UserWarning)
-        decode = F.arrow_udf(functools.partial(decoder.column, inputs), struct, F.ArrowUDFType.SCALAR_ITER)
-    # Run once per line, where it stands: a filter above must not be pushed through it, nor
-    # copies of it made (the line numbers count on from batch to batch, the tally counts).
-    decode = decode.asNondeterministic()
-    line = F.col(LINE).cast("binary")
-    read = lines.withColumn(_DECODED, decode(line, *inputs[1:])).where(F.col(_DECODED).isNotNull())  # not blank
-    others = [c for c in lines.columns if c not in (LINE, FILE_SIZE)]
-    fields = [F.col(_DECODED).getField(name).alias(name) for name in names]
-    count = len(source.fields)
-    return read.select(*others, *fields[:count], line.alias(LINE), *fields[count:])
-
-
-_DECODED = "_decoded"
+    out = [(f.name, f.dataType.simpleString()) for f in lines.schema.fields if f.name not in (LINE, FILE_SIZE)]
+    out += [(name, spark_type(kind)) for name, kind in source.fields.items()]
+    out += [(LINE, "binary"), (LINE_NUMBER, "bigint"), (REASON, "string"), (DETAIL, "string")]
+    if decoder.new_fields:
+        out.append((NEW_FIELDS, "array<string>"))
+    if decoder.rescues:
+        out.append((RESCUED, "string"))
+    schema = ", ".join(f"`{name}` {kind}" for name, kind in out)
+    return lines.withColumn(LINE, F.col(LINE).cast("binary")).mapInArrow(decoder, schema)
 
 
 def parse_events(
