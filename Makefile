@@ -3,12 +3,12 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export SPARK_LOCAL_IP := 127.0.0.1
 export PYTHONDONTWRITEBYTECODE :=
-# Fetched jars and Data Docs assets (make s3-jars, make assets), found by jobs/settings.py.
+# Fetched jars, Data Docs assets and the JVM class archive (make jars, make assets), found by jobs/settings.py.
 export JOBS_CACHE_DIR := $(CURDIR)/.cache
 # pytest workers: most test time is JVM start-up and waiting, not CPU, so more workers than cores.
 TEST_WORKERS ?= 3
 
-.PHONY: help docs venv jvm-archive bench-small assets browser s3-jars s3-up s3-down cluster cluster-stop airflow airflow-stop demo demo-s3 report test test-fast bench bench-cluster bench-ledger bench-dags lint format lock clean
+.PHONY: help docs venv jvm jars jar-lock jvm-archive bench-small assets browser s3-up s3-down cluster cluster-stop airflow airflow-stop demo demo-s3 report test test-fast bench bench-cluster bench-ledger bench-dags lint format lock clean
 
 help:
 	@echo "make demo     land sample events in arrivals and run the pipeline after each (PIPELINE=name, default clickstream)"
@@ -26,6 +26,9 @@ help:
 	@echo "make docs     the reference site (docs/, MkDocs) on http://127.0.0.1:8000; make test builds it strictly"
 	@echo "make lint     ruff check and format check"
 	@echo "make lock     regenerate requirements.txt from pyproject.toml"
+	@echo "make jar-lock regenerate the jar lock (jobs/jvm/jars.lock.json) from jvm/pom.xml"
+	@echo "make jvm      build the product's jar from jvm/ with Maven (needs a JDK and Maven)"
+	@echo "make jars     fetch the jar lock's runtime jars once (s3a), checked by sha256"
 	@echo "make clean    remove ./data (the demo's root) and caches"
 
 venv:
@@ -39,9 +42,18 @@ assets: venv
 browser:
 	@./infra/chromium.sh >/dev/null
 
-# hadoop-aws and the AWS SDK bundle for s3a://, from PyPI into .cache/jars (see infra/README.md).
-s3-jars: venv
-	@$(PY) -m infra.s3.fetch_jars >/dev/null
+# The product's jar, built from jvm/ with Maven (a JDK and Maven), its unit tests included.
+jvm: venv
+	@$(PY) -m infra.jvm.build >/dev/null
+
+# The jar lock's runtime jars (hadoop-aws of Spark's Hadoop and the AWS SDK v2, for s3a://),
+# fetched once through Spark's own resolution into .cache/jars and checked by sha256.
+jars: venv
+	@$(PY) -m jobs jars >/dev/null
+
+# The jar lock from jvm/pom.xml (after changing it): review the diff and commit it.
+jar-lock: venv
+	$(PY) -m infra.jvm.lock
 
 # The local S3-protocol server (moto) on 127.0.0.1, with the buckets of infra/s3/local.env.
 s3-up: venv
@@ -51,14 +63,14 @@ s3-down: venv
 	@$(PY) -m infra.s3.local_server stop
 
 # A Spark standalone cluster (master and two workers) from pyspark's Spark, on 127.0.0.1.
-cluster: venv s3-jars
+cluster: venv jars jvm
 	@$(PY) -m infra.spark.cluster start
 
 cluster-stop: venv
 	@$(PY) -m infra.spark.cluster stop
 
 # Airflow standalone on 127.0.0.1 with AIRFLOW_HOME=./airflow_home and the dags/ folder.
-airflow: venv assets s3-jars jvm-archive
+airflow: venv assets jars jvm jvm-archive
 	@$(PY) -m infra.airflow.local start
 
 airflow-stop: venv
@@ -72,11 +84,11 @@ docs: venv
 jvm-archive: venv
 	@$(PY) -m jobs jvm-archive
 
-demo: venv assets jvm-archive
+demo: venv assets jvm jvm-archive
 	$(PY) -m demo $(if $(PIPELINE),--pipeline $(PIPELINE),)
 
 # The same demo with every location in a bucket on the local S3 server (left running: make s3-down).
-demo-s3: venv assets s3-jars s3-up
+demo-s3: venv assets jars jvm s3-up
 	set -a && . infra/s3/local.env && set +a && \
 	$(PY) -m demo --root s3a://lake/demo $(if $(PIPELINE),--pipeline $(PIPELINE),)
 	@echo "the local S3 server keeps running, with the demo's objects, until: make s3-down"
@@ -84,10 +96,10 @@ demo-s3: venv assets s3-jars s3-up
 report: venv assets
 	$(PY) -m jobs report $(if $(ROOT),--root $(ROOT),)
 
-test: venv lint assets browser s3-jars jvm-archive
+test: venv lint assets browser jars jvm jvm-archive
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope
 
-test-fast: venv assets browser s3-jars jvm-archive
+test-fast: venv assets browser jars jvm jvm-archive
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope -m "not slow"
 
 # Figures, not a test: about 26 minutes on 2 cores at the default 4 M events (benchmarks/scale.py).
@@ -95,7 +107,7 @@ bench: venv
 	$(PY) -m benchmarks.scale $(BENCH_ARGS)
 
 # The same pipeline on local[2] and on the standalone cluster (benchmarks/cluster.py; a few minutes).
-bench-cluster: venv s3-jars
+bench-cluster: venv jars jvm
 	$(PY) -m benchmarks.cluster $(BENCH_ARGS)
 
 # The file ledger (python -m jobs files) with 100,000 files taken: a few seconds per shape.
@@ -122,4 +134,4 @@ lock: venv
 	$(VENV)/bin/uv pip compile --python-version 3.11 pyproject.toml --extra airflow --extra dev -o requirements.txt
 
 clean:
-	rm -rf data .pytest_cache .ruff_cache .cache airflow_home site
+	rm -rf data .pytest_cache .ruff_cache .cache airflow_home site jvm/target jobs/jvm/lib

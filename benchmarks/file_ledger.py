@@ -2,7 +2,7 @@
 
     .venv/bin/python -m benchmarks.file_ledger [--files 100000] [--rounds 3]
 
-Writes a pipeline's accounts as runs write them (jobs/run/accounting.py), for the same
+Writes a pipeline's accounts as runs write them (jobs/accounting/batches.py), for the same
 number of files in a few batch shapes (few big batches; many small ones), then times the
 whole command, as a user runs it: the JSON listing, the text table, and a filter by run.
 Prints one line per shape. Figures, not assertions: compare them between versions.
@@ -18,10 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from jobs.accounting.accounts import BatchAccount, FileAccount
+from jobs.accounting.checkpoint import ms_to_iso
+from jobs.accounting.ledger import Ledger
 from jobs.lake.layout import Locations
-from jobs.run.checkpoint import ms_to_iso
-from jobs.run.ledger import Ledger
-from jobs.run.report import BatchAccount, FileAccount
 
 SHAPES = ((100, 1000), (1000, 100), (10_000, 10))  # (batches, files per batch)
 START_MS = 1_690_000_000_000

@@ -22,7 +22,7 @@ every round, so that none always goes first):
   shipped pipeline is @hourly), one small arrival per member.
 Each increment is a sample arrival landed again under new names, its string ids tagged
 (new events, not repeats). Every root is primed first (a first arrival and run, untimed). Prints the median of each
-and the ratios the product aims at (README, Performance). Figures, never assertions.
+and the ratios the product aims at (README, "Performance"). Figures, never assertions.
 """
 
 from __future__ import annotations
@@ -315,7 +315,7 @@ def report(bench: Bench) -> None:
 
 
 def main() -> None:
-    os.environ["JOBS_GROUP_BY_SCHEDULE"] = "1"  # the group DAG jobs_group_hourly (README, Groups)
+    os.environ["JOBS_GROUP_BY_SCHEDULE"] = "1"  # the group DAG jobs_group_hourly (docs/airflow.md, "Group DAGs")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="rounds of every variant (default: %(default)s)")
     parser.add_argument("--only", nargs="*", help="only these variants (floor always runs)")

@@ -1,7 +1,8 @@
-"""Airflow DAG jobs_data_quality: validate every table and rebuild Data Docs, on the tables' Assets and daily."""
+"""Airflow DAG jobs_data_quality: validate every table and rebuild Data Docs, on the tables' Assets and daily.
 
-from jobs import declare
-from jobs.orchestration import environment
-from jobs.orchestration.factory import data_quality_dag
+Thin on purpose: the factory reads the declarations; no Spark is imported here.
+"""
 
-dag = data_quality_dag(sorted(declare.load_all()), environment.root())
+from jobs.orchestration.factory import data_quality_dags
+
+globals().update(data_quality_dags())

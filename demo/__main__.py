@@ -15,11 +15,11 @@ from pathlib import Path
 
 from demo import samples
 from jobs import declare
+from jobs.accounting.ledger import Ledger, with_recorded_schema
 from jobs.flow.patterns import pattern_of
 from jobs.lake import fs
 from jobs.lake.landing import land_lines
 from jobs.lake.layout import DEFAULT_ROOT, Locations, join
-from jobs.run.ledger import Ledger, with_recorded_schema
 from jobs.run.report import RunReport
 from jobs.validate.suite import load_suite
 
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    from jobs.cli import logs_on_stdout
+    from jobs.cli.logs import logs_on_stdout
 
     with logs_on_stdout():
         return _show(args)
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     """Land the samples arrival by arrival, run and validate after each, then show the table."""
-    from jobs.publish import report as quality_report
+    from jobs.quality_report import page as quality_report
     from jobs.session import spark_for
     from jobs.validate.validation import validate_run
 
@@ -129,9 +129,9 @@ def _show(args: argparse.Namespace) -> int:
 def _run_past_fail_rules(pipeline: declare.PipelineBase, locations: Locations, spark) -> tuple[RunReport, list[str]]:
     """Run the pipeline; when a `fail` rule stops it, quarantine the file it names (what its
     error says to do) and run again. Returns the run's report and the rules that stopped it."""
+    from jobs.accounting.quarantine_file import quarantine_file
     from jobs.run import runner
     from jobs.run.failure import rule_failure
-    from jobs.run.quarantine_file import quarantine_file
 
     stopped = []
     while True:

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Creates (or reuses) the project's virtual environment from the committed lock, with the
 # project itself installed in it (editable: the checkout is what runs).
-# Java 17+ is the one prerequisite; everything else comes from requirements.txt.
+# Java 17+ is the one prerequisite to run; everything else comes from requirements.txt here, and
+# from the jar lock (make jars). Building the JVM part (make jvm) also needs a JDK and Maven,
+# which infra/jvm/maven.py checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

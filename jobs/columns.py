@@ -2,7 +2,7 @@
 
 LINE = "line"  # a landed line, as it was read
 SOURCE_FILE = "source_file"  # the landed file it came from
-LINE_NUMBER = "line_number"  # its 1-based number among the lines of its part of the file (jobs/flow/lines.py)
+LINE_NUMBER = "line_number"  # its 1-based number among the lines of its part of the file (jobs/accounting/lines.py)
 FILE_SIZE = "_file_size"  # the landed file's size in bytes, when it was read
 BLOCK_START = "_block_start"  # the byte where the part of the file Spark read it from starts
 EVENT_TIME = "event_time"  # the parsed event time every pipeline adds

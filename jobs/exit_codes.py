@@ -19,6 +19,12 @@ class ExitCode(IntEnum):
         """The exit code a process ended with, if it is one of ours."""
         return cls._value2member_map_.get(code)
 
+    @classmethod
+    def worst(cls, codes: list[ExitCode]) -> ExitCode:
+        """The exit code of several runs together (a group): the worst of theirs."""
+        order = [cls.STOPPED, cls.USAGE, cls.FAILED, cls.DATA, cls.INVALID, cls.REFUSED]
+        return next((code for code in order if code in codes), cls.OK)
+
     @property
     def meaning(self) -> str:
         return _MEANINGS[self]

@@ -88,7 +88,7 @@ def _quoted(name: str) -> str:
     return name if _PLAIN.match(name) else "`" + name.replace("`", "``") + "`"
 
 
-def parse(text: str) -> Kind:
+def kind_of(text: str) -> Kind:
     """Spark's spelling of a type -> the type (the inverse of `spelled`)."""
     kind, end = _parse(text, 0)
     if end != len(text):

@@ -77,7 +77,7 @@ def get_spark(
     app_name: str = "jobs", extra_conf: dict[str, str] | None = None, *, new_bytes: int | None = None
 ) -> SparkSession:
     """The active session, or a new local one. Under spark-submit, its settings win.
-    `new_bytes`: how much new input the application will read, when known (jobs/jvm.py)."""
+    `new_bytes`: how much new input the application will read, when known (jobs/jvm/archive.py)."""
     check_java()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # spark-submit starts the JVM first and hands Python its gateway: its master is the one.
@@ -136,13 +136,25 @@ def _for_small_files(spark: SparkSession, conf: dict[str, str]) -> None:
             spark.conf.set(key, value)
 
 
+def s3a_conf() -> dict[str, str]:
+    """Spark's settings for s3a://: hadoop-aws of Spark's own Hadoop and the AWS SDK v2
+    bundle it declares, from the jar lock (jobs/jvm/jars.py), and s3a's settings (no secret).
+
+    The jars are named `local:`, already where every JVM of the application runs: Spark
+    adds them to its class path as they are, rather than copy 690 MB into each executor
+    of each application. The nodes of a cluster hold them at the same path (`make cluster`'s
+    run on this machine; a real one's get them with `python -m jobs jars`, docs/cluster.md)."""
+    from jobs.jvm import jars
+    from jobs.lake import s3
+
+    return {"spark.jars": ",".join(f"local:{path}" for path in jars.paths("s3a")), **s3.s3a_settings()}
+
+
 def spark_for(
     locations: Locations, app_name: str, extra_conf: dict[str, str] | None = None, *, new_bytes: int | None = None
 ) -> SparkSession:
     """get_spark, with the s3a settings when any of the pipeline's locations is a bucket."""
-    from jobs.lake import s3
-
-    conf = {**(extra_conf or {}), **(s3.spark_conf() if locations.uses_s3 else {})}
+    conf = {**(extra_conf or {}), **(s3a_conf() if locations.uses_s3 else {})}
     spark = get_spark(app_name, conf, new_bytes=new_bytes)
     executors.check_reachable(spark.sparkContext.master, locations)
     return spark

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -22,7 +22,9 @@ class Settings(BaseSettings):
     # Where things live.
     root: str = "./data"  # base of every location; s3a://bucket/prefix works
     publish_roots: Annotated[list[str], NoDecode] = []  # more places backfills may publish to
-    cache_dir: Path = Path(".cache")  # fetched jars and Data Docs assets (make s3-jars, make assets)
+    cache_dir: Path = Path(".cache")  # fetched jars, Data Docs assets, the JVM class archive, Spark's logs
+    # Where the locked runtime jars are (jobs/jvm/jars.py); default <cache_dir>/jars.
+    jars_dir: Path | None = None
     # Great Expectations keeps its project in a local folder: for a root in a bucket, under this one.
     quality_dir: Path = Path("./data/quality")
     # Other declarations and suites than the ones shipped with the package.
@@ -38,11 +40,14 @@ class Settings(BaseSettings):
     # S3 and s3a (no secrets here).
     aws_region: str = Field("us-east-1", validation_alias=AliasChoices("AWS_REGION", "AWS_DEFAULT_REGION"))
     aws_endpoint_url: str | None = Field(None, validation_alias=AliasChoices("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"))
-    s3a_jars: Literal["offline", "maven"] = "offline"
+    # s3a's credentials: the AWS SDK v2's default chain (the environment, then web identity,
+    # profiles, container and instance credentials), or the classes named here.
     s3a_credentials_provider: str | None = None
-    # Every S3 call is bounded: a stalled endpoint fails the run instead of hanging it.
-    s3_timeout_s: int = 20  # with no byte from S3 for this long, a request is retried, then fails
-    s3a_attempts: int = 2  # tries of each S3 request in Spark (and in boto3 and pyarrow) before it fails
+    # Every S3 call is bounded: a stalled endpoint fails the run instead of hanging it, while
+    # throttling (503 SlowDown) and server errors (500, 502) are retried with backoff.
+    s3_timeout_s: int = 10  # with no byte from S3 for this long, a try of a request has failed
+    # Tries of each S3 request, in every client (s3a, boto3, pyarrow); s3a retries throttling more.
+    s3_attempts: int = Field(4, validation_alias=AliasChoices("JOBS_S3_ATTEMPTS", "JOBS_S3A_ATTEMPTS"))
     s3_lease_s: float = 120.0
 
     # A run asked to stop (SIGTERM, Ctrl-C) that has not stopped after this long is ended at
@@ -68,10 +73,6 @@ class Settings(BaseSettings):
     @classmethod
     def _empty_is_unset(cls, value: object) -> object:
         return None if value == "" else value
-
-    @property
-    def jar_dir(self) -> Path:
-        return self.cache_dir / "jars"
 
     @property
     def datadocs_assets_dir(self) -> Path:

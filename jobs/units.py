@@ -116,6 +116,28 @@ def _column(value: str) -> str:
     return value
 
 
+# Airflow's own presets (airflow.utils.dates.cron_presets, and the two of its own timetables).
+SCHEDULE_PRESETS = ("@hourly", "@daily", "@weekly", "@monthly", "@quarterly", "@yearly", "@once", "@continuous")
+
+
+def _schedule(value: str) -> str:
+    """A schedule Airflow takes: one of its presets, or a cron expression croniter reads, as
+    Airflow checks it when it bags a DAG (a schedule it refuses would fail the DAG file)."""
+    if value in SCHEDULE_PRESETS:
+        return value
+    from croniter import CroniterError, croniter
+
+    try:
+        croniter(value)
+    except (CroniterError, ValueError) as error:
+        presets = ", ".join(SCHEDULE_PRESETS)
+        raise ValueError(
+            f"{value!r} is not a schedule Airflow reads: a preset ({presets}) or a cron expression "
+            f"like '0 * * * *' ({error})"
+        ) from None
+    return value
+
+
 def _path(value: str) -> str:
     if not _PATH.match(value):
         raise ValueError(f"{value!r} is not a field name, or a path to a field inside objects like repo.name")
@@ -129,9 +151,10 @@ def column_name(path: str) -> str:
 
 # Declaration types: a duration in whole seconds ("5 minutes" -> 300), a size in bytes
 # ("64m" -> 67108864), a pipeline-style name (lower-case letters, digits, '_'), a column name,
-# a field or a path to one inside objects ("repo.name").
+# a field or a path to one inside objects ("repo.name"), a schedule Airflow reads.
 Duration = Annotated[int, BeforeValidator(_seconds)]
 Size = Annotated[int, BeforeValidator(_bytes)]
 Name = Annotated[str, AfterValidator(_name)]
 ColumnName = Annotated[str, AfterValidator(_column)]
 FieldPath = Annotated[str, AfterValidator(_path)]
+Schedule = Annotated[str, AfterValidator(_schedule)]

@@ -23,7 +23,7 @@ from tests.helpers import REPO, S3_BUCKET, S3_SECRET
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("JOBS_CACHE_DIR", str(REPO / ".cache"))
-# Every JVM starts lean (tests read small data; jobs/jvm.py), also those the product starts
+# Every JVM starts lean (tests read small data; jobs/jvm/archive.py), also those the product starts
 # with its own options (spark-submit's launcher), and with Spark's classes mapped from the
 # product's archive, which the controlling process makes first if there is none.
 _OWN_JAVA_OPTIONS = "JAVA_TOOL_OPTIONS" not in os.environ
@@ -124,10 +124,9 @@ def s3_endpoint():
 
 @pytest.fixture(scope="session")
 def spark(s3_endpoint):
-    from jobs.lake import s3
-    from jobs.session import get_spark
+    from jobs.session import get_spark, s3a_conf
 
-    conf = {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2", **s3.spark_conf()}
+    conf = {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2", **s3a_conf()}
     session = get_spark("jobs-tests", conf)
     yield session
     session.stop()

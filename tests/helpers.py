@@ -16,14 +16,14 @@ import time
 from datetime import UTC
 from pathlib import Path
 
+from jobs.accounting.checkpoint import CheckpointLog
+from jobs.accounting.ledger import Ledger
 from jobs.flow.tally import Tally
 from jobs.lake.fs import list_names
 from jobs.lake.landing import land_lines
 from jobs.lake.locks import CheckpointLock
 from jobs.run import runner
-from jobs.run.checkpoint import CheckpointLog
 from jobs.run.context import RunContext
-from jobs.run.ledger import Ledger
 from jobs.run.report import RunReport
 
 REPO = Path(__file__).resolve().parent.parent

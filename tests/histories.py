@@ -20,13 +20,13 @@ from pyspark.errors import AnalysisException
 
 from demo import samples
 from jobs import declare
+from jobs.accounting.checkpoint import CheckpointLog
+from jobs.accounting.file_ledger import taken_files
+from jobs.accounting.ledger import Ledger, with_recorded_schema
 from jobs.columns import RESCUED_DATA
 from jobs.flow.patterns import pattern_of
 from jobs.lake import fs
 from jobs.lake.layout import Locations, join
-from jobs.run.checkpoint import CheckpointLog
-from jobs.run.files import taken_files
-from jobs.run.ledger import Ledger, with_recorded_schema
 from jobs.run.report import RunReport, load_reports
 from jobs.validate.result import load_results
 from jobs.validate.validation import validate_run

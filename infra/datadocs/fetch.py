@@ -3,7 +3,7 @@
 Run by `make assets` (and so by `make demo` and `make test`): python -m infra.datadocs.fetch
 Each package comes from the npm registry with `npm pack` (exact version, integrity checked
 by npm); only the files assets.json names are kept, and assets.json goes with them as the
-cache's manifest.json, which the report reads (jobs/publish/data_docs.py).
+cache's manifest.json, which the report reads (jobs/quality_report/data_docs.py).
 """
 
 from __future__ import annotations

@@ -32,8 +32,9 @@ LOCK = HERE.parent.parent / "requirements.txt"
 WORKER_PACKAGES = ("pyspark", "pandas", "pyarrow", "msgspec", "pydantic")
 # Variables a node keeps from the environment that starts it; everything else is the node's own.
 KEPT = ("JAVA_HOME", "HOME", "LANG", "TMPDIR")
-# Each application copies its jars (about 200 MB with hadoop-aws) into every executor's
-# folder: a worker removes the folders of finished applications after an hour.
+# Each application copies what it ships (the jobs package) into every executor's folder: a
+# worker removes the folders of finished applications after an hour. The jar lock's jars are
+# not copied: the nodes read them where `make jars` put them (jobs/session.py s3a_conf).
 WORKER_SETTINGS = {
     "SPARK_WORKER_OPTS": "-Dspark.worker.cleanup.enabled=true -Dspark.worker.cleanup.interval=600 "
     "-Dspark.worker.cleanup.appDataTtl=3600"

@@ -20,13 +20,13 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from jobs import declare
+from jobs.accounting.checkpoint import CheckpointLog
 from jobs.backfill.plan import BackfillPlan
 from jobs.backfill.versions import SUMMARY
 from jobs.flow.patterns import pattern_of
 from jobs.lake import fs
 from jobs.lake.layout import Locations, join
 from jobs.run import runner
-from jobs.run.checkpoint import CheckpointLog
 from jobs.run.report import RunReport, load_reports
 from jobs.validate.validation import committed_table
 

@@ -1,20 +1,28 @@
-"""Command line: python -m jobs {list,run,backfill,validate,report,files,land} ...
+"""Command line: python -m jobs COMMAND ..., one module per command, each adding its own
+sub-parser and handler; the handler's exit code is the command's (jobs/exit_codes.py).
 
-parser.py    the commands, their options and help
-commands.py  what each command does, and its exit code
-running.py   the run command: one pipeline, or several in one Spark application
-warm_up.py   what the JVM that makes the class archive runs (jobs/jvm.py)
+list_pipelines.py  list              the declared pipelines
+run.py             run               one pipeline, or several in one Spark application
+backfill.py        backfill          reprocess a closed range, then publish it
+validate.py        validate          a run's output, or the whole table, with Great Expectations
+quality_report.py  report            the data quality report and Data Docs
+files.py           files             the file ledger, or the table's files
+quarantine_file.py quarantine-file   a landed file's lines quarantined unread
+land.py            land              files landed atomically
+jars.py            jars              the jar lock's jars, fetched once and checked
+jvm_archive.py     jvm-archive       the class archive later JVMs start from
+parser.py          the parser, from each command's module
+common.py          what the commands share: the one-line error, dates, locations
+logs.py            the product's log lines on stdout
+warm_up.py         what the JVM that makes the class archive runs (jobs/jvm/archive.py)
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
 
 from pydantic import ValidationError as SettingsError
 
@@ -44,7 +52,7 @@ def _stop_on_signal(signum: int, frame: object) -> None:
 def _halt(waited_s: float) -> None:
     """Stop now: the JVM first, so that nothing more is written. The checkpoint makes this
     as safe as a crash: the next run redoes the batch in flight."""
-    from jobs.cli.commands import fail
+    from jobs.cli.common import fail
     from jobs.session import halt_jvm
 
     waited = f"still running {waited_s:.0f}s after the request to stop" if waited_s else "asked to stop twice"
@@ -54,55 +62,8 @@ def _halt(waited_s: float) -> None:
     os._exit(ExitCode.STOPPED)
 
 
-class _Stdout(logging.StreamHandler):
-    """Plain lines on whatever sys.stdout is when one is written (a test's capture swaps it)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.setFormatter(logging.Formatter("%(message)s"))
-
-    @property
-    def stream(self):
-        return sys.stdout
-
-    @stream.setter
-    def stream(self, value) -> None:
-        pass
-
-
-class _NamedLines(logging.Formatter):
-    """'clickstream: <line>' for a run's lines (jobs/run/context.py run_log), when the runs of
-    several pipelines share the output."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        line = super().format(record)
-        pipeline = record.name.removeprefix("jobs.run.") if record.name.startswith("jobs.run.") else None
-        named = pipeline and not line.startswith((f"{pipeline} ", f"{pipeline}: "))
-        return f"{pipeline}: {line.lstrip()}" if named else line
-
-
-def name_pipelines_in_logs() -> None:
-    for handler in logging.getLogger("jobs").handlers:
-        if isinstance(handler, _Stdout):
-            handler.setFormatter(_NamedLines("%(message)s"))
-
-
-@contextlib.contextmanager
-def logs_on_stdout() -> Iterator[None]:
-    """What the product logs (a run's steps and batches, a validation's summary) is a
-    command's output: plain lines on stdout, while the command runs."""
-    logger, handler = logging.getLogger("jobs"), _Stdout()
-    level = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    try:
-        yield
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-
-
 def main(argv: list[str] | None = None) -> int:
+    from jobs.cli.logs import logs_on_stdout
     from jobs.cli.parser import build_parser
 
     args = build_parser().parse_args(argv)
@@ -114,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _handled(args) -> int:
     """The command's exit code; an error becomes one line on stderr, never a traceback."""
-    from jobs.cli.commands import fail
+    from jobs.cli.common import fail
 
     try:
         return args.handler(args)

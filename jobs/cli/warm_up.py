@@ -1,4 +1,4 @@
-"""What the JVM that makes the class archive runs (jobs/jvm.py): what the product's JVMs
+"""What the JVM that makes the class archive runs (jobs/jvm/archive.py): what the product's JVMs
 mostly do, a streaming pipeline over two arrivals and its validation, reading the table.
 
     python -m jobs.cli.warm_up      (run by `python -m jobs jvm-archive`)

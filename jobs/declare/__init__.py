@@ -9,7 +9,7 @@ the whole, by pattern    pipeline.py (a union over window, process, join, events
 reading YAML             load.py
 """
 
-from jobs.declare.load import DeclarationError, load, load_all, parse
+from jobs.declare.load import DeclarationError, Declarations, from_mapping, load, load_all, load_each
 from jobs.declare.pipeline import (
     EventsPipeline,
     JoinPipeline,
@@ -21,13 +21,15 @@ from jobs.declare.pipeline import (
 
 __all__ = [
     "DeclarationError",
+    "Declarations",
     "EventsPipeline",
     "JoinPipeline",
     "Pipeline",
     "PipelineBase",
     "ProcessPipeline",
     "WindowPipeline",
+    "from_mapping",
     "load",
     "load_all",
-    "parse",
+    "load_each",
 ]

@@ -4,6 +4,10 @@ A pipeline joins a group by declaring `group: <name>`, or, with JOBS_GROUP_BY_SC
 set, by its schedule alone (`@hourly` -> the group `hourly`). A group runs on its members'
 one schedule as the DAG jobs_group_<name>; each member keeps a DAG of its own, run by
 hand only (a one-off run, a file to quarantine).
+
+What a group runs with is decided here, once, for the command line and the group DAG
+alike: its application's Spark settings (each member's, the largest memory of each kind)
+and its Airflow retries and timeout (the largest any member declares).
 """
 
 from __future__ import annotations
@@ -11,8 +15,10 @@ from __future__ import annotations
 import re
 
 from jobs.declare.load import DeclarationError
+from jobs.declare.operations import Orchestration
 from jobs.declare.pipeline import PipelineBase
 from jobs.settings import settings
+from jobs.units import parse_size
 
 
 def schedule_group(schedule: str) -> str:
@@ -31,20 +37,57 @@ def group_of(pipeline: PipelineBase) -> str | None:
 
 
 def groups(pipelines: dict[str, PipelineBase]) -> dict[str, list[PipelineBase]]:
-    """Each group's members, in name order; a group's members must share one schedule."""
+    """Each group's members, in name order; DeclarationError for a group whose members do
+    not share one schedule."""
+    found, refused = each_group(pipelines)
+    if refused:
+        raise DeclarationError(next(iter(refused.values())))
+    return found
+
+
+def each_group(pipelines: dict[str, PipelineBase]) -> tuple[dict[str, list[PipelineBase]], dict[str, str]]:
+    """The groups that hold (each one's members, in name order), and why each other does
+    not: its members must share one schedule. A group refused costs only itself."""
     found: dict[str, list[PipelineBase]] = {}
     for pipeline in pipelines.values():
         name = group_of(pipeline)
         if name is not None:
             found.setdefault(name, []).append(pipeline)
-    for name, members in found.items():
-        schedules = {m.schedule for m in members}
-        if len(schedules) > 1:
+    refused = {}
+    for name, members in list(found.items()):
+        if len({m.schedule for m in members}) > 1:
             each = ", ".join(f"{m.name} {m.schedule or 'none'}" for m in members)
-            raise DeclarationError(f"group {name!r}: its pipelines must share one schedule, not: {each}")
-    return found
+            refused[name] = f"group {name!r}: its pipelines must share one schedule, not: {each}"
+            del found[name]
+    return found, refused
 
 
 def own_schedule(pipeline: PipelineBase) -> str | None:
     """When the pipeline's own DAG runs: never on a schedule when its group's DAG runs it."""
     return None if group_of(pipeline) else pipeline.schedule
+
+
+def group_spark_conf(members: list[PipelineBase]) -> dict[str, str]:
+    """The settings of the members' one application: each declaration's `spark:` block,
+    the largest of each memory (driver, executor). Each member's SQL settings are set on
+    its own session too, before its query starts (jobs/run/check.py)."""
+    conf: dict[str, str] = {}
+    for member in members:
+        for key, value in member.spark_settings.session_conf().items():
+            kept = key.endswith(".memory") and key in conf and parse_size(conf[key]) >= parse_size(value)
+            conf[key] = conf[key] if kept else value
+    return conf
+
+
+def group_orchestration(members: list[PipelineBase]) -> Orchestration:
+    """How Airflow runs the group's DAG: the most retries, the longest delays and the
+    longest timeout any member declares, so that each member gets at least its own."""
+    declared = [member.orchestration for member in members]
+    return Orchestration.model_validate(
+        {
+            "retries": max(o.retries for o in declared),
+            "retry_delay": max(o.retry_delay_s for o in declared),
+            "max_retry_delay": max(o.max_retry_delay_s for o in declared),
+            "timeout": max(o.timeout_s for o in declared),
+        }
+    )

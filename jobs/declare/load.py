@@ -7,6 +7,7 @@ JOBS_PIPELINES_DIR points at another folder of them.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -31,7 +32,7 @@ def pipelines_dir() -> Traversable:
     return settings().pipelines_dir or resources.files("jobs") / "pipelines"
 
 
-def parse(raw: Any, where: str = "declaration") -> PipelineBase:
+def from_mapping(raw: Any, where: str = "declaration") -> PipelineBase:
     """A declaration (already read from YAML) as a checked Pipeline; DeclarationError if it is not one."""
     if not isinstance(raw, dict):
         raise DeclarationError(f"{where}: a declaration is a mapping of settings")
@@ -94,7 +95,7 @@ def load_file(path: Path | Traversable) -> PipelineBase:
         raw = yaml.safe_load(path.read_text())
     except yaml.YAMLError as error:
         raise DeclarationError(f"{path}: not valid YAML: {error}") from None
-    pipeline = parse(raw, where=str(path))
+    pipeline = from_mapping(raw, where=str(path))
     if pipeline.name != path.name.removesuffix(".yaml"):
         raise DeclarationError(
             f"{path}: declares pipeline {pipeline.name!r}; the file must be named {pipeline.name}.yaml"
@@ -107,9 +108,32 @@ def _files(directory: Path | Traversable) -> list[Path | Traversable]:
 
 
 def load_all(directory: Path | Traversable | None = None) -> dict[str, PipelineBase]:
-    """Every declared pipeline, by name, in name order."""
+    """Every declared pipeline, by name, in name order; the first declaration that does not
+    load is raised (the command line refuses to work from a folder with a broken one)."""
     pipelines = [load_file(f) for f in _files(directory or pipelines_dir())]
     return {pipeline.name: pipeline for pipeline in pipelines}
+
+
+@dataclass(frozen=True)
+class Declarations:
+    """Every declaration of a folder, each loaded on its own: one that does not load costs
+    only itself (the DAGs are built from the others)."""
+
+    pipelines: dict[str, PipelineBase] = field(default_factory=dict)  # by name, in name order
+    broken: dict[str, str] = field(default_factory=dict)  # the file's name without .yaml -> why, in one line
+
+
+def load_each(directory: Path | Traversable | None = None) -> Declarations:
+    """Every declared pipeline that loads, and why each of the others does not."""
+    loaded = Declarations()
+    for path in _files(directory or pipelines_dir()):
+        try:
+            pipeline = load_file(path)
+        except DeclarationError as error:
+            loaded.broken[path.name.removesuffix(".yaml")] = str(error)
+        else:
+            loaded.pipelines[pipeline.name] = pipeline
+    return loaded
 
 
 def load(name: str, directory: Path | Traversable | None = None) -> PipelineBase:

@@ -145,15 +145,15 @@ class Source(Part):
             return dict(self.declared_schema)
         if self._recorded is None:
             return {}
-        kinds = {name: schema.parse(kind) for name, kind in self._recorded.items()}
+        kinds = {name: schema.kind_of(kind) for name, kind in self._recorded.items()}
         for path, kind in self.hints.items():
-            kinds = schema.with_type_at(kinds, path, schema.parse(kind))
+            kinds = schema.with_type_at(kinds, path, schema.kind_of(kind))
         return {name: schema.spelled(kind) for name, kind in kinds.items()}
 
     @property
     def kinds(self) -> dict[str, Kind]:
         """The same fields, each with its type read."""
-        return {name: schema.parse(kind) for name, kind in self.fields.items()}
+        return {name: schema.kind_of(kind) for name, kind in self.fields.items()}
 
     def kind_at(self, path: str) -> Kind | None:
         """The type of the field a path names; None when the schema has none (or is not known yet)."""

@@ -33,7 +33,7 @@ from jobs.declare.parts import (
 )
 from jobs.declare.rules import Rule, check_rules
 from jobs.schema import spelled, with_type_at
-from jobs.units import Duration, FieldPath, Name
+from jobs.units import Duration, FieldPath, Name, Schedule
 
 PATTERNS = ("window", "process", "join", "events")
 WATERMARK_NEEDED = "missing 'watermark' (windows, deduplication, joins and timeouts keep state until it passes)"
@@ -43,7 +43,7 @@ class PipelineBase(Part):
     pattern: str
     name: Name
     description: str = ""
-    schedule: str | None = None  # when Airflow runs it (the DAG jobs_<name>); none: only by hand
+    schedule: Schedule | None = None  # when Airflow runs it (the DAG jobs_<name>); none: only by hand
     # Runs with the other pipelines of this group in one Spark application, on their one
     # schedule (the DAG jobs_group_<group>; jobs/declare/groups.py).
     group: Name | None = None
@@ -55,7 +55,8 @@ class PipelineBase(Part):
     # What each record must be beyond its schema, and what to do with one that is not (rules.py).
     rules: tuple[Rule, ...] = ()
     orchestration: Orchestration = Field(Orchestration(), alias="airflow")
-    spark: SparkSettings = SparkSettings()
+    # The `spark:` block: how big its application is (a run's session is `RunContext.spark`).
+    spark_settings: SparkSettings = Field(SparkSettings(), alias="spark")
     retention: Retention = Retention()
     # Fixed by the first run: Spark stores the number of state partitions in the checkpoint.
     state_partitions: PositiveInt = 4
@@ -268,7 +269,7 @@ class EventsPipeline(PipelineBase):
         return self
 
 
-def pattern_of(raw: Any) -> str | None:
+def declared_pattern(raw: Any) -> str | None:
     """The declared pattern, or the one a declaration without `pattern:` implies."""
     if isinstance(raw, dict):
         return raw.get("pattern") or next(
@@ -284,5 +285,5 @@ Pipeline = Annotated[
         Annotated[JoinPipeline, Tag("join")],
         Annotated[EventsPipeline, Tag("events")],
     ],
-    Discriminator(pattern_of),
+    Discriminator(declared_pattern),
 ]

@@ -70,7 +70,7 @@ _ARROW: dict[str, pa.DataType] = {
 
 def spark_type(kind: str) -> str:
     """The Spark type a field of this type is handed back as (a timestamp or a date as text)."""
-    return schema.spelled(_handed_back(schema.parse(kind)))
+    return schema.spelled(_handed_back(schema.kind_of(kind)))
 
 
 def _handed_back(kind: Kind) -> Kind:
@@ -94,7 +94,7 @@ def _arrow_type(kind: Kind) -> pa.DataType:
 class LineDecoder:
     """Arrow batches of (LINE as bytes, SOURCE_FILE, BLOCK_START, FILE_SIZE, other columns...)
     -> the other columns, the declared fields, LINE (the same bytes), LINE_NUMBER (counted
-    from 1 in each part of a file Spark read, blank lines too; jobs/flow/lines.py makes it a
+    from 1 in each part of a file Spark read, blank lines too; jobs/accounting/lines.py makes it a
     line number in the file), REASON, DETAIL and, when asked, NEW_FIELDS and RESCUED.
     Blank lines are left out. BLOCK_START and FILE_SIZE may be missing (a file read whole,
     of unknown size). With a tally, the lines read of each file are counted in it."""
@@ -110,7 +110,7 @@ class LineDecoder:
     quarantined_files: tuple[tuple[str, str], ...] = ()
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        kinds = {name: schema.parse(kind) for name, kind in self.fields}
+        kinds = {name: schema.kind_of(kind) for name, kind in self.fields}
         # Raw takes null as well, and cannot be in a union.
         accepted = self._accepted(kinds)
         nullable = [(name, a if a is msgspec.Raw else a | None, None) for name, a in accepted]
@@ -144,6 +144,18 @@ class LineDecoder:
     @property
     def rescues(self) -> bool:
         return self.new_fields or self.rescue
+
+    def output_columns(self, others: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """(name, Spark type) of each column the decoder hands back, in order: the input's
+        `others` (all but LINE and FILE_SIZE), every declared field, LINE, LINE_NUMBER,
+        REASON, DETAIL and, when asked, NEW_FIELDS and RESCUED."""
+        out = [*others, *((name, spark_type(kind)) for name, kind in self.fields)]
+        out += [(LINE, "binary"), (LINE_NUMBER, "bigint"), (REASON, "string"), (DETAIL, "string")]
+        if self.new_fields:
+            out.append((NEW_FIELDS, "array<string>"))
+        if self.rescues:
+            out.append((RESCUED, "string"))
+        return out
 
     def _decoded(
         self, batch: pa.RecordBatch, reader: LineReader, text_fields: frozenset[str], numbers: pa.Array, read: Files
@@ -211,14 +223,12 @@ class LineDecoder:
             else:
                 columns.append(pa.array(values, _arrow_type(kind)))
         columns += [taken(raws), taken(numbers), pa.array(reasons, pa.string()), pa.array(details, pa.string())]
-        out = [*others, *reader.kinds, LINE, LINE_NUMBER, REASON, DETAIL]
         if self.new_fields:
             columns.append(pa.array(new_keys, pa.list_(pa.string())))
-            out.append(NEW_FIELDS)
         if self.rescues:
             columns.append(pa.array(rescued, pa.string()))
-            out.append(RESCUED)
-        return pa.RecordBatch.from_arrays(columns, names=out)
+        names = [name for name, _ in self.output_columns([(n, "") for n in others])]
+        return pa.RecordBatch.from_arrays(columns, names=names)
 
     def _quarantined_by_hand(self, batch: pa.RecordBatch) -> list[str | None] | None:
         """Per row, the reason its file was quarantined by hand; None when no file of the batch was."""

@@ -22,7 +22,7 @@ from jobs import schema
 from jobs.flow.depth import nesting_depth
 from jobs.schema import Array, Kind, Struct
 
-RECORD_LIMIT = 64 * 2**20  # bytes; README, "Late data and row accounting"
+RECORD_LIMIT = 64 * 2**20  # bytes; docs/accounting.md, "Poison records"
 TOO_LARGE_KEPT = 2**20  # bytes of a line over the limit its quarantine record keeps (parse.py)
 MAX_RESCUES = 100  # values of another type one record may have rescued; past them, it is quarantined
 

@@ -14,7 +14,6 @@ from jobs.columns import (
     EVENT_TIME,
     FILE_SIZE,
     LINE,
-    LINE_NUMBER,
     QUARANTINE_DETAIL,
     QUARANTINE_REASON,
     RESCUED_DATA,
@@ -28,7 +27,6 @@ from jobs.flow.decode import (
     REASON,
     RESCUED,
     LineDecoder,
-    spark_type,
 )
 from jobs.flow.fields import field
 from jobs.flow.line_reader import TOO_LARGE_KEPT
@@ -113,14 +111,8 @@ def decoded(lines: DataFrame, source: Source, tally: Tally | None = None) -> Dat
         max_depth=source.max_depth,
         quarantined_files=source.quarantined_files,
     )
-    out = [(f.name, f.dataType.simpleString()) for f in lines.schema.fields if f.name not in (LINE, FILE_SIZE)]
-    out += [(name, spark_type(kind)) for name, kind in source.fields.items()]
-    out += [(LINE, "binary"), (LINE_NUMBER, "bigint"), (REASON, "string"), (DETAIL, "string")]
-    if decoder.new_fields:
-        out.append((NEW_FIELDS, "array<string>"))
-    if decoder.rescues:
-        out.append((RESCUED, "string"))
-    schema = ", ".join(f"`{name}` {kind}" for name, kind in out)
+    others = [(f.name, f.dataType.simpleString()) for f in lines.schema.fields if f.name not in (LINE, FILE_SIZE)]
+    schema = ", ".join(f"`{name}` {kind}" for name, kind in decoder.output_columns(others))
     return lines.withColumn(LINE, F.col(LINE).cast("binary")).mapInArrow(decoder, schema)
 
 
@@ -137,28 +129,38 @@ def parse_events(
     adds where in the file each line was read from, and the file's size), which are kept.
     Blank lines are not records and are dropped. Added: every declared field,
     `event_time`, `quarantine_reason` (null for a usable record), `quarantine_detail` and
-    `line_number` (in the part of the file Spark read; jobs/flow/lines.py). `line` keeps
+    `line_number` (in the part of the file Spark read; jobs/accounting/lines.py). `line` keeps
     the line as landed for a record that cannot be used, and is null for the others.
+
+    The steps: decode; the reasons a record cannot be read as declared; its event time
+    and the reasons that time cannot be used (`batch_time`: see _reasons_of_event_time);
+    the row rules (jobs/flow/rules.py: `_rules_broken` says which a usable record breaks,
+    a `quarantine` rule gives its reason, a `fail` one fails the batch); the columns kept.
+    """
+    converted = {name: _converted(F.col(name), kind) for name, kind in source.kinds.items() if _is_time(kind)}
+    reason, detail = _reasons_as_declared(source, converted)
+    # The event time is parsed once, in a projection of its own: each test below reads the
+    # column (an expression repeated in a CASE WHEN's branches would be evaluated again in each).
+    parsed = decoded(lines, source, tally).withColumn(EVENT_TIME, _event_time_of(source))
+    reason, detail = _reasons_of_event_time(source, reason, detail, batch_time)
+    reasoned = parsed.withColumn(QUARANTINE_REASON, reason).withColumn(QUARANTINE_DETAIL, detail)
+    if rules:
+        typed = reasoned.select(*(converted.get(c, F.col(c)).alias(c) for c in reasoned.columns))
+        reasoned, converted = checked(typed, rules), {}
+    return _kept_columns(reasoned, source, converted)
+
+
+def _reasons_as_declared(source: Source, converted: dict[str, Column]) -> tuple[Column, Column]:
+    """(reason, detail) of a record that cannot be read as declared, in the order they are
+    told: the decoder's, a time that is not one, new fields refused, a required field missing.
 
     Fields the schema does not have are ignored, except for an inferred schema whose
     declaration says otherwise: `new_fields: fail` fails the batch (nothing of it is
-    committed) naming the fields and the file; `rescue` keeps them, as a JSON object,
-    in `_rescued_data`.
-
-    An event time later than `batch_time` plus the declared `max_future` is quarantined as
-    event_time_in_future. `batch_time` is the micro-batch's time in a streaming query
-    (Spark's `current_timestamp()`, recorded in the offset log and the same when Spark
-    redoes the batch); reading a batch again passes the time the offset log recorded.
-
-    With `rules` (jobs/flow/rules.py), each usable record is tested against them, over its
-    fields as declared: `_rules_broken` says which it breaks, a `quarantine` rule gives
-    its reason, and a `fail` one fails the batch.
-    """
-    kinds = source.kinds
-    parsed = decoded(lines, source, tally)
+    committed) naming the fields and the file; `rescue` keeps them, as a JSON object, in
+    `_rescued_data`."""
     reason = F.when(F.col(REASON).isNotNull(), F.col(REASON))
     detail = F.when(F.col(REASON).isNotNull(), F.col(DETAIL))
-    converted = {name: _converted(F.col(name), kind) for name, kind in kinds.items() if _is_time(kind)}
+    kinds = source.kinds
     for name in converted:
         for unreadable, says in _unconverted(F.col(name), kinds[name], name):
             reason = reason.when(unreadable, F.lit("wrong_field_type"))
@@ -174,11 +176,27 @@ def parse_events(
         reason = reason.when(F.size(NEW_FIELDS) > 0, F.raise_error(message).cast("string"))
     for path in source.required:
         reason = reason.when(field(path).isNull(), F.lit(f"missing_{path}"))
-    time_field, time_format = source.event_time.column, source.event_time.format
-    # Parsed once, in a projection of its own: each test below reads the column (an
-    # expression repeated in a CASE WHEN's branches would be evaluated again in each).
+    return reason, detail
+
+
+def _event_time_of(source: Source) -> Column:
+    """The declared event-time field as a UTC timestamp (null when it is not one)."""
+    time_field = source.event_time.column
     time_kind = spelled(source.kind_at(time_field))
-    parsed = parsed.withColumn(EVENT_TIME, _event_time(field(time_field), time_kind, time_format))
+    return _event_time(field(time_field), time_kind, source.event_time.format)
+
+
+def _reasons_of_event_time(
+    source: Source, reason: Column, detail: Column, batch_time: Column | None
+) -> tuple[Column, Column]:
+    """`reason` and `detail`, then why an event time cannot be used: not one, out of range,
+    too far after its batch's time.
+
+    An event time later than `batch_time` plus the declared `max_future` is quarantined as
+    event_time_in_future. `batch_time` is the micro-batch's time in a streaming query
+    (Spark's `current_timestamp()`, recorded in the offset log and the same when Spark
+    redoes the batch); reading a batch again passes the time the offset log recorded."""
+    time_field, time_format = source.event_time.column, source.event_time.format
     event_time = F.col(EVENT_TIME)
     as_landed = field(time_field).cast("string")
     # Each test of the event time: (when, reason, what the detail says after "<field>: <value>").
@@ -199,10 +217,12 @@ def parse_events(
     for found, why, says in tests:
         reason = reason.when(found, F.lit(why))
         detail = detail.when(found & as_landed.isNotNull(), F.concat(F.lit(f"{time_field}: "), as_landed, says))
-    reasoned = parsed.withColumn(QUARANTINE_REASON, reason).withColumn(QUARANTINE_DETAIL, detail)
-    if rules:
-        typed = reasoned.select(*(converted.get(c, F.col(c)).alias(c) for c in reasoned.columns))
-        reasoned, converted = checked(typed, rules), {}
+    return reason, detail
+
+
+def _kept_columns(reasoned: DataFrame, source: Source, converted: dict[str, Column]) -> DataFrame:
+    """The record's columns as declared, the line as landed for the quarantine only, what was
+    rescued, the event time and the reason; the decoder's own columns left out."""
     internal = (REASON, DETAIL, NEW_FIELDS, RESCUED, EVENT_TIME, QUARANTINE_REASON, QUARANTINE_DETAIL)
     # The line as landed, for the quarantine only: bytes that are not UTF-8 in base64, rather
     # than replaced; of a line over the size limit, its start (the whole line stays in its

@@ -45,7 +45,7 @@ def _values(rule: Rule) -> Column:
 
 def _where(events: DataFrame) -> Column:
     """Where a record is: its file and line (in the part of the file Spark read, when that
-    part does not start the file: jobs/flow/lines.py)."""
+    part does not start the file: jobs/accounting/lines.py)."""
     line = [F.col(SOURCE_FILE), F.lit(" line "), F.col(LINE_NUMBER).cast("string")]
     if BLOCK_START in events.columns:
         start = F.col(BLOCK_START).cast("string")

@@ -14,7 +14,7 @@ from jobs.columns import BLOCK_START, FILE_SIZE, LINE, SOURCE_FILE
 from jobs.declare import PipelineBase
 from jobs.lake.landing import dated_folders
 from jobs.lake.layout import StorageError, join
-from jobs.schema import of_spark, outline, parse, spelled
+from jobs.schema import kind_of, of_spark, outline, spelled
 from jobs.units import UsageError
 
 _CORRUPT_RECORD = "_corrupt_record"  # what inference calls lines it could not read
@@ -95,7 +95,7 @@ def schema_outline(fields: dict[str, str], width: int = 300) -> str:
     """An inferred schema in a line of at most about `width` characters: its top-level
     fields, an object as its number of fields, an array in brackets
     ('actor {6 fields}, commits [{4 fields}], id string')."""
-    parts = [f"{name} {outline(parse(kind))}" for name, kind in fields.items()]
+    parts = [f"{name} {outline(kind_of(kind))}" for name, kind in fields.items()]
     shown = []
     for part in parts:
         if len(", ".join([*shown, part])) > width:

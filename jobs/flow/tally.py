@@ -1,5 +1,5 @@
 """Each batch's rows, counted as the query reads them, so that accounting a batch needs no
-second read of its files (jobs/run/bookkeeper.py).
+second read of its files (jobs/accounting/batches.py).
 
 Spark's Python workers add to one accumulator per run (`Tally`):
 
@@ -25,7 +25,7 @@ import contextlib
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
@@ -53,7 +53,7 @@ BATCH_ID = "streaming.sql.batchId"  # the local property Spark sets for a micro-
 @dataclass(slots=True)
 class Quarantined:
     """A record that cannot be used, where the decoder read it: the part of the file (its
-    first byte) and the line's number in that part (jobs/flow/lines.py numbers it in the file)."""
+    first byte) and the line's number in that part (jobs/accounting/lines.py numbers it in the file)."""
 
     block_start: int
     line_in_block: int
@@ -164,39 +164,53 @@ def counted(parsed: DataFrame, tally: Tally, late_at: Column | None, rules: tupl
     from pyspark.sql import functions as F
 
     quarantined = F.col(QUARANTINE_REASON).isNotNull()
-    where = [F.when(quarantined, F.col(c)) for c in (BLOCK_START, LINE_NUMBER, LINE, QUARANTINE_DETAIL)]
-    late = F.lit(None).cast("timestamp") if late_at is None else late_at
-    rescued = F.col(RESCUED_DATA).isNotNull() if RESCUED_DATA in parsed.columns else F.lit(False)
-    broken = F.col(BROKEN) if rules else F.lit(0).cast("long")
+    columns = {
+        "source_file": F.col(SOURCE_FILE),
+        "late_at": F.lit(None).cast("timestamp") if late_at is None else late_at,
+        "rescued": F.col(RESCUED_DATA).isNotNull() if RESCUED_DATA in parsed.columns else F.lit(False),
+        "broken": F.col(BROKEN) if rules else F.lit(0).cast("long"),
+        "reason": F.col(QUARANTINE_REASON),
+        # Where a quarantined record is, and what it says: null for the usable ones.
+        "block_start": F.when(quarantined, F.col(BLOCK_START)),
+        "line_number": F.when(quarantined, F.col(LINE_NUMBER)),
+        "line": F.when(quarantined, F.col(LINE)),
+        "detail": F.when(quarantined, F.col(QUARANTINE_DETAIL)),
+    }
     with warnings.catch_warnings():  # PySpark prefers type hints, which it cannot read from a class
         warnings.simplefilter("ignore", UserWarning)
         count = F.arrow_udf(RowCounter(tally, rules), "boolean", F.ArrowUDFType.SCALAR).asNondeterministic()
     # A column, then a filter on it: as a filter, Spark would push the count below the
     # parse and evaluate each parsed value again for it.
-    usable = count(F.col(SOURCE_FILE), late, rescued, broken, F.col(QUARANTINE_REASON), *where)
+    usable = count(*(columns[name] for name in RowCounter.COLUMNS))
     return parsed.withColumn("_usable", usable).where("_usable").drop("_usable")
 
 
 @dataclass(frozen=True)
 class RowCounter:
-    """For `counted`: the columns of an Arrow batch of parsed records -> whether each is
-    usable; what the batch holds is added to the tally, per file."""
+    """For `counted`: the columns of an Arrow batch of parsed records, named by COLUMNS ->
+    whether each is usable; what the batch holds is added to the tally, per file."""
 
     tally: Tally
     rules: tuple[str, ...] = ()
 
-    def __call__(
-        self,
-        source_file: pa.Array,
-        late_at: pa.Array,
-        rescued: pa.Array,
-        broken: pa.Array,
-        reason: pa.Array,
-        block_start: pa.Array,
-        line_number: pa.Array,
-        line: pa.Array,
-        detail: pa.Array,
-    ) -> pa.Array:
+    # The columns it is handed, in this order (a scalar UDF is handed them by position).
+    COLUMNS: ClassVar[tuple[str, ...]] = (
+        "source_file",  # the landed file, as Spark names it
+        "late_at",  # the time at or before which the pattern drops the record as late
+        "rescued",  # usable with a value rescued
+        "broken",  # the bits of the rules it breaks
+        "reason",  # why it cannot be used; null: usable
+        "block_start",  # where a quarantined record is: its part of the file ...
+        "line_number",  # ... its line in that part
+        "line",  # ... the line as landed
+        "detail",  # ... and the reason's detail
+    )
+
+    def __call__(self, *arrays: pa.Array) -> pa.Array:
+        named = dict(zip(self.COLUMNS, arrays, strict=True))
+        source_file, late_at, rescued, broken, reason = (
+            named[name] for name in ("source_file", "late_at", "rescued", "broken", "reason")
+        )
         usable = pc.is_null(reason)
         files: Files = {}
         for file, n in _counts(source_file):
@@ -223,8 +237,8 @@ class RowCounter:
                 files[file].late_at_counts.append(mine.column("count_all").to_numpy())
         bad = pc.invert(usable)
         if pc.any(bad).as_py():
-            columns = (source_file, block_start, line_number, line, reason, detail)
-            for file, start, number, text, why, more in zip(*(c.filter(bad).to_pylist() for c in columns), strict=True):
+            where = [named[name] for name in ("source_file", "block_start", "line_number", "line", "reason", "detail")]
+            for file, start, number, text, why, more in zip(*(c.filter(bad).to_pylist() for c in where), strict=True):
                 files[file].quarantined.append(Quarantined(start, number, text, why, more))
         self.tally.add(files)
         return usable

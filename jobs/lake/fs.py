@@ -9,17 +9,26 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
 import secrets
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pyarrow import fs as pafs
 
 from jobs.lake import s3
 from jobs.lake.layout import StorageError, is_s3, join, local_path
+from jobs.settings import settings
 
 _LOCAL = pafs.LocalFileSystem()
+T = TypeVar("T")
+# The AWS C++ SDK in pyarrow writes the body of an error answer into the buffer a read hands
+# it, sized to what is read: a throttling or 5xx answer (a few hundred bytes of XML) to a
+# read of a small object overflows it, and comes back as an error the SDK does not retry.
+# A read can be made again; the SDK retries the same answer to a larger read itself.
+_MISREAD = "Failed to flush response stream"
 
 
 def _resolve(uri: str) -> tuple[pafs.FileSystem, str]:
@@ -57,10 +66,29 @@ def size(uri: str) -> int | None:
     return None if info.type == pafs.FileType.NotFound else info.size
 
 
+def _read_again_if_misread(read: Callable[[], T]) -> T:
+    """`read()`, made again (with backoff, up to JOBS_S3_ATTEMPTS times) when the SDK
+    failed it on an error answer it could not hold (_MISREAD)."""
+    attempts = settings().s3_attempts
+    for attempt in range(1, attempts + 1):
+        try:
+            return read()
+        except OSError as error:
+            if _MISREAD not in str(error) or attempt == attempts:
+                raise
+            time.sleep(random.uniform(0, min(2.0, 0.1 * 2**attempt)))
+    raise AssertionError("unreachable")
+
+
 def read_bytes(uri: str) -> bytes:
     filesystem, path = _resolve(uri)
-    with _errors(uri), filesystem.open_input_stream(path) as stream:
-        return stream.read()
+
+    def read() -> bytes:
+        with filesystem.open_input_stream(path) as stream:
+            return stream.read()
+
+    with _errors(uri):
+        return _read_again_if_misread(read)
 
 
 def read_chunks(uri: str, end: int, size: int = 8 * 2**20) -> Iterator[bytes]:
@@ -190,8 +218,13 @@ def parquet_row_count(uri: str) -> int:
     import pyarrow.parquet as pq
 
     filesystem, path = _resolve(uri)
-    with _errors(uri), filesystem.open_input_file(path) as handle:
-        return pq.ParquetFile(handle).metadata.num_rows
+
+    def read() -> int:
+        with filesystem.open_input_file(path) as handle:
+            return pq.ParquetFile(handle).metadata.num_rows
+
+    with _errors(uri):
+        return _read_again_if_misread(read)
 
 
 def read_columns(uri: str, columns: list[str], file_format: str):
@@ -201,9 +234,12 @@ def read_columns(uri: str, columns: list[str], file_format: str):
     import pyarrow.dataset as ds
 
     filesystem, path = _resolve(uri)
+
+    def read():
+        dataset = ds.dataset(path, filesystem=filesystem, format=file_format, partitioning="hive")
+        return dataset.to_table(columns=columns)
+
     with _errors(uri):
         if filesystem.get_file_info(path).type != pafs.FileType.Directory:
             return None
-        return ds.dataset(path, filesystem=filesystem, format=file_format, partitioning="hive").to_table(
-            columns=columns
-        )
+        return _read_again_if_misread(read)

@@ -26,6 +26,12 @@ class StorageError(RuntimeError):
     """A location cannot be used as asked; the message says why and never carries a secret."""
 
 
+class StorageUnavailable(StorageError):
+    """The store did not serve a call, after every retry, for a reason that passes: it was
+    throttled, answered a server error, stalled or could not be reached. Running again can
+    succeed: a run ends `failed` (retried), never `refused`."""
+
+
 def is_s3(uri: str) -> bool:
     return uri.startswith("s3a://")
 
@@ -124,5 +130,5 @@ class Locations:
 
     @property
     def ledger(self) -> str:
-        """The pipeline's own files beside Spark's, in the checkpoint (jobs/run/ledger.py)."""
+        """The pipeline's own files beside Spark's, in the checkpoint (jobs/accounting/ledger.py)."""
         return join(self.checkpoint, "_pipeline")

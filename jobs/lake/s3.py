@@ -16,13 +16,15 @@ import functools
 from pathlib import Path
 from urllib.parse import urlparse
 
-from jobs.lake.layout import StorageError, split_bucket
+from jobs.lake.layout import StorageError, StorageUnavailable, split_bucket
 from jobs.settings import settings
 
-OFFLINE_JARS = ("hadoop-aws-3.3.1.jar", "aws-java-sdk-bundle-1.11.901.jar")
-# Maven coordinates for machines that reach Maven: hadoop-aws must match Spark's Hadoop.
-MAVEN_PACKAGES = "org.apache.hadoop:hadoop-aws:{hadoop_version}"
 CONNECT_TIMEOUT_S = 5
+# The AWS SDK v2's own chain: the environment (what the Airflow connection sets too), then
+# web identity (EKS, IRSA), profiles, container and instance credentials.
+DEFAULT_CREDENTIALS = "software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider"
+# s3a's own retries of a throttled call (each of the SDK's tries), backing off from 500 ms.
+THROTTLE_RETRIES = 10
 
 
 def describe_endpoint() -> str:
@@ -36,7 +38,8 @@ def _client(endpoint: str | None, region: str):
 
     config = Config(
         region_name=region,
-        retries={"max_attempts": settings().s3a_attempts, "mode": "standard"},
+        # Throttling and 5xx retried with exponential backoff, as AWS asks of its clients.
+        retries={"max_attempts": settings().s3_attempts, "mode": "standard"},
         connect_timeout=CONNECT_TIMEOUT_S,
         read_timeout=settings().s3_timeout_s,
         # MinIO and other S3-compatible servers want path-style addressing.
@@ -58,7 +61,7 @@ def _filesystem(endpoint: str | None, region: str):
     if endpoint:
         parsed = urlparse(endpoint)
         options.update(endpoint_override=parsed.netloc, scheme=parsed.scheme or "https", force_virtual_addressing=False)
-    retries = fs.AwsStandardS3RetryStrategy(max_attempts=settings().s3a_attempts)
+    retries = fs.AwsStandardS3RetryStrategy(max_attempts=settings().s3_attempts)
     return fs.S3FileSystem(**options, retry_strategy=retries)
 
 
@@ -87,13 +90,39 @@ _UNREACHABLE = (
     "Couldn't connect",
 )
 _REFUSED = ("InvalidAccessKeyId", "SignatureDoesNotMatch", "403 Forbidden", "AccessDenied", "ACCESS_DENIED", "403")
+# ... and when it is throttled (503 SlowDown) or fails inside (500, 502), even after every retry.
+_BUSY = (
+    "SlowDown",
+    "Please reduce your request rate",
+    "ServiceUnavailable",
+    "SERVICE_UNAVAILABLE",
+    "SLOW_DOWN",
+    "InternalError",
+    "INTERNAL_FAILURE",
+    "We encountered an internal error",
+    "Bad Gateway",
+    "Status Code: 500",
+    "Status Code: 502",
+    "Status Code: 503",
+    "status code: 500",
+    "status code: 503",
+)
+
+
+def is_transient(text: str) -> bool:
+    """Whether an S3 failure described by `text` passes by itself: throttled, a server
+    error, a stall, an endpoint out of reach (a rerun can succeed)."""
+    return any(marker in text for marker in (*_BUSY, *_STALLED, *_UNREACHABLE))
 
 
 def cause(text: str) -> str | None:
     """A short, actionable cause for an S3 failure described by `text`, or None if it is not one."""
     endpoint = describe_endpoint()
+    if any(marker in text for marker in _BUSY) and not any(marker in text for marker in _REFUSED):
+        tries = f"{settings().s3_attempts} tries with backoff"
+        return f"S3 ({endpoint}) was busy or failing inside (throttled, or a 5xx error) through {tries}; run again"
     if any(marker in text for marker in _STALLED):
-        limit = f"{settings().s3_timeout_s}s, {settings().s3a_attempts} tries"
+        limit = f"{settings().s3_timeout_s}s, {settings().s3_attempts} tries"
         return f"the S3 endpoint {endpoint} stopped answering (no reply within {limit}); is it frozen or overloaded?"
     if any(marker in text for marker in _UNREACHABLE):
         return f"cannot reach the S3 endpoint {endpoint}; is the server up (make s3-up for the local one)?"
@@ -113,7 +142,8 @@ def explain(error: Exception, uri: str) -> StorageError:
         return StorageError(f"{where}: no S3 credentials; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
     found = cause(f"{code} {error}")
     if found:
-        return StorageError(f"{uri}: {found}")
+        kind = StorageUnavailable if is_transient(f"{code} {error}") else StorageError
+        return kind(f"{uri}: {found}")
     first = str(error).splitlines()[0] if str(error) else ""
     return StorageError(f"{where}: {code or type(error).__name__}: {first}")
 
@@ -144,51 +174,32 @@ def put_new_object(source: Path, uri: str) -> bool:
         raise explain(error, uri) from None
 
 
-def spark_conf() -> dict[str, str]:
-    """Spark settings for s3a://, from the environment; no secret among them."""
-    config = settings()
-    conf: dict[str, str] = {}
-    if config.s3a_jars == "maven":
-        from pyspark.find_spark_home import _find_spark_home
+def s3a_settings() -> dict[str, str]:
+    """Spark's settings for s3a:// (hadoop-aws of Spark's own Hadoop, with the AWS SDK v2),
+    from the environment; no secret among them. The jars are the jar lock's (jobs/session.py
+    s3a_conf adds them).
 
-        clients = sorted(Path(_find_spark_home(), "jars").glob("hadoop-client-api-*.jar"))
-        version = clients[0].stem.removeprefix("hadoop-client-api-") if clients else "3.4.1"
-        conf["spark.jars.packages"] = MAVEN_PACKAGES.format(hadoop_version=version)
-        provider = "software.amazon.awssdk.auth.credentials.EnvironmentVariableCredentialsProvider"
-    else:
-        missing = [name for name in OFFLINE_JARS if not (config.jar_dir / name).exists()]
-        if missing:
-            raise StorageError(
-                f"s3a:// needs {', '.join(missing)} in {config.jar_dir.resolve()}: run `make s3-jars` "
-                "(or set JOBS_S3A_JARS=maven where Maven is reachable)"
-            )
-        conf["spark.jars"] = ",".join(str((config.jar_dir / name).resolve()) for name in OFFLINE_JARS)
-        provider = "com.amazonaws.auth.EnvironmentVariableCredentialsProvider"
-        # hadoop-aws 3.3.1 cannot parse Hadoop 3.5's duration defaults such as "60s".
-        conf.update(
-            {
-                "spark.hadoop.fs.s3a.threads.keepalivetime": "60",
-                "spark.hadoop.fs.s3a.multipart.purge.age": "86400",
-            }
-        )
-    # Bounded calls: s3a's own retries (retry.limit) wrap the SDK's (attempts.maximum),
-    # each try waiting at most the socket timeout for a byte: a stalled endpoint fails a
-    # run in a few minutes, not the 15 its defaults allow. Plain milliseconds, which both
-    # hadoop-aws 3.3 and 3.4 read.
-    attempts = str(config.s3a_attempts)
-    conf.update(
-        {
-            "spark.hadoop.fs.s3a.connection.establish.timeout": str(CONNECT_TIMEOUT_S * 1000),
-            "spark.hadoop.fs.s3a.connection.timeout": str(config.s3_timeout_s * 1000),
-            "spark.hadoop.fs.s3a.retry.interval": "500",
-            "spark.hadoop.fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
-            # Instance profiles or assumed roles need another provider (any the jars carry).
-            "spark.hadoop.fs.s3a.aws.credentials.provider": config.s3a_credentials_provider or provider,
-            "spark.hadoop.fs.s3a.endpoint.region": config.aws_region,
-            "spark.hadoop.fs.s3a.attempts.maximum": attempts,
-            "spark.hadoop.fs.s3a.retry.limit": attempts,
-        }
-    )
+    Every call is bounded: each try waits at most JOBS_S3_TIMEOUT_S for a byte, and the SDK
+    makes JOBS_S3_ATTEMPTS tries; s3a itself tries a failed call once only (its retry.limit),
+    but for throttling (503 SlowDown), which its throttle policy retries with exponential
+    backoff: a busy prefix is ridden out, a stalled endpoint fails the run in about a minute.
+    """
+    config = settings()
+    timeout = f"{config.s3_timeout_s}s"
+    conf = {
+        "spark.hadoop.fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+        "spark.hadoop.fs.s3a.aws.credentials.provider": config.s3a_credentials_provider or DEFAULT_CREDENTIALS,
+        "spark.hadoop.fs.s3a.endpoint.region": config.aws_region,
+        "spark.hadoop.fs.s3a.connection.establish.timeout": f"{CONNECT_TIMEOUT_S}s",
+        "spark.hadoop.fs.s3a.connection.timeout": timeout,
+        "spark.hadoop.fs.s3a.connection.acquisition.timeout": timeout,
+        "spark.hadoop.fs.s3a.attempts.maximum": str(config.s3_attempts),
+        "spark.hadoop.fs.s3a.retry.limit": "0",
+        "spark.hadoop.fs.s3a.retry.interval": "500ms",
+        "spark.hadoop.fs.s3a.retry.throttle.limit": str(THROTTLE_RETRIES),
+        "spark.hadoop.fs.s3a.retry.throttle.interval": "500ms",
+        "spark.hadoop.fs.s3a.retry.http.5xx.errors": "true",
+    }
     if config.aws_endpoint_url:
         conf["spark.hadoop.fs.s3a.endpoint"] = config.aws_endpoint_url
         conf["spark.hadoop.fs.s3a.path.style.access"] = "true"

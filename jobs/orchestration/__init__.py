@@ -1,9 +1,11 @@
 """Airflow DAGs for the declared pipelines, built from the declarations (see dags/).
 
-    factory.py     one DAG per declaration, the backfill DAG, the data quality DAG
+    factory.py     one DAG per declaration, the backfill DAG, the data quality DAG; a DAG that
+                   says why for a declaration that does not load
     group_dags.py  one DAG per group of pipelines, its members in one Spark application
-    reports.py     what a run's tasks publish: its report, its verdict, its table's Asset event
+    reports.py     what a run's tasks hand on: its report's summary, its verdict, its table's Asset event
     operators.py   spark-submit of `python -m jobs ...` with the project's environment
+    retries.py     how Airflow retries a DAG's tasks (exponential backoff, outlasting an S3 lease)
     environment.py settings (JOBS_ROOT, connection ids) and the task environment
 
 Everything imported at DAG parse time is light: declarations (YAML) and Airflow itself.

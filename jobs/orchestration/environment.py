@@ -37,13 +37,6 @@ def _connection(conn_id: str):
         return None
 
 
-def ensure_spark_connection(conn_id: str, log) -> None:
-    """Without a Spark connection the provider falls back to YARN; we fall back to local[*]."""
-    if _connection(conn_id) is None:
-        os.environ[f"AIRFLOW_CONN_{conn_id.upper()}"] = json.dumps({"conn_type": "spark", "host": DEFAULT_MASTER})
-        log.info("no Airflow connection %r: running Spark on %s", conn_id, DEFAULT_MASTER)
-
-
 def spark_master(conn_id: str) -> str:
     """The master a Spark connection names, as the provider's hook reads it (host, then :port)."""
     connection = _connection(conn_id)
@@ -72,23 +65,29 @@ def aws_variables(conn_id: str) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def task_environment(log, master: str = DEFAULT_MASTER) -> Iterator[None]:
+def task_environment(log, spark_conn_id: str | None = None) -> Iterator[None]:
     """The environment a task and its spark-submit run in, for the task's duration.
 
     The project's interpreter as the driver's, and its spark-submit (the environment's bin
-    folder); the executors' Python for `master` (jobs/executors.py); and S3 credentials
-    from the AWS connection when there is one. Secrets go into this process's
-    environment only: never into Spark's configuration, a template field or a log line
-    (Airflow also masks connection passwords in task logs).
+    folder); the executors' Python for the master of `spark_conn_id` (jobs/executors.py;
+    local[*] without a connection, which the provider would otherwise take to mean YARN:
+    the connection is then defined, as Airflow reads one from AIRFLOW_CONN_<ID>, for the
+    task's duration only); and S3 credentials from the AWS connection when there is one.
+    Secrets go into this process's environment only: never into Spark's configuration, a
+    template field or a log line (Airflow also masks connection passwords in task logs).
     """
     from jobs.lake import s3
 
+    master = spark_master(spark_conn_id) if spark_conn_id else DEFAULT_MASTER
     values = {
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         "PYSPARK_PYTHON": executor_python(master),
         "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
     }
+    if spark_conn_id and _connection(spark_conn_id) is None:
+        values[f"AIRFLOW_CONN_{spark_conn_id.upper()}"] = json.dumps({"conn_type": "spark", "host": DEFAULT_MASTER})
+        log.info("no Airflow connection %r: running Spark on %s", spark_conn_id, DEFAULT_MASTER)
     conn_id = settings().aws_conn_id
     credentials = aws_variables(conn_id)
     if credentials:

@@ -1,20 +1,25 @@
 """DAGs built from the declarations in jobs/pipelines/.
 
 jobs_<pipeline>    run (spark-submit, availableNow, validated in it) -> validate (its verdict)
-                   -> publish_report -> table_updated
+                   -> run_report -> table_updated
                    on the declared schedule (by hand only when a group runs it); the output
                    table is an Asset, updated only by a run that appended rows
 (the group DAGs, jobs_group_<group>: group_dags.py)
 jobs_backfill      check_params -> reprocess -> validate -> publish, triggered by hand
 jobs_data_quality  validate each table rows were appended to -> data_docs -> verdict,
                    on the tables' Assets and daily
+
+A declaration that does not load (bad YAML, a bad field, a schedule Airflow refuses) costs
+its own DAG only: jobs_<pipeline> is built as a DAG whose one task fails with the one-line
+error, and dags/jobs_declarations.py raises it as an import error of its own, where Airflow
+shows import errors; every other DAG is built.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from airflow.sdk import (
@@ -34,17 +39,17 @@ from jobs import declare
 from jobs.declare.groups import own_schedule
 from jobs.declare.operations import Orchestration
 from jobs.exit_codes import ExitCode
-from jobs.lake.layout import Locations, is_s3
+from jobs.lake.layout import Locations
 from jobs.orchestration import environment
 from jobs.orchestration.operators import BackfillStepOperator, RunPipelineOperator, ValidateTableOperator
 from jobs.orchestration.reports import (
     location_asset,
-    publish_report,
+    run_report,
     table_asset,
     table_updated,
     validation_verdict,
 )
-from jobs.settings import settings
+from jobs.orchestration.retries import retry_args
 
 log = logging.getLogger(__name__)
 START_DATE = datetime(2024, 1, 1, tzinfo=UTC)
@@ -57,42 +62,17 @@ DATA_QUALITY_DAG_ID = f"{DAG_PREFIX}data_quality"
 PUBLISHED_ALIAS = AssetAlias("jobs-published")
 
 
-def outlasting_delay(delay_s: float, retries: int, max_delay_s: float, lease_s: float) -> float:
-    """The first retry delay at which the last retry starts after `lease_s`: a run that died
-    on another worker leaves the checkpoint's S3 lease behind until it expires. Airflow waits
-    at least delay * 2^(n-1) before retry n (exponential backoff), at most max_delay."""
-
-    def least_wait(delay: float) -> float:
-        return sum(min(delay * 2**n, max_delay_s) for n in range(retries))
-
-    while retries and least_wait(delay_s) <= lease_s and delay_s < max_delay_s:
-        delay_s += 15
-    return delay_s
-
-
-def _retry_args(orchestration: Orchestration, root: str) -> dict[str, Any]:
-    delay = settings().retry_delay_s or orchestration.retry_delay_s
-    if is_s3(root) and settings().retry_delay_s is None:
-        delay = outlasting_delay(delay, orchestration.retries, orchestration.max_retry_delay_s, settings().s3_lease_s)
-    return {
-        "retries": orchestration.retries,
-        "retry_delay": timedelta(seconds=delay),
-        "retry_exponential_backoff": True,
-        "max_retry_delay": timedelta(seconds=max(delay, orchestration.max_retry_delay_s)),
-        "execution_timeout": timedelta(seconds=orchestration.timeout_s),
-    }
-
-
 # Scheduled pipeline DAGs.
 def pipeline_dag(pipeline: declare.PipelineBase, root: str) -> DAG:
     with DAG(
         dag_id=f"{DAG_PREFIX}{pipeline.name}",
+        auto_register=False,
         description=pipeline.description,
         schedule=own_schedule(pipeline),
         start_date=START_DATE,
         catchup=False,
         max_active_runs=1,  # two runs never share the checkpoint (the run also locks it)
-        default_args=_retry_args(pipeline.orchestration, root),
+        default_args=retry_args(pipeline.orchestration, root),
         params={
             "max_files_per_trigger": Param(
                 None, type=["null", "integer"], minimum=1, description="at most this many new files per batch"
@@ -115,7 +95,7 @@ def pipeline_dag(pipeline: declare.PipelineBase, root: str) -> DAG:
         tags=["jobs", "pipeline"],
         doc_md=f"**{pipeline.name}**: {pipeline.description}\n\nDeclared in `jobs/pipelines/{pipeline.name}.yaml`.",
     ) as dag:
-        sizes = pipeline.spark.session_conf()
+        sizes = pipeline.spark_settings.session_conf()
         run = RunPipelineOperator(
             task_id="run",
             pipeline_name=pipeline.name,
@@ -125,16 +105,82 @@ def pipeline_dag(pipeline: declare.PipelineBase, root: str) -> DAG:
             conf=sizes,
         )
         validate = validation_verdict.override(task_id="validate")(pipeline.name, root, run.output)
-        published = publish_report(pipeline.name, root, run.output)
-        run >> validate >> published
-        table_updated.override(outlets=[table_asset(pipeline.name, root)])(pipeline.name, root, published)
+        summary = run_report(pipeline.name, root, run.output)
+        run >> validate >> summary
+        table_updated.override(outlets=[table_asset(pipeline.name, root)])(pipeline.name, root, summary)
     return dag
 
 
 def pipeline_dags() -> dict[str, DAG]:
-    """A DAG per pipeline (run by hand only when its group's DAG runs it: group_dags.py)."""
-    root = environment.root()
-    return {f"{DAG_PREFIX}{name}": pipeline_dag(pipeline, root) for name, pipeline in declare.load_all().items()}
+    """A DAG per declaration (run by hand only when its group's DAG runs it: group_dags.py);
+    for one that does not load, or whose DAG Airflow refuses, a DAG that says why."""
+    root, declared = environment.root(), declare.load_each()
+    dags = {
+        f"{DAG_PREFIX}{name}": built(f"{DAG_PREFIX}{name}", pipeline_dag, p, root)
+        for name, p in declared.pipelines.items()
+    }
+    dags |= {f"{DAG_PREFIX}{name}": broken_dag(f"{DAG_PREFIX}{name}", why) for name, why in declared.broken.items()}
+    return dict(sorted(dags.items()))
+
+
+def backfill_dags() -> dict[str, DAG]:
+    """The backfill DAG, offering the pipelines a closed range can be backfilled for (windows)."""
+    from jobs.flow.patterns import pattern_of
+
+    pipelines = declare.load_each().pipelines
+    backfillable = sorted(name for name, p in pipelines.items() if pattern_of(p).backfill_refusal is None)
+    return {BACKFILL_DAG_ID: built(BACKFILL_DAG_ID, backfill_dag, backfillable)}
+
+
+def data_quality_dags() -> dict[str, DAG]:
+    """The data quality DAG over every pipeline that loads."""
+    pipelines = sorted(declare.load_each().pipelines)
+    return {DATA_QUALITY_DAG_ID: built(DATA_QUALITY_DAG_ID, data_quality_dag, pipelines, environment.root())}
+
+
+def built(dag_id: str, build, *args: Any) -> DAG:
+    """`build(*args)`, checked as Airflow checks a DAG when it bags it; a DAG that says why
+    when that fails, so that the DAG file's other DAGs are still built."""
+    try:
+        dag = build(*args)
+        dag.validate()
+    except Exception as error:  # noqa: BLE001 - one DAG's mistake must not take the file's others down
+        return broken_dag(dag_id, f"{type(error).__name__}: {error}")
+    return dag
+
+
+@task(retries=0)
+def refuse(why: str) -> None:
+    """Fail with the reason the DAG could not be built (a broken declaration)."""
+    raise AirflowFailException(why)
+
+
+def broken_dag(dag_id: str, why: str) -> DAG:
+    """A DAG whose one task fails with `why`: a declaration that does not load keeps a DAG of
+    its name, which says what is wrong where its runs are looked at."""
+    with (
+        DAG(
+            dag_id=dag_id,
+            auto_register=False,  # each DAG file hands Airflow the DAGs the factory returns, and no other
+            description=f"does not load: {why}"[:500],
+            schedule=None,
+            start_date=START_DATE,
+            catchup=False,
+            tags=["jobs", "broken"],
+            doc_md=f"**{dag_id} does not load**, and runs nothing until it is fixed:\n\n    {why}",
+        ) as dag
+    ):
+        refuse.override(task_id="declaration")(why)
+    return dag
+
+
+def declaration_problems() -> None:
+    """Raise, as one error, why each declaration that does not load fails (dags/jobs_declarations.py:
+    an import error of a file of its own, which builds no DAG, so that it costs no other)."""
+    broken = declare.load_each().broken
+    if broken:
+        lines = [f"{name}: {why}" for name, why in broken.items()]
+        raise declare.DeclarationError(f"{len(lines)} declaration(s) do not load:\n" + "\n".join(lines))
 
 
 # The backfill DAG.
@@ -181,6 +227,7 @@ def publish_backfill(plan: dict[str, Any]) -> dict[str, Any]:
 def backfill_dag(pipelines: list[str]) -> DAG:
     with DAG(
         dag_id=BACKFILL_DAG_ID,
+        auto_register=False,
         # Created unpaused: it only ever runs when triggered by hand, and a trigger of a
         # paused DAG would wait, queued, until someone unpaused it.
         is_paused_upon_creation=False,
@@ -189,7 +236,7 @@ def backfill_dag(pipelines: list[str]) -> DAG:
         start_date=START_DATE,
         catchup=False,
         max_active_runs=1,
-        default_args=_retry_args(Orchestration(), environment.root()),
+        default_args=retry_args(Orchestration(), environment.root()),
         params={
             # Suggestions, not an enum: another pipeline gets check_params' readable refusal
             # (why, and what to run instead), not a JSON-schema dump.
@@ -216,7 +263,7 @@ def backfill_dag(pipelines: list[str]) -> DAG:
         doc_md=(
             "Reprocesses the landed files of a date range or of some prefixes with its own checkpoint, "
             "keeps every window of the range (the last ones too), validates the result and publishes it "
-            "as `<publish_to>/_CURRENT.json`. See README, Backfills."
+            "as `<publish_to>/_CURRENT.json`. See docs/backfills.md."
         ),
     ) as dag:
         plan = check_params()
@@ -230,10 +277,10 @@ def backfill_dag(pipelines: list[str]) -> DAG:
 @task(trigger_rule=TriggerRule.ALL_DONE, retries=0)
 def data_docs(root: str) -> str:
     """Rebuild the summary page and the Data Docs site, whatever the validations said."""
-    from jobs.publish import report
+    from jobs.quality_report import page as quality_report
 
     with environment.task_environment(log):
-        page = report.build(root, None, with_data_docs=True)
+        page = quality_report.build(root, None, with_data_docs=True)
     log.info("data quality report: %s", page)
     return page
 
@@ -257,6 +304,7 @@ def data_quality_dag(pipelines: list[str], root: str) -> DAG:
     assets = [table_asset(name, root) for name in pipelines]
     with DAG(
         dag_id=DATA_QUALITY_DAG_ID,
+        auto_register=False,
         description="Validate every table with Great Expectations and rebuild Data Docs",
         schedule=AssetOrTimeSchedule(
             timetable=CronTriggerTimetable("@daily", timezone="UTC"), assets=AssetAny(*assets)
@@ -264,7 +312,7 @@ def data_quality_dag(pipelines: list[str], root: str) -> DAG:
         start_date=START_DATE,
         catchup=False,
         max_active_runs=1,
-        default_args=_retry_args(Orchestration(), root),
+        default_args=retry_args(Orchestration(), root),
         params={
             "revalidate": Param(
                 False, type="boolean", description="validate every table, also those no run appended rows to"

@@ -2,8 +2,13 @@
 Spark application per DAG run.
 
     run (the members in one spark-submit, each validated in it) -> members_to_rerun ->
-    rerun (mapped: each failed member alone) -> publish_reports (an Asset event per member
+    rerun (mapped: each failed member alone) -> run_reports (an Asset event per member
     that appended rows) -> members_verdict, on the members' one schedule
+
+The group's settings are the group's own (jobs/declare/groups.py): its spark-submit takes
+the largest memory of its members, its tasks the most retries and the longest timeout any
+member declares, as `python -m jobs run A B C` does. A group whose members do not share a
+schedule gets a DAG that says so (factory.py broken_dag); the other groups are built.
 """
 
 from __future__ import annotations
@@ -16,12 +21,13 @@ from airflow.sdk import DAG, AssetAlias, TriggerRule, get_current_context, task
 from airflow.sdk.exceptions import AirflowFailException
 
 from jobs import declare
-from jobs.declare.groups import groups
+from jobs.declare.groups import each_group, group_orchestration, group_spark_conf
 from jobs.lake.layout import Locations
 from jobs.orchestration import environment
-from jobs.orchestration.factory import DAG_PREFIX, START_DATE, _retry_args
+from jobs.orchestration.factory import DAG_PREFIX, START_DATE, broken_dag, built
 from jobs.orchestration.operators import GroupRunOperator, RunPipelineOperator
-from jobs.orchestration.reports import published_report, table_asset
+from jobs.orchestration.reports import run_summary, table_asset
+from jobs.orchestration.retries import retry_args
 
 log = logging.getLogger(__name__)
 
@@ -45,34 +51,34 @@ def members_to_rerun(outcome: dict[str, Any]) -> list[str]:
 
 
 @task(trigger_rule=TriggerRule.ALL_DONE)
-def publish_reports(group: str, root: str, outcome: dict[str, Any]) -> dict[str, Any]:
+def run_reports(group: str, root: str, outcome: dict[str, Any]) -> dict[str, Any]:
     """Each member's last run report and validation verdict (into the log and the XCom),
     and an event for the table's Asset of each member that appended rows."""
     events = get_current_context()["outlet_events"][group_alias(group)]
-    published = {}
+    summaries = {}
     for name in outcome["members"]:
         with environment.task_environment(log):
             run_id = _final_run_id(name, root, outcome["run_id"])
         log.info("%s: run %s", name, run_id)
-        published[name] = published_report(name, root, run_id)
-        if published[name]["status"] == "succeeded" and published[name]["output_rows"]:
-            events.add(table_asset(name, root), extra=published[name])
-    return published
+        summaries[name] = run_summary(name, root, run_id)
+        if summaries[name]["status"] == "succeeded" and summaries[name]["output_rows"]:
+            events.add(table_asset(name, root), extra=summaries[name])
+    return summaries
 
 
 @task(trigger_rule=TriggerRule.ALL_DONE, retries=0)
-def members_verdict(published: dict[str, Any]) -> None:
+def members_verdict(summaries: dict[str, Any]) -> None:
     """Fails the DAG run when a member's last run failed or its output failed validation."""
     failed = [
         f"{name} ({report['status']}: {report['error']})"
         if report["status"] != "succeeded"
         else f"{name} (validation failed)"
-        for name, report in published.items()
+        for name, report in summaries.items()
         if report["status"] != "succeeded" or report["validation"] == "failed"
     ]
     if failed:
-        raise AirflowFailException(f"{len(failed)} of {len(published)} members failed: {'; '.join(failed)}")
-    log.info("every member succeeded: %s", ", ".join(published))
+        raise AirflowFailException(f"{len(failed)} of {len(summaries)} members failed: {'; '.join(failed)}")
+    log.info("every member succeeded: %s", ", ".join(summaries))
 
 
 def group_alias(group: str) -> AssetAlias:
@@ -83,35 +89,35 @@ def group_dag(group: str, members: list[declare.PipelineBase], root: str) -> DAG
     names = [member.name for member in members]
     with DAG(
         dag_id=f"{GROUP_DAG_PREFIX}{group}",
+        auto_register=False,
         description=f"{len(names)} pipelines in one Spark application: {', '.join(names)}",
         schedule=members[0].schedule,
         start_date=START_DATE,
         catchup=False,
         max_active_runs=1,
-        default_args=_retry_args(members[0].orchestration, root),
+        default_args=retry_args(group_orchestration(members), root),
         tags=["jobs", "group"],
         doc_md=(
             f"**{group}**: runs {', '.join(names)} in one Spark application, each validated in it; a member "
             "whose run failed in a way a rerun can change runs again on its own (`rerun`). Each member's table "
-            "Asset is updated when its run appended rows. See README, Groups."
+            'Asset is updated when its run appended rows. See docs/airflow.md, "Group DAGs".'
         ),
     ) as dag:
-        sizes: dict[str, str] = {}
-        for member in members:
-            sizes.update(member.spark.session_conf())
+        sizes = group_spark_conf(members)
         run = GroupRunOperator(task_id="run", pipeline_names=names, root=root, name=f"jobs-group-{group}", conf=sizes)
         rerun = RunPipelineOperator.partial(task_id="rerun", root=root, validate=True, group_task="run").expand(
             pipeline_name=members_to_rerun(run.output)
         )
-        published = publish_reports.override(outlets=[group_alias(group)])(group, root, run.output)
-        rerun >> published
-        members_verdict(published)
+        summaries = run_reports.override(outlets=[group_alias(group)])(group, root, run.output)
+        rerun >> summaries
+        members_verdict(summaries)
     return dag
 
 
 def group_dags() -> dict[str, DAG]:
+    """A DAG per group of the declarations that load; for a group refused, a DAG that says why."""
     root = environment.root()
-    return {
-        f"{GROUP_DAG_PREFIX}{group}": group_dag(group, members, root)
-        for group, members in groups(declare.load_all()).items()
-    }
+    found, refused = each_group(declare.load_each().pipelines)
+    dags = {f"{GROUP_DAG_PREFIX}{g}": built(f"{GROUP_DAG_PREFIX}{g}", group_dag, g, m, root) for g, m in found.items()}
+    dags |= {f"{GROUP_DAG_PREFIX}{g}": broken_dag(f"{GROUP_DAG_PREFIX}{g}", why) for g, why in refused.items()}
+    return dict(sorted(dags.items()))

@@ -26,6 +26,15 @@ ENTRY_POINT = package_file("entry/spark_submit.py")
 LOG4J_CONFIG = package_file("log4j2.properties")
 
 
+def submit_exit_code(operator: SparkSubmitOperator) -> int | None:
+    """The exit code of the spark-submit an operator ran (None if it did not start one).
+
+    The provider keeps it private (its hook's process); this is the one place that reads
+    it, and tests/airflow/test_provider_contract.py fails when the provider changes it."""
+    process = getattr(getattr(operator, "_hook", None), "_submit_sp", None)
+    return None if process is None else process.returncode
+
+
 def task_log_file(context: Any) -> Path:
     """<cache>/logs/airflow/<dag>/<run>/<task>.<try>.log: one file per task attempt."""
     ti = context["ti"]
@@ -61,6 +70,7 @@ class JobsSubmitOperator(SparkSubmitOperator):
             **(kwargs.get("conf") or {}),
         }
         super().__init__(application=str(ENTRY_POINT), **kwargs)
+        self.spark_conn_id: str = kwargs["conn_id"]  # the provider keeps its own copy private
         self.jobs_args = jobs_args
         self.skip_on_exit = skip_on_exit
         self.done_on_exit = done_on_exit  # the task succeeds: a later task reads what they mean
@@ -70,7 +80,7 @@ class JobsSubmitOperator(SparkSubmitOperator):
         """The command line after `python -m jobs`; subclasses add to it at run time."""
         return [str(arg) for arg in self.jobs_args]
 
-    # How much new input the application reads, when the task knows (jobs/jvm.py: a lean start).
+    # How much new input the application reads, when the task knows (jobs/jvm/archive.py: a lean start).
     new_bytes: int | None = None
 
     def execute(self, context: Any) -> Any:
@@ -85,24 +95,23 @@ class JobsSubmitOperator(SparkSubmitOperator):
             **self.conf,
             "spark.driver.extraJavaOptions": f"{java_options} -Djobs.log.file={task_log_file(context)} {start}",
         }
-        environment.ensure_spark_connection(self._conn_id, self.log)
-        with environment.task_environment(self.log, environment.spark_master(self._conn_id)):
+        with environment.task_environment(self.log, self.spark_conn_id):
             if any("s3a://" in arg or "s3://" in arg for arg in self.application_args):
-                from jobs.lake import s3
+                from jobs.session import s3a_conf
 
                 # hadoop-aws on the classpath from the JVM's start; s3a settings hold no secret.
-                self.conf = {**s3.spark_conf(), **(self.conf or {})}
+                self.conf = {**s3a_conf(), **(self.conf or {})}
             try:
                 super().execute(context)
             except AirflowException as error:
-                process = getattr(self._hook, "_submit_sp", None)
-                code = ExitCode.of(process.returncode if process is not None else None)
+                returned = submit_exit_code(self)
+                code = ExitCode.of(returned)
                 self.exit_code = code
                 if code in self.done_on_exit:
                     return None
                 if code in self.skip_on_exit:
                     raise AirflowSkipException(f"nothing to do: {code.meaning}") from error
-                meaning = code.meaning if code else f"spark-submit exited with {process and process.returncode}"
+                meaning = code.meaning if code else f"spark-submit exited with {returned}"
                 failure = AirflowFailException if code and not code.worth_retrying else AirflowException
                 raise failure(f"python -m jobs {self.application_args[0]}: {meaning}") from error
         return None
@@ -123,7 +132,7 @@ class RunPipelineOperator(JobsSubmitOperator):
             from jobs import declare
 
             kwargs.setdefault("name", f"jobs-{pipeline_name}")
-            kwargs.setdefault("conf", declare.load(pipeline_name).spark.session_conf())
+            kwargs.setdefault("conf", declare.load(pipeline_name).spark_settings.session_conf())
         args = ["run", pipeline_name, f"--root={root}", *([] if validate else ["--no-validate"])]
         super().__init__(jobs_args=args, done_on_exit=(ExitCode.INVALID,) if validate else (), **kwargs)
         self.pipeline_name = pipeline_name
@@ -165,9 +174,9 @@ class RunPipelineOperator(JobsSubmitOperator):
         process, and its report is stored as any run's. Otherwise how much is new (a small
         increment starts lean) and False."""
         from jobs import declare
-        from jobs.group import Member, run_and_validate
         from jobs.lake.layout import Locations
-        from jobs.run import runner
+        from jobs.launch import Member, run_and_validate
+        from jobs.run.context import RunOptions
         from jobs.run.pending import pending_input
         from jobs.validate.suite import load_suite
 
@@ -179,7 +188,7 @@ class RunPipelineOperator(JobsSubmitOperator):
             Locations.resolve(self.pipeline_name, root=self.root),
             load_suite(pipeline) if "--no-validate" not in self.jobs_args else None,
         )
-        options = runner.RunOptions(run_id=self.run_id, link=context["ti"].log_url, start_spark=False)
+        options = RunOptions(run_id=self.run_id, link=context["ti"].log_url, start_spark=False)
         with environment.task_environment(self.log):
             pending = pending_input(pipeline, member.locations, options)
             self.new_bytes = None if pending.needs_spark else pending.bytes
@@ -227,16 +236,16 @@ class GroupRunOperator(JobsSubmitOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:
         from jobs import declare
-        from jobs.group import Member, run_group
         from jobs.lake.layout import Locations
-        from jobs.run import runner
+        from jobs.launch import Member, run_group
+        from jobs.run.context import RunOptions
         from jobs.run.pending import pending_input
         from jobs.validate.suite import load_suite
 
         self.run_id = new_run_id(datetime.now(UTC))
         pipelines = [declare.load(name) for name in self.pipeline_names]
         members = [Member(p, Locations.resolve(p.name, root=self.root), load_suite(p)) for p in pipelines]
-        options = runner.RunOptions(run_id=self.run_id, link=context["ti"].log_url, start_spark=False)
+        options = RunOptions(run_id=self.run_id, link=context["ti"].log_url, start_spark=False)
         with environment.task_environment(self.log):
             pending = [pending_input(m.pipeline, m.locations, options) for m in members]
             if all(p.nothing_new for p in pending):  # no Spark application: each run here, in this process

@@ -1,5 +1,5 @@
-"""What a run's tasks publish: its report and validation verdict (the task log and the
-XCom), and its table's Asset event. Shared by the pipeline DAGs and the group DAGs."""
+"""What a run's tasks hand on: its report's summary and validation verdict (the task log and
+the XCom), and its table's Asset event. Shared by the pipeline DAGs and the group DAGs."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def table_asset(pipeline_name: str, root: str) -> Asset:
     return location_asset(Locations.resolve(pipeline_name, root=root).output, pipeline_name)
 
 
-def published_report(pipeline_name: str, root: str, jobs_run_id: str) -> dict[str, Any]:
+def run_summary(pipeline_name: str, root: str, jobs_run_id: str) -> dict[str, Any]:
     """What a run's task log and XCom show of its report, with its validation verdict (None
     when nothing new was validated) and where the whole report is."""
     from jobs.lake import fs
@@ -40,7 +40,7 @@ def published_report(pipeline_name: str, root: str, jobs_run_id: str) -> dict[st
         report = load_report(locations.runs, jobs_run_id)
         results = result_uri(locations.runs, jobs_run_id)
         validation = fs.read_json(results) if fs.exists(results) else None
-    published = report.model_dump(
+    summary = report.model_dump(
         include={
             "report_version",
             "run_id",
@@ -59,13 +59,13 @@ def published_report(pipeline_name: str, root: str, jobs_run_id: str) -> dict[st
             "rules",  # each row rule's action and violations
         }
     )
-    published["validation"] = validation["status"] if validation else None
-    published["report"] = report_uri(locations.runs, jobs_run_id)
-    for line in json.dumps(published, indent=2).splitlines():
+    summary["validation"] = validation["status"] if validation else None
+    summary["report"] = report_uri(locations.runs, jobs_run_id)
+    for line in json.dumps(summary, indent=2).splitlines():
         log.info("%s", line)
     for warning in report.warnings:
         log.warning("%s: %s", pipeline_name, warning)
-    return published
+    return summary
 
 
 @task(retries=0)
@@ -95,16 +95,16 @@ def validation_verdict(pipeline_name: str, root: str, jobs_run_id: str) -> str:
 
 
 @task(trigger_rule=TriggerRule.NONE_FAILED)
-def publish_report(pipeline_name: str, root: str, jobs_run_id: str) -> dict[str, Any]:
+def run_report(pipeline_name: str, root: str, jobs_run_id: str) -> dict[str, Any]:
     """The run report and its validation verdict: into the task log and the XCom."""
-    return published_report(pipeline_name, root, jobs_run_id)
+    return run_summary(pipeline_name, root, jobs_run_id)
 
 
 @task
-def table_updated(pipeline_name: str, root: str, published: dict[str, Any]) -> None:
+def table_updated(pipeline_name: str, root: str, summary: dict[str, Any]) -> None:
     """An event for the table's Asset, with the run report as its extra, when the run
     appended rows; skipped otherwise, so consumers (the data quality DAG) wake for new
     rows only."""
-    if published["output_rows"] == 0:
-        raise AirflowSkipException(f"no Asset event: run {published['run_id']} appended no rows")
-    get_current_context()["outlet_events"][table_asset(pipeline_name, root)].extra = published
+    if summary["output_rows"] == 0:
+        raise AirflowSkipException(f"no Asset event: run {summary['run_id']} appended no rows")
+    get_current_context()["outlet_events"][table_asset(pipeline_name, root)].extra = summary

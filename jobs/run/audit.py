@@ -26,9 +26,9 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 
+from jobs.accounting.checkpoint import CheckpointLog
 from jobs.lake import fs
 from jobs.lake.layout import is_s3
-from jobs.run.checkpoint import CheckpointLog
 
 MAX_FILE_AGE_DAYS = 7  # Spark's default maxFileAge
 MAX_FILE_AGE_MS = MAX_FILE_AGE_DAYS * 24 * 3600 * 1000

@@ -8,6 +8,8 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from jobs.accounting.checkpoint import CheckpointLog
+from jobs.accounting.ledger import Ledger, check_contract, with_quarantined_files, with_recorded_schema
 from jobs.declare import PipelineBase
 from jobs.flow.enrich import check_dimension, dimension_uri, read_dimension
 from jobs.flow.patterns import pattern_of
@@ -16,9 +18,7 @@ from jobs.flow.tally import Tally
 from jobs.lake import fs
 from jobs.lake.layout import Locations, StorageError
 from jobs.lake.locks import CheckpointLock, S3Lease
-from jobs.run.checkpoint import CheckpointLog
 from jobs.run.context import RunContext, RunOptions, run_log
-from jobs.run.ledger import Ledger, check_contract, with_quarantined_files, with_recorded_schema
 
 
 def checkpoint_contract(pipeline: PipelineBase, locations: Locations) -> dict[str, Any]:
@@ -72,7 +72,7 @@ def checked_context(
     from jobs.session import set_runtime_conf
 
     set_runtime_conf(
-        spark, {"spark.sql.shuffle.partitions": str(pipeline.state_partitions)} | pipeline.spark.sql_conf()
+        spark, {"spark.sql.shuffle.partitions": str(pipeline.state_partitions)} | pipeline.spark_settings.sql_conf()
     )
     ledger = Ledger(locations.ledger)
     if pipeline.source.infer_schema and ledger.recorded_schema() is None:

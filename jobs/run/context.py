@@ -14,12 +14,12 @@ from jobs.flow.source import landing_path
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from jobs.accounting.checkpoint import CheckpointLog
+    from jobs.accounting.ledger import Ledger
     from jobs.declare import PipelineBase
     from jobs.flow.tally import Tally
     from jobs.lake.layout import Locations
     from jobs.lake.locks import CheckpointLock, S3Lease
-    from jobs.run.checkpoint import CheckpointLog
-    from jobs.run.ledger import Ledger
 
 
 def run_log(pipeline_name: str) -> logging.Logger:

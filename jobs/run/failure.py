@@ -7,10 +7,11 @@ import re
 from typing import NamedTuple
 from urllib.parse import unquote
 
+from jobs.accounting.checkpoint import CheckpointLog
 from jobs.declare.rules import RULE_FAILED
+from jobs.flow.conditions import spark_conditions
 from jobs.lake.faults import root_cause
 from jobs.lake.layout import StorageError, from_spark
-from jobs.run.checkpoint import CheckpointLog
 from jobs.run.report import RunReport
 
 
@@ -80,29 +81,6 @@ _DATA_CONDITIONS = ("USER_RAISED_EXCEPTION", "PYTHON_EXCEPTION")
 _ENVIRONMENT = re.compile(r"^(ImportError|ModuleNotFoundError|MemoryError|OSError|\w*ConnectionError|EOFError)\b", re.M)
 
 
-class Condition(NamedTuple):
-    """A Spark error condition (`getCondition()`), its SQLSTATE and its message."""
-
-    name: str
-    sql_state: str
-    message: str
-
-
-def spark_conditions(error: BaseException) -> list[Condition]:
-    """The error conditions in the JVM's chain of causes of `error`, outermost first (none
-    for an error that did not come from the JVM, or when the JVM is gone)."""
-    found, throwable = [], getattr(error, "_origin", None)
-    try:
-        while throwable is not None and len(found) < 20:
-            if _is_spark_throwable(throwable):
-                condition = throwable.getCondition() or ""
-                found.append(Condition(condition, throwable.getSqlState() or "", str(throwable.getMessage())))
-            throwable = throwable.getCause()
-    except Exception:  # noqa: BLE001 - the JVM is gone: what was found is all there is
-        pass
-    return found
-
-
 def data_condition(error: BaseException) -> tuple[str, str] | None:
     """(condition, its message) of the first error in the JVM's chain of causes that a
     record's data caused; None when none did (a storage, memory or JVM failure)."""
@@ -112,13 +90,6 @@ def data_condition(error: BaseException) -> tuple[str, str] | None:
         if condition.name in _DATA_CONDITIONS or condition.sql_state.startswith("22"):
             return condition.name, condition.message
     return None
-
-
-def _is_spark_throwable(throwable) -> bool:
-    from py4j.java_gateway import is_instance_of
-    from pyspark import SparkContext
-
-    return is_instance_of(SparkContext._gateway, throwable, "org.apache.spark.SparkThrowable")
 
 
 def _data_failure(error: BaseException, checkpoint_log: CheckpointLog, report: RunReport) -> str | None:

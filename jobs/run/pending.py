@@ -1,6 +1,6 @@
 """What a run would read, known before Spark starts: whether there is anything to do at
 all (a run with nothing new starts no JVM) and how much (a small increment starts lean,
-jobs/jvm.py).
+jobs/jvm/archive.py).
 
 Read from the same logs Spark reads: a landed file the file source has taken is in its
 log; one it would pass over (more than maxFileAge older than the newest taken, see
@@ -14,15 +14,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from jobs.accounting.checkpoint import CheckpointLog
+from jobs.accounting.ledger import Ledger
 from jobs.declare import PipelineBase
 from jobs.flow.query import source_landings
 from jobs.lake import fs
 from jobs.lake.landing import dated_folders
 from jobs.lake.layout import Locations, join
 from jobs.run.audit import MAX_FILE_AGE_MS
-from jobs.run.checkpoint import CheckpointLog
 from jobs.run.context import RunOptions
-from jobs.run.ledger import Ledger
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ def progress_line(progress: StreamingQueryProgress, pattern: Pattern) -> str:
 class ProgressWatch:
     """Follows a running query: logs each new batch's progress as it completes, and keeps
     each batch's metrics: the lines each source read (what the query's own count must add up
-    to, jobs/run/bookkeeper.py) and what only Spark counted."""
+    to, jobs/accounting/batches.py) and what only Spark counted."""
 
     def __init__(self, query: StreamingQuery, pattern: Pattern, log: logging.Logger):
         self.query = query

@@ -12,10 +12,11 @@ it existed) called them `aggregated_rows`, and still reads.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import Any
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
+from jobs.accounting.accounts import BatchAccount, from_version_1, tied_files
 from jobs.lake import fs
 from jobs.lake.layout import StorageError, join, normalize
 from jobs.run.audit import SkippedFiles, file_names
@@ -23,73 +24,6 @@ from jobs.run.audit import SkippedFiles, file_names
 REPORT_VERSION = 2
 # Validation results (jobs/validate/) live beside the run reports: <run_id>.quality.json.
 RESULTS_SUFFIX = ".quality.json"
-
-
-def _from_version_1(raw: Any) -> Any:
-    if isinstance(raw, dict) and "aggregated_rows" in raw and "used_rows" not in raw:
-        raw = {key: value for key, value in raw.items() if key != "aggregated_rows"} | {
-            "used_rows": raw["aggregated_rows"]
-        }
-    return raw
-
-
-class FileAccount(BaseModel):
-    """One landed file's rows in the batch that read it (jobs/run/accounting.py).
-
-    `used_rows` and `late_rows_dropped` are None where Spark counted part of them for the
-    whole batch only: the repeats a deduplicating pipeline dropped, a join's late rows."""
-
-    COUNTS: ClassVar[tuple[str, ...]] = ("input_rows", "used_rows", "quarantined_rows", "late_rows_dropped")
-
-    path: str
-    size_bytes: int | None  # None: the file was gone when the batch was accounted
-    modified_ms: int | None  # as the source listed it
-    input_rows: int | None  # None (and every count): gone before the batch was accounted
-    used_rows: int | None
-    quarantined_rows: int | None
-    late_rows_dropped: int | None
-    rescued_rows: int | None = 0  # of the used or late ones, those with a value rescued (_rescued_data)
-    violations: dict[str, int] = Field(default_factory=dict)  # rule -> its rows that break it (none: not listed)
-
-
-class BatchAccount(BaseModel):
-    """One committed batch's rows, exactly (jobs/run/accounting.py)."""
-
-    batch_id: int
-    late_watermark_ms: int
-    input_files: int
-    input_rows: int
-    used_rows: int
-    quarantined_rows: int
-    late_rows_dropped: int
-    output_rows: int | None  # None: the sink log no longer lists the batch's files
-    rescued_rows: int = 0  # usable rows with a value rescued into _rescued_data (not a fate: part of the above)
-    violations: dict[str, int] = Field(default_factory=dict)  # rule -> rows that break it (not a fate either)
-    duplicates_dropped: int | None = 0  # None: the run stopped before Spark's count was seen
-    # The file ledger (`python -m jobs files`); None in accounts written before it existed.
-    run_id: str | None = None  # the run that accounted the batch (and reports it)
-    # Landed files gone before the batch was accounted: their rows are in no count.
-    missing_files: list[str] = Field(default_factory=list)
-    committed_at: str | None = None
-    files: list[FileAccount] | None = None
-    # Its files were read again to account it: the query's own count was not at hand
-    # (an interrupted run committed it), or did not add up (jobs/run/accounting.py).
-    read_again: bool = False
-
-    _upgrade = model_validator(mode="before")(_from_version_1)
-
-
-def tied_files(accounts: list[BatchAccount]) -> list[str]:
-    """Files of these batches whose modification time another batch's file has too. Spark's
-    file source orders files by modification time alone (to the ms; on S3, to the second),
-    so which of them went first, and so which rows were late, was its choice."""
-    batches_at: dict[int, set[int]] = {}
-    for account in accounts:
-        for f in account.files or []:
-            if f.modified_ms is not None:
-                batches_at.setdefault(f.modified_ms, set()).add(account.batch_id)
-    tied = {ms for ms, batches in batches_at.items() if len(batches) > 1}
-    return [f.path for a in accounts for f in a.files or [] if f.modified_ms in tied]
 
 
 class RetentionDone(BaseModel):
@@ -162,9 +96,12 @@ class RunReport(BaseModel):
     link: str | None = None  # where the run was started from: the Airflow task's page, when Airflow ran it
     spark_log: str | None = None  # the file with Spark's log and stack traces (one per Airflow task)
 
-    _upgrade = model_validator(mode="before")(_from_version_1)
+    _upgrade = model_validator(mode="before")(from_version_1)
+    _accounts: list[BatchAccount] = PrivateAttr(default_factory=list)  # the batches this run accounted
 
     def add_batches(self, accounts: list[BatchAccount]) -> None:
+        self._accounts += accounts
+        self.tied_files = tied_files(self._accounts)
         for account in accounts:
             self.batch_ids.append(account.batch_id)
             self.input_files += account.input_files
@@ -207,7 +144,7 @@ class RunReport(BaseModel):
         if self.tied_files:
             skipped.append(
                 f"  {len(self.tied_files)} file(s) in different batches had the same modification time: "
-                f"{file_names(self.tied_files)} (Spark chose their order; see README, Landing files)"
+                f'{file_names(self.tied_files)} (Spark chose their order; see docs/layout.md, "Landing files")'
             )
         if self.missing_files:
             skipped.append(

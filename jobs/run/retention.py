@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from jobs.accounting.file_ledger import accounts_after, files_of
 from jobs.lake import fs
 from jobs.lake.layout import is_inside, join
 from jobs.run.context import RunContext
-from jobs.run.files import accounts_after, files_of
 from jobs.run.report import RetentionDone
 
 

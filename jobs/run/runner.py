@@ -26,19 +26,19 @@ from functools import partial
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
+from jobs.accounting.batches import Accounting, account_batches
+from jobs.accounting.checkpoint import CheckpointLog, ms_to_iso
+from jobs.accounting.ledger import IncompatibleCheckpoint
 from jobs.declare import DeclarationError, PipelineBase
 from jobs.flow.admission import batch_limits
 from jobs.flow.patterns import pattern_of
 from jobs.flow.query import source_landings, start_query
-from jobs.lake.layout import Locations, StorageError
+from jobs.lake.layout import Locations, StorageError, StorageUnavailable
 from jobs.lake.locks import AlreadyRunning, LeaseLost, checkpoint_lock
 from jobs.run.audit import remove_stray_output, skipped_files
-from jobs.run.bookkeeper import Bookkeeper, account_batches
 from jobs.run.check import check_before_spark, checked_context, context_without_spark
-from jobs.run.checkpoint import CheckpointLog, ms_to_iso
 from jobs.run.context import RunContext, RunOptions, run_log
 from jobs.run.failure import data_condition, failure_cause, one_line
-from jobs.run.ledger import IncompatibleCheckpoint
 from jobs.run.pending import Pending, pending_input
 from jobs.run.progress import ProgressWatch
 from jobs.run.report import RuleCount, RunReport, last_state_rows, recent_reports, save
@@ -52,7 +52,7 @@ __all__ = ["RunFailed", "RunOptions", "RunRefused", "RunStopped", "request_stop"
 # KeyboardInterrupt from the handler instead could land inside a py4j call and break
 # the connection to the JVM, turning a clean stop into a failed run.
 _stop_requested = threading.Event()
-_runs_in_progress = 0  # more than one in a group (jobs/group.py)
+_runs_in_progress = 0  # more than one in a group (jobs/launch/group.py)
 _runs_lock = threading.Lock()
 
 
@@ -155,7 +155,7 @@ def _session(pipeline: PipelineBase, locations: Locations, pending: Pending) -> 
     from jobs.session import spark_for
 
     new_bytes = None if pending.needs_spark else pending.bytes
-    return spark_for(locations, f"jobs-{pipeline.name}", pipeline.spark.session_conf(), new_bytes=new_bytes)
+    return spark_for(locations, f"jobs-{pipeline.name}", pipeline.spark_settings.session_conf(), new_bytes=new_bytes)
 
 
 def _without_spark(run: RunContext, report: RunReport, pending: Pending) -> None:
@@ -176,13 +176,13 @@ def _execute(run: RunContext, report: RunReport) -> None:
     """recover -> start -> watch -> settle -> audit. Committed batches are accounted
     whatever ended the query; what ended it early is raised once they are."""
     store_as_it_goes = run.options.trigger.kind == "processing-time"
-    books = Bookkeeper(partial(account_batches, run), run, report, store_as_it_goes=store_as_it_goes)
-    _recover(run, report, books)
+    accounting = Accounting(partial(account_batches, run), run, report.add_batches, store_as_it_goes=store_as_it_goes)
+    _recover(run, report, accounting)
     query = _start(run, report)
     watch = ProgressWatch(query, pattern_of(run.pipeline), run.log)
-    interrupted = _watch(run, query, watch, books)
+    interrupted = _watch(run, query, watch, accounting)
     try:
-        _settle(run, report, watch, books)
+        _settle(run, report, watch, accounting)
         _audit(run, report, with_retention=interrupted is None)
     except Exception as error:
         if interrupted is None:
@@ -192,22 +192,22 @@ def _execute(run: RunContext, report: RunReport) -> None:
         raise interrupted
 
 
-def _recover(run: RunContext, report: RunReport, books: Bookkeeper) -> None:
+def _recover(run: RunContext, report: RunReport, accounting: Accounting) -> None:
     """Account the batches an interrupted earlier run committed but did not account."""
-    pending = sorted(set(run.checkpoint_log.committed_batches()) - run.ledger.accounted_batches())
-    if not pending:
+    unaccounted = sorted(set(run.checkpoint_log.committed_batches()) - run.ledger.accounted_batches())
+    if not unaccounted:
         run.log.info("  recover: every committed batch is accounted")
         return
-    run.log.info("  recover: accounting batches %s, committed by an interrupted earlier run", pending)
-    report.recovered_batch_ids = pending
-    books.account(pending)
+    run.log.info("  recover: accounting batches %s, committed by an interrupted earlier run", unaccounted)
+    report.recovered_batch_ids = unaccounted
+    accounting.account(unaccounted)
 
 
 def _start(run: RunContext, report: RunReport) -> StreamingQuery:
     """Start the query, each batch limited to what the driver's memory can take."""
     from jobs.session import heap_bytes
 
-    declared, options = run.pipeline.spark, run.options
+    declared, options = run.pipeline.spark_settings, run.options
     limits = batch_limits(
         heap_bytes(run.spark) // options.heap_shares,
         declared.max_files_per_trigger,
@@ -230,7 +230,9 @@ def _start(run: RunContext, report: RunReport) -> StreamingQuery:
     )
 
 
-def _watch(run: RunContext, query: StreamingQuery, watch: ProgressWatch, books: Bookkeeper) -> BaseException | None:
+def _watch(
+    run: RunContext, query: StreamingQuery, watch: ProgressWatch, accounting: Accounting
+) -> BaseException | None:
     """Await the query, a line per batch, accounting its batches beside it; what ended it
     early (a stop request, a failure), once it is stopped. Raised at once: the lease was
     lost (what it committed is accounted by the run that holds the lease), or the JVM is gone."""
@@ -240,14 +242,14 @@ def _watch(run: RunContext, query: StreamingQuery, watch: ProgressWatch, books: 
                 raise KeyboardInterrupt
             run.lock.check()
             watch.poll()
-            books.follow(watch.metrics)
-            watch.forget_through(books.accounted_through)  # a long run holds only what it needs
+            accounting.follow(watch.metrics)
+            watch.forget_through(accounting.accounted_through)  # a long run holds only what it needs
         return None
     except BaseException as error:
         if isinstance(error, KeyboardInterrupt):
             run.log.info("  stopping: the batch in flight, if any, is redone by the next run")
         stopped = _stopped(query)
-        books.settle()
+        accounting.settle()
         if not stopped:
             run.log.error(
                 "  the query's JVM is gone (it died, or did not stop in time); the next run accounts its batches"
@@ -277,10 +279,10 @@ def _stopped(query: StreamingQuery) -> bool:
     return not running
 
 
-def _settle(run: RunContext, report: RunReport, watch: ProgressWatch, books: Bookkeeper) -> None:
+def _settle(run: RunContext, report: RunReport, watch: ProgressWatch, accounting: Accounting) -> None:
     """Account every committed batch left; the watermark and the state the query ended with."""
     watch.poll()
-    books.finish(watch.metrics)
+    accounting.finish(watch.metrics)
     committed = run.checkpoint_log.committed_batches()
     report.watermark = ms_to_iso(run.checkpoint_log.next_watermark_ms(committed[-1])) if committed else None
     report.state_rows = watch.last_state_rows
@@ -314,7 +316,8 @@ def _warnings(report: RunReport, locations: Locations) -> list[str]:
 
 def _ended(error: BaseException, report: RunReport, locations: Locations, spark: SparkSession | None) -> RuntimeError:
     """How the run ended, in its report; the error its caller sees."""
-    if isinstance(error, AlreadyRunning | IncompatibleCheckpoint | StorageError | DeclarationError):
+    refusals = AlreadyRunning | IncompatibleCheckpoint | StorageError | DeclarationError
+    if isinstance(error, refusals) and not isinstance(error, StorageUnavailable):
         report.finish("refused", one_line(error))
         return RunRefused(report.error)
     if isinstance(error, LeaseLost):

@@ -110,7 +110,7 @@ def run_checkpoint(
     table: DataFrame, name: str, suite: Suite, quality: str, site: Path, run_name: str, had_input: bool
 ) -> tuple[list[CheckResult], str | None]:
     """Validates `table` with the suite; returns the results and the result's Data Docs page
-    (relative to the site, which jobs/publish/data_docs.py builds)."""
+    (relative to the site, which jobs/quality_report/data_docs.py builds)."""
     import great_expectations as gx
 
     active = [e for e in suite.expectations if e.when != "run_had_input" or had_input]

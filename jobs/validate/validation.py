@@ -18,14 +18,14 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from jobs.accounting.checkpoint import CheckpointLog
+from jobs.accounting.ledger import Ledger, with_recorded_schema
 from jobs.declare import PipelineBase
 from jobs.flow.enrich import dimension_uri, read_dimension
 from jobs.flow.query import output_schema
 from jobs.flow.sink import read_committed
 from jobs.lake import fs
 from jobs.lake.layout import Locations, is_s3, join, local_path
-from jobs.run.checkpoint import CheckpointLog
-from jobs.run.ledger import Ledger, with_recorded_schema
 from jobs.run.report import RunReport, load_reports
 from jobs.validate import gx
 from jobs.validate.gx import ValidationError

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from jobs import backfill
-from jobs.publish import report
+from jobs.quality_report import page as quality_report
 from tests.airflow.dag_runs import AIRFLOW, airflow_env, asset_events, at, dags_test
 from tests.helpers import all_lines, event, land_in_order, modes, table_rows
 from tests.model import ClickstreamModel
@@ -53,10 +53,10 @@ def test_a_backfill_publishes_every_window_of_its_range(airflow_home, tmp_path, 
     (published,) = asset_events(airflow_home, f"file://{publish_to}")
     assert published["version"] == pointer["version"] and published["rows"] == len(expected)
     # The data quality report lists the backfill, its run and the version it made current.
-    (listed,) = report.backfills(str(root), "clickstream")
+    (listed,) = quality_report.backfills(str(root), "clickstream")
     assert listed["id"] == pointer["version"] and [r.status for r in listed["runs"]] == ["succeeded"]
     assert listed["published"]["current"] is True and listed["published"]["publish_to"] == publish_to
-    page = report.render(str(root))
+    page = quality_report.render(str(root))
     assert f"{pointer['version']}</td>" in page and f"to {publish_to} <b>(current)</b>" in page
     # Production checkpoint and table untouched: they were never created.
     assert sorted(p.name for p in root.iterdir()) == ["backfills", "landing", "published"]

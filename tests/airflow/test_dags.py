@@ -34,7 +34,7 @@ for dag in bag.dags.values():
                               "timeout_s": t.execution_timeout.total_seconds() if t.execution_timeout else None,
                               "trigger_rule": getattr(t.trigger_rule, "value", t.trigger_rule),
                               "outlets": [getattr(o, "uri", None) or f"alias:{o.name}" for o in t.outlets],
-                              "conn_id": getattr(t, "_conn_id", None),
+                              "conn_id": getattr(t, "spark_conn_id", None),
                               "conf": getattr(t, "conf", None)} for t in dag.tasks},
         "timetable": type(dag.timetable).__name__,
         "summary": getattr(dag.timetable, "expression", None) or getattr(getattr(dag.timetable, "timetable", None), "expression", None),
@@ -86,22 +86,22 @@ def test_one_dag_per_declared_pipeline_with_its_schedule_and_settings(dagbag):
         assert {t: v["type"] for t, v in tasks.items()} == {
             "run": "RunPipelineOperator",
             "validate": "_PythonDecoratedOperator",  # the verdict of the run's validation, made in its application
-            "publish_report": "_PythonDecoratedOperator",
+            "run_report": "_PythonDecoratedOperator",
             "table_updated": "_PythonDecoratedOperator",
         }
         assert tasks["validate"]["upstream"] == ["run"]
-        assert tasks["publish_report"]["upstream"] == ["run", "validate"]  # after validate; the run id from run
-        assert tasks["publish_report"]["trigger_rule"] == "none_failed"  # also when validate skipped: nothing new
-        assert tasks["table_updated"]["upstream"] == ["publish_report"]
+        assert tasks["run_report"]["upstream"] == ["run", "validate"]  # after validate; the run id from run
+        assert tasks["run_report"]["trigger_rule"] == "none_failed"  # also when validate skipped: nothing new
+        assert tasks["table_updated"]["upstream"] == ["run_report"]
         assert tasks["run"]["conn_id"] == "spark_default"
         assert tasks["validate"]["retries"] == 0  # a verdict read again reads the same
         for task in (t for task_id, t in tasks.items() if task_id != "validate"):
             assert task["retries"] == spec.orchestration.retries == 2
-            assert task["backoff"] is True
+            assert task["backoff"] == 2.0  # each retry waits twice as long as the one before
             assert task["timeout_s"] == spec.orchestration.timeout_s == timedelta(hours=1).total_seconds()
         # The output table is the Asset the run updates (JOBS_ROOT decides where it is).
         assert tasks["table_updated"]["outlets"] == [f"file://{dagbag['root']}/tables/{name}"]
-        assert tasks["publish_report"]["outlets"] == []
+        assert tasks["run_report"]["outlets"] == []
         assert set(dag["params"]) == {
             "max_files_per_trigger",
             "max_bytes_per_trigger",
@@ -154,8 +154,102 @@ def test_a_declarations_spark_sizes_reach_its_spark_submit(tmp_path):
         assert "-XX:+ExitOnOutOfMemoryError" in conf["spark.driver.extraJavaOptions"]
 
 
+def _shipped_declarations(folder):
+    """Every shipped declaration, copied into `folder` (for JOBS_PIPELINES_DIR)."""
+    import shutil
+
+    from jobs.declare.load import pipelines_dir
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for declaration in pipelines_dir().iterdir():
+        if declaration.name.endswith(".yaml"):
+            shutil.copy(str(declaration), folder / declaration.name)
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("broken", "mistake", "says"),
+    [
+        ("device_steps", "name: device_steps\nsource: [unclosed\n", "not valid YAML"),
+        ("clickstream", {"schedule": "every tuesday"}, "is not a schedule Airflow reads"),
+    ],
+    ids=["yaml", "schedule"],
+)
+def test_one_declaration_that_does_not_load_costs_only_its_own_dag(tmp_path, broken, mistake, says):
+    import yaml
+
+    folder = _shipped_declarations(tmp_path / "pipelines")
+    if isinstance(mistake, str):
+        (folder / f"{broken}.yaml").write_text(mistake)
+    else:
+        raw = yaml.safe_load((folder / f"{broken}.yaml").read_text())
+        (folder / f"{broken}.yaml").write_text(yaml.safe_dump({**raw, **mistake}))
+    found = describe_dags(tmp_path, JOBS_PIPELINES_DIR=str(folder))
+    shipped = declare.load_all()
+    # Every other DAG is built as it would be without the mistake ...
+    assert set(found["dags"]) == {f"jobs_{n}" for n in shipped} | {"jobs_backfill", "jobs_data_quality"}
+    for name in set(shipped) - {broken}:
+        assert set(found["dags"][f"jobs_{name}"]["tasks"]) == {"run", "validate", "run_report", "table_updated"}
+    quality = found["dags"]["jobs_data_quality"]["tasks"]
+    assert set(quality) - {"data_docs", "verdict"} == {f"validate_{n}" for n in set(shipped) - {broken}}
+    # ... the broken one's own DAG fails with why, when run ...
+    own = found["dags"][f"jobs_{broken}"]
+    assert set(own["tasks"]) == {"declaration"} and own["timetable"] == "NullTimetable"
+    # ... and Airflow lists one import error, from a file that builds no DAG, naming the file.
+    ((where, error),) = found["errors"].items()
+    assert where.endswith("jobs_declarations.py") and f"{broken}" in error and says in error
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        *("@hourly", "@midnight", "@once", "@continuous", "*/15 * * * *", "0 0 31 2 *", "0 0 * * * 30"),
+        *("every tuesday", "61 * * * *", "* * * * * * * *", "@fortnightly", ""),
+    ],
+)
+def test_a_schedule_loads_exactly_when_airflow_takes_it(schedule):
+    import yaml
+    from airflow.sdk import DAG
+
+    from jobs.declare.load import pipelines_dir
+    from jobs.orchestration.factory import START_DATE
+
+    try:
+        DAG("probe", schedule=schedule, start_date=START_DATE, auto_register=False).validate()
+        airflow_takes = True
+    except Exception:  # noqa: BLE001 - whatever Airflow refuses it with
+        airflow_takes = False
+    raw = yaml.safe_load((pipelines_dir() / "clickstream.yaml").read_text())
+    try:
+        declare.from_mapping({**raw, "schedule": schedule})
+        loads = True
+    except declare.DeclarationError as error:
+        assert "schedule" in str(error)
+        loads = False
+    assert loads == airflow_takes
+
+
+def test_a_group_dag_takes_its_members_largest_memory_and_most_retries(tmp_path):
+    folder = tmp_path / "pipelines"
+    declaration_copy(folder, "clickstream", group="pair", spark={"driver_memory": "4g"}, airflow={"retries": 4})
+    declaration_copy(
+        folder, "device_steps", group="pair", spark={"driver_memory": "1g"}, airflow={"timeout": "3 hours"}
+    )
+    dags = describe_dags(tmp_path, JOBS_PIPELINES_DIR=str(folder))["dags"]
+    run = dags["jobs_group_pair"]["tasks"]["run"]
+    assert run["conf"]["spark.driver.memory"] == "4096m"  # not the last member's 1g
+    assert run["retries"] == 4 and run["timeout_s"] == 3 * 3600  # each member gets at least its own
+    # The command line's group takes the same, from the same function.
+    from jobs.declare.groups import group_orchestration, group_spark_conf
+
+    members = [declare.load(name, folder) for name in ("clickstream", "device_steps")]
+    assert group_spark_conf(members)["spark.driver.memory"] == "4096m"
+    assert group_spark_conf(members[::-1])["spark.driver.memory"] == "4096m"
+    assert (group_orchestration(members).retries, group_orchestration(members).timeout_s) == (4, 3 * 3600)
+
+
 def test_retries_of_a_dag_on_s3_outlast_the_checkpoint_lease():
-    from jobs.orchestration.factory import outlasting_delay
+    from jobs.orchestration.retries import outlasting_delay
 
     # Defaults (2 retries, 60 s doubled): the last retry comes after at least 180 s, past a 120 s lease.
     assert outlasting_delay(60, 2, 1800, 120) == 60
@@ -181,6 +275,6 @@ def test_a_tasks_spark_submit_runs_the_executors_python_its_master_calls_for(mon
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_TEST", json.dumps({"conn_type": "spark", "host": master}))
     monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
     assert environment.spark_master("spark_test") == master
-    with environment.task_environment(logging.getLogger("test"), environment.spark_master("spark_test")):
+    with environment.task_environment(logging.getLogger("test"), "spark_test"):
         assert (os.environ["PYSPARK_DRIVER_PYTHON"], os.environ["PYSPARK_PYTHON"]) == (sys.executable, executors_python)
     assert "PYSPARK_PYTHON" not in os.environ

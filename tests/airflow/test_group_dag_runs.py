@@ -72,11 +72,11 @@ def test_a_group_dag_runs_its_members_in_one_application_and_reruns_the_refused_
     assert released.is_set()
     tasks = first.tasks()
     assert tasks["run"][0] == tasks["members_to_rerun"][0] == tasks["rerun"][0] == "success"
-    assert tasks["publish_reports"][0] == tasks["members_verdict"][0] == "success"
+    assert tasks["run_reports"][0] == tasks["members_verdict"][0] == "success"
     group_run = first.xcom("run")
     assert group_run["rerun"] == [LOCKED]
     assert group_run["members"][LOCKED]["status"] == "refused"
-    published = first.xcom("publish_reports")
+    published = first.xcom("run_reports")
     assert published[LOCKED]["run_id"] == f"{group_run['run_id']}.r1"  # its rerun, on its own
     for name, model_class in MODELS.items():
         locations = Locations.resolve(name, root=root)

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from jobs import declare
+from jobs.accounting.checkpoint import CheckpointLog
 from jobs.lake.layout import Locations
-from jobs.run.checkpoint import CheckpointLog
 from jobs.run.report import load_reports
 from tests.airflow.dag_runs import arrivals, asset_events, dags_test, kill_the_run_after
 from tests.helpers import all_lines, land_in_order, modes, replace_parquet_file, table_rows
@@ -53,14 +53,14 @@ def test_a_killed_run_task_is_retried_and_resumes_from_the_checkpoint(pipeline_r
     assert first.state == "success", first.output[-5000:]
     tasks = first.tasks()
     assert tasks["run"] == ("success", 2), "the killed try failed, the retry succeeded"
-    assert tasks["validate"][0] == tasks["publish_report"][0] == "success"
+    assert tasks["validate"][0] == tasks["run_report"][0] == "success"
 
     model = ClickstreamModel()
     model.run(batches_as_spark_ran(root, first_files, first.reports))
     assert first.table == model.rows()  # no duplicate, no loss
     reports = first.reports
     assert sum(r.input_rows for r in reports) == len(all_lines(first_files))
-    published = first.xcom("publish_report")
+    published = first.xcom("run_report")
     # One unusable line in 12 is above the suite's 5% quarantine share: a warning, not a failure.
     assert published["status"] == "succeeded" and published["validation"] == "warned"
     assert published["run_id"] == first.xcom("run") == reports[-1].run_id
@@ -69,7 +69,7 @@ def test_a_killed_run_task_is_retried_and_resumes_from_the_checkpoint(pipeline_r
 def test_a_second_dag_run_processes_only_the_new_files(pipeline_runs, spark):
     root, first_files, second_files, first, second, _ = pipeline_runs
     assert second.state == "success", second.output[-5000:]
-    published = second.xcom("publish_report")
+    published = second.xcom("run_report")
     assert published["input_files"] == len(second_files)
     assert published["input_rows"] == len(all_lines(second_files))
     model = ClickstreamModel()
@@ -137,11 +137,11 @@ def test_nothing_new_costs_no_validation_and_no_asset_event_and_the_quality_dag_
     quiet = dags_test(airflow_home, str(root), "jobs_clickstream")
     assert quiet.state == "success", quiet.output[-5000:]
     tasks = quiet.tasks()
-    assert tasks["run"][0] == "success" and tasks["publish_report"][0] == "success"
+    assert tasks["run"][0] == "success" and tasks["run_report"][0] == "success"
     assert tasks["validate"][0] == tasks["table_updated"][0] == "skipped"
     assert "Spark-Submit cmd" not in quiet.output  # nothing new: the run task ran it in its own process
     assert "pending: nothing new landed; Spark is not started" in quiet.output
-    published = quiet.xcom("publish_report")  # the run is still reported, its report checked
+    published = quiet.xcom("run_report")  # the run is still reported, its report checked
     assert (published["input_files"], published["output_rows"], published["validation"]) == (0, 0, "passed")
     assert asset_events(airflow_home, table) == events
 

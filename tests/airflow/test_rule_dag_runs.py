@@ -33,7 +33,7 @@ def test_a_fail_rule_fails_the_run_task_with_its_line_and_the_quarantine_param_g
 
     assert passed.state == "success", passed.output[-5000:]
     assert "rules: known_event 1 (quarantine), has_event_id 0 (warn), no_load_test_traffic 0 (fail)" in passed.output
-    published = passed.xcom("publish_report")
+    published = passed.xcom("run_report")
     assert published["rules"] == {
         "known_event": {"action": "quarantine", "violations": 1},
         "has_event_id": {"action": "warn", "violations": 0},

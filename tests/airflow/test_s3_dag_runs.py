@@ -34,7 +34,7 @@ def test_a_dag_run_on_s3_takes_its_credentials_from_an_airflow_connection(airflo
     model = ClickstreamModel()
     model.run([all_lines(files)])
     assert table_rows(spark, f"{s3_root}/tables/clickstream") == model.rows()
-    assert run.xcom("publish_report")["input_rows"] == len(all_lines(files))
+    assert run.xcom("run_report")["input_rows"] == len(all_lines(files))
 
     assert S3_SECRET not in run.output
     for log in airflow_home.rglob("*"):

@@ -26,11 +26,11 @@ def test_a_run_s_warnings_are_in_the_task_log_its_xcom_and_the_quality_verdict(t
     save(report, Locations.resolve("clickstream", root=root).runs)
 
     with caplog.at_level(logging.INFO, logger="jobs.orchestration"):
-        published = reports.publish_report.function("clickstream", root, report.run_id)
+        published = reports.run_report.function("clickstream", root, report.run_id)
         factory.verdict.function(["clickstream", "device_steps"], root)
 
     assert published["warnings"] == report.warnings
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert warned[0] == f"clickstream: {report.warnings[0]}"  # the pipeline DAG's publish_report
+    assert warned[0] == f"clickstream: {report.warnings[0]}"  # the pipeline DAG's run_report
     assert warned[1].startswith("clickstream: watermark_ahead: the watermark 9999-12-31T23:54:00Z is ")  # verdict
     assert len(warned) == 2  # device_steps never ran: nothing to say

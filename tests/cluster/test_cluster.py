@@ -53,7 +53,7 @@ def cluster(s3_endpoint, tmp_path_factory):
     cluster.start({**credentials, "JAVA_TOOL_OPTIONS": os.environ["JAVA_TOOL_OPTIONS"]})
     yield cluster
     cluster.stop()
-    for folder in home.glob("worker-*/app-*"):  # each executor's copy of the jars: 200 MB
+    for folder in home.glob("worker-*/app-*"):  # each executor's copy of what its application shipped
         shutil.rmtree(folder)
 
 
@@ -182,7 +182,7 @@ def test_a_pipeline_dag_runs_on_the_cluster_by_its_spark_connection(
     model = ClickstreamModel()
     model.run([all_lines(arrival)])
     assert table_rows(spark, f"{root}/tables/clickstream") == model.rows()
-    assert run.xcom("publish_report")["input_rows"] == len(all_lines(arrival))
+    assert run.xcom("run_report")["input_rows"] == len(all_lines(arrival))
 
 
 def test_no_secret_in_spark_configuration_logs_ui_or_event_log(histories, cluster, event_logs):

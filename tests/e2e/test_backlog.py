@@ -17,7 +17,7 @@ from tests.model import ClickstreamModel
 
 def test_a_declared_limit_splits_a_backlog_and_a_run_option_overrides_it(spark, clickstream, tmp_path, caplog):
     declared = clickstream.model_copy(
-        update={"spark": clickstream.spark.model_copy(update={"max_files_per_trigger": 2})}
+        update={"spark_settings": clickstream.spark_settings.model_copy(update={"max_files_per_trigger": 2})}
     )
     files = {
         f"part-{i}.json": [event(f"u{i}", f"2023-07-30T10:{i:02d}:00Z", f"e{i}-{n}") for n in range(3)]

@@ -174,7 +174,7 @@ def test_held_windows_finalize_every_aggregate_function(spark, tmp_path):
         ],
         "output": {"format": "parquet"},
     }
-    spec = declare.parse(raw)
+    spec = declare.from_mapping(raw)
     rows = [("a", 1.5, 3, 0), ("a", 2.0, 1, 4), ("b", 4.0, 7, 6), ("a", None, 5, 12), ("b", 0.5, 2, 13)]
     lines = [json.dumps({"user_id": u, "amount": amount, "items": items, "ts": at(m)}) for u, amount, items, m in rows]
     locations = Locations.resolve("spend", root=str(tmp_path))

@@ -10,9 +10,9 @@ import random
 import shutil
 from pathlib import Path
 
+from jobs.accounting.checkpoint import CheckpointLog
+from jobs.accounting.ledger import Ledger
 from jobs.flow.line_reader import RECORD_LIMIT
-from jobs.run.checkpoint import CheckpointLog
-from jobs.run.ledger import Ledger
 from tests.helpers import event, land, run_pipeline
 
 BAD_LINES = {

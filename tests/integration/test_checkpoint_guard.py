@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from jobs.accounting.checkpoint import CheckpointLog
 from jobs.declare.parts import Window
 from jobs.flow.sink import Trigger
 from jobs.lake.layout import Locations
 from jobs.lake.locks import CheckpointLock
-from jobs.run.checkpoint import CheckpointLog
 from jobs.run.runner import RunRefused
 from tests.helpers import event, land, run_pipeline
 

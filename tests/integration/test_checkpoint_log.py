@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from jobs.run.checkpoint import CheckpointLog
+from jobs.accounting.checkpoint import CheckpointLog
 from tests.helpers import event, land_in_order, run_pipeline
 from tests.model import BatchResult, ClickstreamModel
 

@@ -12,9 +12,9 @@ from decimal import Decimal
 import yaml
 
 from jobs import declare
+from jobs.accounting.ledger import Ledger
 from jobs.cli import main
 from jobs.lake.layout import Locations
-from jobs.run.ledger import Ledger
 from tests.helpers import land, land_in_order, run_pipeline
 from tests.histories import ordered, table
 from tests.model import Reading, WindowModel, is_long, iso_time, record
@@ -30,7 +30,7 @@ SCHEMA = {
 
 
 def pipeline(pattern: str = "events", **changes) -> declare.PipelineBase:
-    return declare.parse(raw_declaration(pattern, **changes))
+    return declare.from_mapping(raw_declaration(pattern, **changes))
 
 
 def raw_declaration(pattern: str = "events", **changes) -> dict:
@@ -198,7 +198,7 @@ def test_paths_name_the_keys_the_event_time_and_what_is_deduplicated(spark, tmp_
 def test_a_join_matches_on_a_path_of_both_sides(spark, tmp_path):
     impressions = {"impression_id": "string", "ad": {"id": "string", "campaign": "string"}, "shown_at": "string"}
     clicks = {"click_id": "string", "ad": {"id": "string"}, "clicked_at": "string"}
-    spec = declare.parse(
+    spec = declare.from_mapping(
         {
             "name": "nested_join",
             "source": {
@@ -283,7 +283,7 @@ def test_hints_pin_the_types_an_inferred_schema_would_guess(spark, tmp_path, cap
 
 def test_rescue_keeps_the_event_and_what_did_not_fit_under_its_path_counted(spark, tmp_path, capsys, monkeypatch):
     raw = raw_declaration(on_type_mismatch="rescue")
-    spec = declare.parse(raw)
+    spec = declare.from_mapping(raw)
     locations = Locations.resolve(spec.name, root=str(tmp_path / "root"))
     events = [
         github(0, 1),

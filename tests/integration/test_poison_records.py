@@ -153,7 +153,7 @@ def test_a_batch_failing_on_its_data_names_the_file_and_the_command_that_gets_pa
     way, until the file is quarantined by the command the error names."""
     source = yaml.safe_load((pipelines_dir() / "clickstream_inferred.yaml").read_text())["source"]
     folder = declaration_copy(tmp_path / "pipelines", "clickstream_inferred", source={**source, "new_fields": "fail"})
-    spec = declare.parse(yaml.safe_load((folder / "clickstream_inferred.yaml").read_text()))
+    spec = declare.from_mapping(yaml.safe_load((folder / "clickstream_inferred.yaml").read_text()))
     locations = Locations.resolve(spec.name, root=str(tmp_path / "root"))
     land(locations.landing, {"a.json": [event("u1", "2023-07-30T10:00:20Z")]})
     run_pipeline(spark, spec, locations)
@@ -258,7 +258,7 @@ def test_a_batch_read_again_decides_about_the_future_at_the_batch_s_own_time(spa
     not when its accounting is redone later (from the time Spark recorded for the batch)."""
     raw = yaml.safe_load((pipelines_dir() / "clickstream.yaml").read_text())
     raw["source"]["event_time"]["max_future"] = "1 second"
-    spec = declare.parse(raw)
+    spec = declare.from_mapping(raw)
     locations = Locations.resolve(spec.name, root=str(tmp_path))
     soon = (datetime.now(UTC) + timedelta(seconds=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
     land(locations.landing, {"a.json": [event("u1", soon), event("u2", "2023-07-30T10:00:20Z")]})

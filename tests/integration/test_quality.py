@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from jobs import declare
+from jobs.accounting.checkpoint import CheckpointLog
 from jobs.lake.layout import Locations
-from jobs.run.checkpoint import CheckpointLog
 from jobs.run.report import RunReport, load_reports, save
 from jobs.validate.result import CheckResult, ValidationResult, load_results, save_result
 from jobs.validate.suite import load_suite
@@ -275,7 +275,7 @@ def _other_pipelines_in_every_state(root: Path, now: datetime) -> dict[str, str]
     return states
 
 
-# The overview's status colours (jobs/publish/report.py STATUS_COLORS), as the screenshot shows them.
+# The overview's status colours (jobs/quality_report/page.py STATUS_COLORS), as the screenshot shows them.
 STATUS_PIXELS = {"failing": (214, 69, 65), "stale": (142, 91, 214), "warning": (227, 177, 45), "healthy": (46, 158, 91)}
 _COUNT_COLOURS = """async ([png, colours]) => {
     const image = new Image();
@@ -300,7 +300,7 @@ def test_report_opens_without_errors_in_headless_chromium(validated, tmp_path):
 
     from playwright.sync_api import sync_playwright
 
-    from jobs.publish import report as quality_report
+    from jobs.quality_report import page as quality_report
 
     browser_path = subprocess.run(
         [str(REPO / "infra" / "chromium.sh")], capture_output=True, text=True, check=True

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from jobs.accounting.checkpoint import CheckpointLog
+from jobs.accounting.file_ledger import taken_files
+from jobs.accounting.ledger import Ledger
 from jobs.declare.operations import Retention
 from jobs.lake.layout import join
-from jobs.run.checkpoint import CheckpointLog
-from jobs.run.files import taken_files
-from jobs.run.ledger import Ledger
 from jobs.run.retention import apply_retention
 from tests.helpers import all_lines, assert_run_matches, event, land_in_order, run_context, run_pipeline, table_rows
 from tests.model import ClickstreamModel

@@ -77,7 +77,7 @@ def test_rules_decide_any_record_as_the_model_does_and_never_fail(spark, name, i
     raw["rules"] = [
         {**r, "on_violation": "warn" if r["on_violation"] == "fail" else r["on_violation"]} for r in raw["rules"]
     ]
-    pipeline = declare.parse(raw)
+    pipeline = declare.from_mapping(raw)
     book = RuleBook(
         raw["rules"], [raw["source"]["schema"], *([raw["join"]["source"]["schema"]] if raw.get("join") else [])]
     )

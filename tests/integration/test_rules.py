@@ -130,7 +130,7 @@ def test_a_rule_spark_cannot_evaluate_refuses_the_run_before_anything_is_read(sp
     raw["rules"] = [
         {"name": "short_id", "check": "length(user_id)", "on_violation": "warn"}
     ]  # a number, not true/false
-    pipeline = declare.parse(raw)
+    pipeline = declare.from_mapping(raw)
     locations = Locations.resolve(pipeline.name, root=str(tmp_path / "root"))
     land_in_order(locations.landing, {"a.json": [event("u1", "2023-07-30T10:00:10Z")]})
 

@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 
 from jobs import declare
+from jobs.accounting.checkpoint import CheckpointLog
+from jobs.accounting.file_ledger import taken_files
+from jobs.accounting.ledger import Ledger
 from jobs.declare.operations import Retention
 from jobs.lake import s3
 from jobs.lake.fs import list_names, read_text
 from jobs.lake.layout import Locations, StorageError, split_bucket
-from jobs.run.checkpoint import CheckpointLog
-from jobs.run.files import taken_files
-from jobs.run.ledger import Ledger
 from jobs.run.report import load_reports
 from tests.helpers import (
     REPO,
@@ -251,3 +251,23 @@ def test_retention_archives_landed_objects_within_the_bucket(spark, s3_root):
         ("a.json", 0),
         ("b.json", 1),
     ]
+
+
+def test_s3a_runs_on_hadoop_aws_of_spark_s_own_hadoop_and_the_aws_sdk_v2(spark, s3_root):
+    """What the JVM loads for s3a://: the jar lock's hadoop-aws, of the Hadoop Spark ships,
+    and the SDK v2 bundle; no hadoop-aws 3.3.1, no SDK v1 anywhere on the classpath."""
+    jvm = spark.sparkContext._jvm
+    filesystem = jvm.org.apache.hadoop.fs.FileSystem.get(
+        jvm.java.net.URI(s3_root), spark.sparkContext._jsc.hadoopConfiguration()
+    )
+    loader = filesystem.getClass().getClassLoader()
+
+    def jar_of(name: str) -> str:
+        return Path(str(loader.loadClass(name).getProtectionDomain().getCodeSource().getLocation().getPath())).name
+
+    hadoop = str(jvm.org.apache.hadoop.util.VersionInfo.getVersion())
+    assert jar_of("org.apache.hadoop.fs.s3a.S3AFileSystem") == f"hadoop-aws-{hadoop}.jar"
+    assert jar_of("software.amazon.awssdk.services.s3.S3Client").startswith("bundle-2.")
+    for v1 in ("com.amazonaws.services.s3.AmazonS3", "com.amazonaws.auth.AWSCredentials"):
+        with pytest.raises(Exception, match="ClassNotFoundException"):
+            loader.loadClass(v1)

@@ -8,13 +8,13 @@ from pathlib import Path
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
+from jobs.accounting.batches import account_batches
+from jobs.accounting.checkpoint import CheckpointLog
 from jobs.columns import LINE, SOURCE_FILE
 from jobs.flow.parse import parse_events, usable
 from jobs.flow.patterns import pattern_of
 from jobs.flow.query import start_query
 from jobs.flow.sink import Trigger
-from jobs.run.bookkeeper import account_batches
-from jobs.run.checkpoint import CheckpointLog
 from jobs.run.report import load_reports
 from tests.helpers import (
     all_lines,

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from jobs.accounting.checkpoint import CheckpointLog
+from jobs.accounting.file_ledger import taken_files
+from jobs.accounting.ledger import Ledger
 from jobs.lake.layout import join
-from jobs.run.checkpoint import CheckpointLog
-from jobs.run.files import taken_files
-from jobs.run.ledger import Ledger
 from tests.helpers import event, land_in_order, run_pipeline, table_rows
 
 FILES = {

@@ -8,9 +8,9 @@ import pytest
 
 from demo import samples
 from jobs import declare
+from jobs.accounting.ledger import Ledger, with_recorded_schema
 from jobs.lake import fs
 from jobs.lake.layout import Locations, join
-from jobs.run.ledger import Ledger, with_recorded_schema
 from jobs.run.runner import RunFailed, RunRefused
 from tests.helpers import all_lines, assert_run_matches, land, run_pipeline
 from tests.histories import USERS, USERS_LATER, assert_history_matches, ordered, run_histories, table

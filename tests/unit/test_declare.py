@@ -53,7 +53,7 @@ def test_every_shipped_declaration_loads():
 
 
 def test_a_valid_declaration_parses():
-    spec = declare.parse(VALID)
+    spec = declare.from_mapping(VALID)
     assert spec.window.duration_s == 600 and spec.window.slide_s == 300 and not spec.window.is_tumbling
     assert spec.source.required == ("user_id", "ts")  # the event time is always required
     assert spec.source.fields == {"user_id": "string", "ts": "string", "amount": "double"}
@@ -118,7 +118,7 @@ def test_durations(text, seconds):
 )
 def test_invalid_declarations_say_what_is_wrong(path, value, message):
     with pytest.raises(declare.DeclarationError) as error:
-        declare.parse(with_change(path, value))
+        declare.from_mapping(with_change(path, value))
     assert message in str(error.value)
 
 
@@ -126,9 +126,9 @@ def test_an_event_time_may_be_a_day_in_the_future_by_default_and_any_time_with_n
     assert declare.load("clickstream").source.event_time.max_future_s == 86400
     assert declare.load("clickstream").source.max_depth == 64
     for off in ("none", None, "None"):
-        changed = declare.parse(with_change("source.event_time", {"column": "ts", "max_future": off}))
+        changed = declare.from_mapping(with_change("source.event_time", {"column": "ts", "max_future": off}))
         assert changed.source.event_time.max_future_s is None
-    hour = declare.parse(with_change("source.event_time", {"column": "ts", "max_future": "1 hour"}))
+    hour = declare.from_mapping(with_change("source.event_time", {"column": "ts", "max_future": "1 hour"}))
     assert hour.source.event_time.max_future_s == 3600
 
 
@@ -136,7 +136,7 @@ def test_a_join_key_has_one_type_on_both_sides():
     raw = yaml.safe_load((pipelines_dir() / "ad_clicks.yaml").read_text())
     raw["join"]["source"]["schema"]["ad_id"] = "long"
     with pytest.raises(declare.DeclarationError) as error:
-        declare.parse(raw)
+        declare.from_mapping(raw)
     assert "join key 'ad_id' is a string in impressions and a long in clicks" in str(error.value)
 
 
@@ -145,37 +145,39 @@ def test_pipelines_without_a_window_write_each_event():
     for setting in ("keys", "aggregates", "watermark"):
         del raw[setting]
     raw["output"]["partition_by"] = "event_date"
-    spec = declare.parse(raw)
+    spec = declare.from_mapping(raw)
     assert spec.pattern == "events" and pattern_of(spec).stateful_operators == 0
     assert pattern_of(spec).output_columns() == ["event_time", "user_id", "ts", "amount"]
     with pytest.raises(declare.DeclarationError, match="'keys' needs a 'window'"):
-        declare.parse({**raw, "keys": ["user_id"]})
+        declare.from_mapping({**raw, "keys": ["user_id"]})
     with pytest.raises(declare.DeclarationError, match="may only be 'event_date'"):
-        declare.parse({**raw, "output": {"format": "parquet", "partition_by": "window_date"}})
+        declare.from_mapping({**raw, "output": {"format": "parquet", "partition_by": "window_date"}})
 
 
 def test_an_inferred_schema_defers_field_checks_to_the_first_run():
     raw = with_change("source.schema", "infer")
     raw["source"]["new_fields"] = "rescue"
-    spec = declare.parse(raw)
+    spec = declare.from_mapping(raw)
     assert spec.source.infer_schema and spec.source.fields == {}
     assert pattern_of(spec).contract()["rescued_data"] is True
-    fail = declare.parse({**raw, "source": {**raw["source"], "new_fields": "fail"}})
-    ignore = declare.parse({**raw, "source": {**raw["source"], "new_fields": "ignore"}})
+    fail = declare.from_mapping({**raw, "source": {**raw["source"], "new_fields": "fail"}})
+    ignore = declare.from_mapping({**raw, "source": {**raw["source"], "new_fields": "ignore"}})
     assert pattern_of(fail).contract() == pattern_of(ignore).contract()  # switching these two keeps the checkpoint
 
 
 def test_an_enrichment_adds_its_columns_and_may_be_aggregated_by():
     enrich = {"table": "users", "path": "users.csv", "format": "csv", "key": "user_id", "columns": ["plan"]}
-    spec = declare.parse({**with_change("keys", ["plan"]), "enrich": enrich})
+    spec = declare.from_mapping({**with_change("keys", ["plan"]), "enrich": enrich})
     assert spec.enrich.unmatched == "keep" and [k.name for k in spec.keys] == ["plan"]
     assert pattern_of(spec).contract()["enrich_columns"] == ["plan"]
 
 
 def test_retention_keeps_everything_unless_declared():
-    default = declare.parse(VALID).retention
+    default = declare.from_mapping(VALID).retention
     assert (default.landed, default.output_after_s) == ("keep", None)
-    declared = declare.parse(with_change("retention", {"landed": "archive", "landed_after": 0, "output_after": "400d"}))
+    declared = declare.from_mapping(
+        with_change("retention", {"landed": "archive", "landed_after": 0, "output_after": "400d"})
+    )
     assert (declared.retention.landed, declared.retention.landed_after_s, declared.retention.output_after_s) == (
         "archive",
         0,
@@ -184,9 +186,11 @@ def test_retention_keeps_everything_unless_declared():
 
 
 def test_the_airflow_block_is_optional_with_safe_defaults():
-    default = declare.parse(VALID).orchestration
+    default = declare.from_mapping(VALID).orchestration
     assert (default.retries, default.retry_delay_s, default.timeout_s) == (2, 60, 3600)
-    custom = declare.parse(with_change("airflow", {"retries": 0, "retry_delay": "5 minutes", "timeout": "2 hours"}))
+    custom = declare.from_mapping(
+        with_change("airflow", {"retries": 0, "retry_delay": "5 minutes", "timeout": "2 hours"})
+    )
     assert (custom.orchestration.retries, custom.orchestration.retry_delay_s, custom.orchestration.timeout_s) == (
         0,
         300,
@@ -201,9 +205,9 @@ def test_unknown_pipeline_lists_the_known_ones():
 
 
 def test_state_contract_ignores_what_a_checkpoint_survives():
-    base = declare.parse(VALID)
-    other_watermark = declare.parse(with_change("watermark", "1 hour"))
-    other_window = declare.parse(with_change("window.duration", "20 minutes"))
+    base = declare.from_mapping(VALID)
+    other_watermark = declare.from_mapping(with_change("watermark", "1 hour"))
+    other_window = declare.from_mapping(with_change("window.duration", "20 minutes"))
     assert pattern_of(base).contract() == pattern_of(other_watermark).contract()
     assert pattern_of(base).contract() != pattern_of(other_window).contract()
 
@@ -216,10 +220,10 @@ def test_each_shipped_declaration_names_its_pattern():
 
 
 def test_a_declaration_without_a_pattern_gets_the_one_its_settings_imply():
-    assert declare.parse(VALID).pattern == "window"
-    assert declare.parse({**VALID, "pattern": "window"}) == declare.parse(VALID)
+    assert declare.from_mapping(VALID).pattern == "window"
+    assert declare.from_mapping({**VALID, "pattern": "window"}) == declare.from_mapping(VALID)
     with pytest.raises(declare.DeclarationError, match="'keys' needs a 'window'"):
-        declare.parse({**VALID, "pattern": "events"})
+        declare.from_mapping({**VALID, "pattern": "events"})
 
 
 PROCESS = {
@@ -260,16 +264,16 @@ PROCESS = {
 )
 def test_processor_settings_are_checked_when_the_declaration_loads(process, message):
     with pytest.raises(declare.DeclarationError, match=message):
-        declare.parse({**PROCESS, "process": process})
-    settings = declare.parse(PROCESS).process.settings
+        declare.from_mapping({**PROCESS, "process": process})
+    settings = declare.from_mapping(PROCESS).process.settings
     assert (settings.column, settings.threshold, settings.readings) == ("t", 100, 3)  # defaults filled in
 
 
 def test_a_processor_with_timeouts_needs_a_watermark():
     sessions = {**PROCESS, "process": {"processor": "spending_sessions", "settings": {"amount": "t"}}}
     with pytest.raises(declare.DeclarationError, match="missing 'watermark'"):
-        declare.parse(sessions)
-    assert declare.parse({**sessions, "watermark": "10 minutes"}).process.settings.gap_s == 3600
+        declare.from_mapping(sessions)
+    assert declare.from_mapping({**sessions, "watermark": "10 minutes"}).process.settings.gap_s == 3600
 
 
 def test_pyspark_and_pyspark_client_are_the_same_release():
@@ -282,7 +286,7 @@ def test_pyspark_and_pyspark_client_are_the_same_release():
 
 
 def test_spark_settings_reach_the_session_and_spark_submit_as_spark_conf():
-    pipeline = declare.parse(
+    pipeline = declare.from_mapping(
         with_change(
             "spark",
             {
@@ -293,15 +297,15 @@ def test_spark_settings_reach_the_session_and_spark_submit_as_spark_conf():
             },
         )
     )
-    assert pipeline.spark.max_bytes_per_trigger == 128 * 2**20
-    conf = pipeline.spark.session_conf()
+    assert pipeline.spark_settings.max_bytes_per_trigger == 128 * 2**20
+    conf = pipeline.spark_settings.session_conf()
     assert conf["spark.driver.memory"] == "2048m" and "spark.executor.memory" not in conf
     assert conf["spark.sql.streaming.stateStore.providerClass"].endswith("RocksDBStateStoreProvider")
     assert conf["spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"] == "true"
     assert conf["spark.sql.files.maxPartitionBytes"] == "64m"
     # The state store is part of the checkpoint's contract: a checkpoint's state is in its store's format.
     assert pattern_of(pipeline).contract()["state_store"] == "rocksdb"
-    assert "state_store" not in pattern_of(declare.parse(VALID)).contract()
+    assert "state_store" not in pattern_of(declare.from_mapping(VALID)).contract()
 
 
 def test_list_verbose_says_retention_in_the_declaration_s_own_words(tmp_path, monkeypatch, capsys):
@@ -323,7 +327,7 @@ def test_a_schema_error_is_in_the_user_s_words_never_pydantic_s():
     ('infer') that a mapping was never meant to be."""
     source = {**PROCESS["source"], "schema": {"rack": "string", "rack.room": "string", "t": "double", "ts": "string"}}
     with pytest.raises(declare.DeclarationError) as refused:
-        declare.parse({**PROCESS, "source": source})
+        declare.from_mapping({**PROCESS, "source": source})
     assert str(refused.value) == "pipeline 'racks' source schema rack.room: 'rack.room' is not a plain column name"
 
 
@@ -373,7 +377,7 @@ def nested_with(path: str, value: object) -> dict:
 
 
 def test_a_nested_declaration_reads_as_spark_types_with_paths_for_keys():
-    pipeline = declare.parse(NESTED)
+    pipeline = declare.from_mapping(NESTED)
     assert pipeline.source.fields == {
         "type": "string",
         "created_at": "string",
@@ -381,7 +385,7 @@ def test_a_nested_declaration_reads_as_spark_types_with_paths_for_keys():
         "payload": "struct<size:long,commits:array<struct<sha:string,message:string>>>",
     }
     assert [(k.path, k.name) for k in pipeline.keys] == [("type", "type"), ("repo.name", "repo_name")]
-    named = declare.parse(nested_with("keys", ["type", {"repo": "repo.name"}]))
+    named = declare.from_mapping(nested_with("keys", ["type", {"repo": "repo.name"}]))
     assert [(k.path, k.name) for k in named.keys] == [("type", "type"), ("repo.name", "repo")]
 
 
@@ -428,7 +432,7 @@ def test_a_nested_declaration_reads_as_spark_types_with_paths_for_keys():
 )
 def test_nested_declaration_errors_name_the_path_in_the_user_s_words(path, value, message):
     with pytest.raises(declare.DeclarationError) as refused:
-        declare.parse(nested_with(path, value))
+        declare.from_mapping(nested_with(path, value))
     said = str(refused.value)
     assert message in said
     assert not any(word in said for word in ("function-after", "dict[", "[key]", "literal[", "union[")), said

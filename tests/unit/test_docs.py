@@ -11,7 +11,7 @@ import sys
 import yaml
 
 from jobs import declare
-from jobs.declare.load import parse
+from jobs.declare.load import from_mapping
 from tests.helpers import REPO
 
 README = (REPO / "README.md").read_text()
@@ -27,7 +27,7 @@ def test_the_site_builds_strictly(tmp_path):
     )
     assert built.returncode == 0, built.stderr[-3000:]
     code = (tmp_path / "site" / "code" / "index.html").read_text()
-    assert "jobs/run/" in code and "bookkeeper.py" in code  # the module map, from the package docstrings
+    assert "jobs/accounting/" in code and "batches.py" in code  # the module map, from the package docstrings
     tests = (tmp_path / "site" / "tests" / "index.html").read_text()
     assert "test_docs.py" in tests  # each test module's own docstring, not a copy
 
@@ -44,4 +44,72 @@ def test_the_readme_is_a_page_that_points_into_the_site():
 def test_the_readme_s_example_declaration_is_the_shipped_one():
     example = yaml.safe_load(re.search(r"```yaml\n(.*?)```", README, re.S).group(1))
     shipped = declare.load(example["name"])
-    assert parse({**example, "description": shipped.description, "schedule": shipped.schedule}) == shipped
+    assert from_mapping({**example, "description": shipped.description, "schedule": shipped.schedule}) == shipped
+
+
+# A pointer into the docs, from code, messages and pages: `README, "Heading"` or
+# `docs/page.md, "Heading"`. Anything else naming a section ("README, Groups") is a
+# pointer that cannot be checked.
+POINTER = re.compile(r'\b(README|docs/[\w-]+\.md), \\?"([^"\\]+)\\?"')
+UNCHECKABLE = re.compile(r"\b(README|docs(?:/[\w-]+\.md)?), (?!\\?\")(?!re\.)")
+SCANNED = ("jobs", "dags", "benchmarks", "demo", "infra", "docs", "expectations")
+
+
+def _scanned_files() -> list:
+    found = [REPO / "README.md"]
+    for folder in SCANNED:
+        found += [p for p in (REPO / folder).rglob("*") if p.suffix in (".py", ".md", ".yaml", ".j2", ".yml")]
+    return found
+
+
+def _headings(document: str) -> set[str]:
+    text = (REPO / ("README.md" if document == "README" else document)).read_text()
+    return {heading.replace("`", "").strip() for heading in re.findall(r"^#+ (.+)$", text, re.M)}
+
+
+def test_every_pointer_into_the_docs_names_a_section_that_exists():
+    pointers, loose = [], []
+    for path in _scanned_files():
+        text = path.read_text()
+        where = path.relative_to(REPO)
+        pointers += [(where, document, heading) for document, heading in POINTER.findall(text)]
+        loose += [f"{where}: {m.group(0)}..." for m in UNCHECKABLE.finditer(text)]
+    assert pointers, "no pointer found: the pattern no longer matches how they are written"
+    dangling = [f"{where}: {doc}, {heading!r}" for where, doc, heading in pointers if heading not in _headings(doc)]
+    assert dangling == []
+    assert loose == [], 'write a pointer as README, "Heading" or docs/page.md, "Heading"'
+
+
+NUMBERS = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+]
+_COUNT = rf"(\d+|{'|'.join(NUMBERS)})"
+# "eleven declared pipelines", "the 11 shipped pipelines", "all eleven pipelines" (not "ten pipelines" of a bench).
+PIPELINE_COUNT = re.compile(
+    rf"\b(?:(?:the|all) {_COUNT} (?:shipped |declared )?|{_COUNT} (?:shipped|declared) )pipelines\b", re.I
+)
+
+
+def test_the_docs_count_the_pipelines_that_are_declared():
+    declared = len(declare.load_all())
+    counts = []
+    for path in [REPO / "README.md", *(REPO / "docs").glob("*.md")]:
+        counts += [(path.name, a or b) for a, b in PIPELINE_COUNT.findall(path.read_text())]
+    assert counts, "no count of the pipelines found in the docs"
+    wrong = [(page, said) for page, said in counts if said.lower() not in (str(declared), NUMBERS[declared])]
+    assert wrong == [], f"{declared} pipelines are declared"

@@ -12,7 +12,6 @@ import pytest
 from jobs import declare
 from jobs.declare.groups import group_of, groups, own_schedule, schedule_group
 from jobs.exit_codes import ExitCode
-from jobs.group import worst
 from jobs.lake.layout import Locations
 from jobs.run.context import RunOptions
 from jobs.run.pending import pending_input
@@ -50,10 +49,10 @@ def test_a_group_with_two_schedules_is_refused():
 
 
 def test_a_group_exits_with_its_worst_member():
-    assert worst([ExitCode.OK, ExitCode.REFUSED, ExitCode.DATA]) == ExitCode.DATA
-    assert worst([ExitCode.INVALID, ExitCode.FAILED]) == ExitCode.FAILED
-    assert worst([ExitCode.OK, ExitCode.OK]) == ExitCode.OK
-    assert worst([ExitCode.REFUSED, ExitCode.STOPPED]) == ExitCode.STOPPED
+    assert ExitCode.worst([ExitCode.OK, ExitCode.REFUSED, ExitCode.DATA]) == ExitCode.DATA
+    assert ExitCode.worst([ExitCode.INVALID, ExitCode.FAILED]) == ExitCode.FAILED
+    assert ExitCode.worst([ExitCode.OK, ExitCode.OK]) == ExitCode.OK
+    assert ExitCode.worst([ExitCode.REFUSED, ExitCode.STOPPED]) == ExitCode.STOPPED
 
 
 def _checkpoint_with(checkpoint, taken: dict[str, int]) -> None:

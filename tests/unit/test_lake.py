@@ -52,13 +52,16 @@ def test_landing_limits(tmp_path):
 def test_spark_settings_for_s3_carry_no_secret(monkeypatch):
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "do-not-print-me")
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9000")
-    conf = s3.spark_conf()
+    conf = s3.s3a_settings()
     assert "do-not-print-me" not in str(conf)
     assert conf["spark.hadoop.fs.s3a.endpoint"] == "http://127.0.0.1:9000"
     assert conf["spark.hadoop.fs.s3a.path.style.access"] == "true"
-    monkeypatch.setenv("JOBS_S3A_JARS", "ivy")
-    with pytest.raises(ValidationError, match="'offline' or 'maven'"):
-        s3.spark_conf()
+    # The AWS SDK v2's own chain, durations as hadoop-aws 3.5 reads them.
+    assert conf["spark.hadoop.fs.s3a.aws.credentials.provider"].startswith("software.amazon.awssdk.auth.")
+    assert conf["spark.hadoop.fs.s3a.connection.timeout"] == "10s"
+    monkeypatch.setenv("JOBS_S3_ATTEMPTS", "many")
+    with pytest.raises(ValidationError, match="valid integer"):
+        s3.s3a_settings()
 
 
 def test_landing_gives_each_file_its_own_modification_time(tmp_path):

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from jobs.flow.lines import lines_before
+from jobs.accounting.lines import lines_before
 
 
 @pytest.mark.parametrize("chunk_size", [1, 2, 7, 8 * 2**20])

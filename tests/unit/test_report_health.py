@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from jobs.publish import health
-from jobs.publish.report import stale_checks
+from jobs.quality_report import health
+from jobs.quality_report.page import stale_checks
 from jobs.run import warnings
 from jobs.run.report import RuleCount, RunReport
 from jobs.validate.result import ValidationResult

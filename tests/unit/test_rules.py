@@ -22,10 +22,10 @@ def rule(check: str, action: str = "warn", name: str = "r") -> dict:
 
 
 def test_a_rule_reads_the_fields_and_paths_it_names():
-    pipeline = declare.parse(with_rules(rule("amount BETWEEN 0 AND 100 AND user_id RLIKE '^u[0-9]+$'")))
+    pipeline = declare.from_mapping(with_rules(rule("amount BETWEEN 0 AND 100 AND user_id RLIKE '^u[0-9]+$'")))
     assert pipeline.rules[0].fields == ("amount", "user_id")
     assert pipeline.rules[0].reason == "rule:r"
-    lambdas = declare.parse(with_rules(rule("user_id IS NULL OR exists(array(amount), a -> a > 0)")))
+    lambdas = declare.from_mapping(with_rules(rule("user_id IS NULL OR exists(array(amount), a -> a > 0)")))
     assert lambdas.rules[0].fields == ("user_id", "amount")  # a lambda's variable is not a field
 
 
@@ -48,7 +48,7 @@ def test_a_rule_reads_the_fields_and_paths_it_names():
 )
 def test_a_bad_rule_is_refused_on_load_in_one_line_naming_it(rules, message):
     with pytest.raises(declare.DeclarationError) as error:
-        declare.parse(with_rules(*rules))
+        declare.from_mapping(with_rules(*rules))
     assert message in str(error.value)
     assert "\n" not in str(error.value).strip()
 
@@ -60,8 +60,8 @@ def test_a_join_rule_reads_one_side_and_one_on_the_key_is_on_both():
     raw = yaml.safe_load((pipelines_dir() / "ad_clicks.yaml").read_text())
     both = raw | {"rules": [rule("impression_id IS NOT NULL AND click_id IS NOT NULL", name="both")]}
     with pytest.raises(declare.DeclarationError, match=r"rule 'both' reads .* a rule reads one source's records"):
-        declare.parse(both)
-    one = declare.parse(raw | {"rules": [rule("click_id LIKE 'c%'", name="clicks_only")]})
+        declare.from_mapping(both)
+    one = declare.from_mapping(raw | {"rules": [rule("click_id LIKE 'c%'", name="clicks_only")]})
     assert (one.rules_for(left), [r.name for r in one.rules_for(right)]) == ((), ["clicks_only"])
 
 

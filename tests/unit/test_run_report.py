@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from jobs.run.report import REPORT_VERSION, BatchAccount, RunReport
+from jobs.accounting.accounts import BatchAccount
+from jobs.run.report import REPORT_VERSION, RunReport
 
 V1 = {  # as stored before report_version existed: `aggregated_rows` for the rows used
     "run_id": "20260101T000000Z-abc",

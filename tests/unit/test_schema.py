@@ -25,19 +25,19 @@ ODD = Struct((("@id", "long"), ("a:b,c", "string"), ("tick`s", Array("double")),
 )
 def test_a_type_reads_back_as_it_was_spelled_and_spark_reads_it_the_same(spark, kind):
     text = schema.spelled(kind)
-    assert schema.parse(text) == kind
+    assert schema.kind_of(text) == kind
     # Spark's DDL parser reads the same type (names in backticks included).
     parsed = spark.createDataFrame([], f"x {schema.spelled(kind)}").schema["x"].dataType
     assert schema.of_spark(parsed) == kind
 
 
 def test_spark_s_names_read_as_the_declaration_s_and_what_is_not_a_type_is_refused():
-    assert schema.parse("struct<id:bigint,n:integer,ok:boolean>") == Struct(
+    assert schema.kind_of("struct<id:bigint,n:integer,ok:boolean>") == Struct(
         (("id", "long"), ("n", "int"), ("ok", "boolean"))
     )
     for text in ("varchar", "decimal(39,0)", "decimal(2,3)", "map<string,int>"):
         with pytest.raises(schema.TypeSpellingError):
-            schema.parse(text)
+            schema.kind_of(text)
 
 
 def test_inferred_types_come_from_spark_s_schema():

@@ -1,5 +1,5 @@
 """Counting rows as the query reads them (jobs/flow/tally.py), and taking a batch's count
-for its account (jobs/run/accounting.py): pure functions on hand-made input."""
+for its account (jobs/accounting/batches.py): pure functions on hand-made input."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 
+from jobs.accounting.accounts import counts_that_add_up
 from jobs.flow.tally import FileCount, Quarantined, RowCounter, TaskCounts, take_batch
 from jobs.lake.layout import from_spark
-from jobs.run.accounts import counts_that_add_up
 
 
 class FakeTally:

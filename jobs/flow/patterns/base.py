@@ -74,8 +74,8 @@ class Pattern(ABC):
         }
         if pipeline.enrich:  # the join keeps no state: only the columns it adds are fixed
             contract["enrich_columns"] = list(pipeline.enrich.columns)
-        if pipeline.spark.state_store != "hdfs":  # a checkpoint's state is in its store's own format
-            contract["state_store"] = pipeline.spark.state_store
+        if pipeline.spark_settings.state_store != "hdfs":  # a checkpoint's state is in its store's own format
+            contract["state_store"] = pipeline.spark_settings.state_store
         if source.infer_schema:
             # fail and ignore may be switched (e.g. to get past new fields); rescue adds a column.
             contract["infer_schema"] = True

@@ -1,0 +1,81 @@
+"""Write the jar lock (jobs/jvm/jars.lock.json) from jvm/pom.xml: every runtime jar, as
+Maven resolves it (runtime scope: Spark's own jars are `provided`), with its size and sha256.
+
+    .venv/bin/python -m infra.jvm.lock      (make jar-lock, after changing the pom)
+
+Like `make lock` for requirements.txt: run it on purpose, review the diff, commit it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+from infra.jvm.maven import REPO, mvn
+
+LOCK = REPO / "jobs" / "jvm" / "jars.lock.json"
+# What each of the pom's runtime dependencies is for; the jars it brings are for the same.
+USES = {"org.apache.hadoop:hadoop-aws": "s3a"}
+_ENTRY = re.compile(r"^(?P<indent>[|+\\ -]*)(?P<group>[\w.-]+):(?P<artifact>[\w.-]+):jar:(?P<version>[\w.-]+):(\w+)")
+
+
+def resolved(tree: str) -> list[tuple[str, str]]:
+    """(coordinates, used for) of each runtime jar in Maven's dependency tree (text)."""
+    found, root = [], None
+    for line in tree.splitlines()[1:]:  # the first line is the project itself
+        entry = _ENTRY.match(line)
+        if not entry:
+            continue
+        coordinates = f"{entry['group']}:{entry['artifact']}:{entry['version']}"
+        if len(entry["indent"]) == 3:  # a direct dependency of the pom
+            root = f"{entry['group']}:{entry['artifact']}"
+            if root not in USES:
+                sys.exit(f"error: say what {root} is for in infra/jvm/lock.py USES")
+        found.append((coordinates, USES[root]))
+    return found
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory() as scratch:
+        tree, jars = Path(scratch, "tree.txt"), Path(scratch, "jars")
+        mvn("dependency:tree", "-Dscope=runtime", f"-DoutputFile={tree}")
+        mvn("dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={jars}")
+        entries = []
+        for coordinates, used_for in resolved(tree.read_text()):
+            _, artifact, version = coordinates.split(":")
+            file = jars / f"{artifact}-{version}.jar"
+            entries.append(
+                {
+                    "coordinates": coordinates,
+                    "file": file.name,
+                    "size": file.stat().st_size,
+                    "sha256": sha256(file),
+                    "used_for": used_for,
+                }
+            )
+    lock = {
+        "about": "The runtime jars the product adds to Spark, as jvm/pom.xml resolves them: "
+        "written by `make jar-lock`, fetched and checked by `python -m jobs jars`.",
+        "jars": entries,
+    }
+    LOCK.write_text(json.dumps(lock, indent=2) + "\n")
+    for entry in entries:
+        print(f"{entry['coordinates']:60} {entry['size']:>12,}  {entry['used_for']}")
+    print(LOCK)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

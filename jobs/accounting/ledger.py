@@ -1,0 +1,149 @@
+"""The pipeline's own files beside Spark's, in <checkpoint>/_pipeline/ (the ledger):
+
+declaration.json   the checkpoint contract the checkpoint was started with
+schema.json        the schema inferred by the first run, for `schema: infer` sources
+accounting/N       batch N's exact row account, written once the batch is accounted
+metrics/N          batch N's lines read per source and what only Spark counted, from its progress
+retention.json     how far retention has looked at accounted batches (jobs/run/retention.py)
+quarantined_files.json  landed files quarantined by hand, with the reason (python -m jobs quarantine-file)
+lock               one run at a time (jobs/lake/locks.py)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jobs.accounting.checkpoint import CheckpointLog
+from jobs.declare import PipelineBase
+from jobs.lake import fs
+from jobs.lake.layout import from_spark, join
+
+
+class IncompatibleCheckpoint(RuntimeError):
+    """The declaration changed in a way the checkpoint cannot resume from."""
+
+
+def _numbered(folder: str) -> set[int]:
+    return {int(name) for name in fs.list_names(folder) if name.isdigit()}
+
+
+class Ledger:
+    def __init__(self, uri: str):
+        self.uri = uri
+
+    # Batch accounts (jobs/accounting/batches.py).
+    def accounted_batches(self) -> set[int]:
+        return _numbered(join(self.uri, "accounting"))
+
+    def read_account(self, batch_id: int) -> dict[str, Any]:
+        account = fs.read_json(join(self.uri, "accounting", str(batch_id)))
+        if account.get("files") and account.get("file_names") != "location":
+            # Written before accounts named files as the product does: they held Spark's URIs.
+            account["files"] = [f | {"path": from_spark(f["path"])} for f in account["files"]]
+        return account
+
+    def write_account(self, batch_id: int, account: dict[str, Any]) -> None:
+        fs.write_json(join(self.uri, "accounting", str(batch_id)), account | {"file_names": "location"})
+
+    # Spark's own counts of a batch, kept from its progress event (Spark does not keep them).
+    def write_metrics(self, batch_id: int, metrics: dict[str, Any]) -> None:
+        fs.write_json(join(self.uri, "metrics", str(batch_id)), metrics)
+
+    def read_metrics(self, batch_id: int) -> dict[str, Any] | None:
+        """None when the run that committed the batch stopped before its progress was seen."""
+        uri = join(self.uri, "metrics", str(batch_id))
+        return fs.read_json(uri) if fs.exists(uri) else None
+
+    # Retention: every batch up to the mark has had its landed files seen to.
+    def retention_mark(self) -> int:
+        uri = join(self.uri, "retention.json")
+        return fs.read_json(uri)["through_batch"] if fs.exists(uri) else -1
+
+    def record_retention_mark(self, batch_id: int) -> None:
+        fs.write_json(join(self.uri, "retention.json"), {"through_batch": batch_id})
+
+    # Landed files quarantined by hand: the run that reads one quarantines its lines unread.
+    def quarantined_files(self) -> dict[str, dict[str, str]]:
+        """Landed file (as jobs/lake/layout.py names it) -> {"reason", "at"}."""
+        uri = join(self.uri, "quarantined_files.json")
+        return fs.read_json(uri)["files"] if fs.exists(uri) else {}
+
+    def quarantine_file(self, path: str, reason: str, at: str) -> None:
+        files = self.quarantined_files() | {path: {"reason": reason, "at": at}}
+        fs.write_json(join(self.uri, "quarantined_files.json"), {"files": files})
+
+    # An inferred schema, recorded by the first run and used by every later one.
+    def recorded_schema(self) -> dict[str, str] | None:
+        uri = join(self.uri, "schema.json")
+        return fs.read_json(uri)["fields"] if fs.exists(uri) else None
+
+    def record_schema(self, fields: dict[str, str], inferred_from: str) -> None:
+        fs.write_json(join(self.uri, "schema.json"), {"inferred_from": inferred_from, "fields": fields})
+
+    # The checkpoint contract.
+    def recorded_contract(self) -> dict[str, Any] | None:
+        uri = join(self.uri, "declaration.json")
+        return fs.read_json(uri) if fs.exists(uri) else None
+
+    def record_contract(self, contract: dict[str, Any]) -> None:
+        if self.recorded_contract() is None:
+            fs.write_json(join(self.uri, "declaration.json"), contract)
+
+
+def with_recorded_schema(pipeline: PipelineBase, ledger: Ledger) -> PipelineBase:
+    """The declaration with its recorded schema filled in (unchanged if it declares one,
+    or if no run has recorded one yet)."""
+    fields = ledger.recorded_schema() if pipeline.source.infer_schema else None
+    if not fields:
+        return pipeline
+    return pipeline.model_copy(update={"source": pipeline.source.with_recorded_fields(fields)})
+
+
+def with_quarantined_files(pipeline: PipelineBase, ledger: Ledger) -> PipelineBase:
+    """The declaration with the files quarantined by hand on each source (unchanged if none)."""
+    files = {path: entry["reason"] for path, entry in ledger.quarantined_files().items()}
+    if not files:
+        return pipeline
+    update: dict = {"source": pipeline.source.with_quarantined_files(files)}
+    join = getattr(pipeline, "join", None)
+    if join is not None:
+        update["join"] = join.model_copy(update={"source": join.source.with_quarantined_files(files)})
+    return pipeline.model_copy(update=update)
+
+
+def check_contract(
+    pipeline_name: str, contract: dict[str, Any], ledger: Ledger, checkpoint_log: CheckpointLog, quarantine: str
+) -> None:
+    """Refuse to resume a checkpoint whose query the declaration no longer describes.
+
+    Runs before Spark starts, so a refused run changes nothing. Trigger, rate limits,
+    watermark delay and the event time's format may change between runs.
+    """
+    fresh_start = (
+        f"To start fresh, move aside {checkpoint_log.checkpoint}, {checkpoint_log.output} and {quarantine} "
+        "(or run with a new --root); the next run then reprocesses every landed file."
+    )
+    if checkpoint_log.output_has_other_log():
+        raise IncompatibleCheckpoint(
+            f"output {checkpoint_log.output} already holds a table written under another checkpoint, "
+            f"and checkpoint {checkpoint_log.checkpoint} is new: Spark would skip batches it believes are written. "
+            + fresh_start
+        )
+    recorded = ledger.recorded_contract()
+    if recorded is None:
+        if checkpoint_log.has_started():
+            raise IncompatibleCheckpoint(
+                f"checkpoint {checkpoint_log.checkpoint} was not started by this runner "
+                f"(no _pipeline/declaration.json). {fresh_start}"
+            )
+        return
+    changes = [
+        f"{key}: {recorded.get(key)!r} -> {contract.get(key)!r}"
+        for key in sorted(set(recorded) | set(contract))
+        if recorded.get(key) != contract.get(key)
+    ]
+    if changes:
+        raise IncompatibleCheckpoint(
+            f"pipeline '{pipeline_name}' changed since checkpoint {checkpoint_log.checkpoint} was started, "
+            f"in ways Spark cannot resume from: {'; '.join(changes)}. {fresh_start}"
+        )

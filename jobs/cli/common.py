@@ -1,0 +1,73 @@
+"""What the commands share: the one-line error, reading dates, times and links from the
+command line, and the location options with their defaults under a root."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, date, datetime
+
+from jobs.exit_codes import ExitCode
+from jobs.lake.layout import DEFAULT_ROOT, Locations
+from jobs.units import UsageError
+
+
+def fail(code: ExitCode, message: str) -> int:
+    """Say what went wrong on stderr, in one line; the exit code to end with."""
+    print(f"error: {message}", file=sys.stderr)
+    return code
+
+
+def parse_date(text: str | None, option: str) -> date | None:
+    try:
+        return date.fromisoformat(text) if text else None
+    except ValueError:
+        raise UsageError(f"{option} {text!r}: use a date like 2023-07-30") from None
+
+
+def parse_moment(text: str | None, option: str) -> datetime | None:
+    """A date or a time (ISO 8601), in UTC unless it says otherwise."""
+    try:
+        moment = datetime.fromisoformat(text) if text else None
+    except ValueError:
+        raise UsageError(f"{option} {text!r}: use a date or a time like 2023-07-30 or 2023-07-30T14:05Z") from None
+    return moment.replace(tzinfo=UTC) if moment and moment.tzinfo is None else moment
+
+
+def check_link(text: str | None) -> str | None:
+    """A web address only: the report links it, so nothing a browser would run."""
+    if text and not text.startswith(("http://", "https://")):
+        raise UsageError(f"--link {text!r}: give an http(s) URL")
+    return text
+
+
+def locations_of(args: argparse.Namespace, pipeline_name: str) -> Locations:
+    """The pipeline's locations: under --root, each as an option gives it."""
+    return Locations.resolve(
+        pipeline_name,
+        root=args.root,
+        landing=getattr(args, "landing", None),
+        output=getattr(args, "output", None),
+        checkpoint=getattr(args, "checkpoint", None),
+        quarantine=getattr(args, "quarantine", None),
+        reports=getattr(args, "reports", None),
+    )
+
+
+def add_root(parser: argparse.ArgumentParser, help: str = "base of every location (default: %(default)s)") -> None:
+    parser.add_argument("--root", default=DEFAULT_ROOT, metavar="URI", help=help)
+
+
+def add_table_locations(parser: argparse.ArgumentParser) -> None:
+    add_root(parser)
+    parser.add_argument("--output", metavar="URI", help="the output table (default: <root>/tables/<pipeline>)")
+    parser.add_argument(
+        "--checkpoint",
+        metavar="URI",
+        help="Spark's checkpoint: the run's progress (default: <root>/checkpoints/<pipeline>)",
+    )
+    parser.add_argument("--reports", metavar="URI", help="the data quality report (default: <root>/reports)")
+
+
+def add_pipeline(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("pipeline", metavar="PIPELINE", help="a declared pipeline (see `list`)")

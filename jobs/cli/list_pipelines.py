@@ -1,0 +1,55 @@
+"""`python -m jobs list`: the declared pipelines, one name per line, or described (-v)."""
+
+from __future__ import annotations
+
+import argparse
+
+from jobs import declare
+from jobs.exit_codes import ExitCode
+from jobs.units import duration_words
+from jobs.validate.suite import load_suite
+
+
+def add_parser(commands) -> None:
+    listing = commands.add_parser("list", help="the declared pipelines, one name per line")
+    listing.add_argument("--verbose", "-v", action="store_true", help="describe each pipeline")
+    listing.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    for name, pipeline in declare.load_all().items():
+        suite = load_suite(pipeline)  # a table without a valid suite is a broken declaration
+        if args.verbose:
+            _describe(pipeline, suite)
+        else:
+            print(name)
+    return ExitCode.OK
+
+
+def _describe(pipeline: declare.PipelineBase, suite) -> None:
+    from jobs.flow.patterns import pattern_of
+
+    source = pipeline.source
+    fields = "inferred by the first run" if source.infer_schema else f"{len(source.fields)} fields"
+    severities = [e.severity for e in suite.expectations]
+    run_checks = [c for c in (suite.run_checks.rows_balance, suite.run_checks.quarantine_share) if c]
+    watermark = f"{pipeline.watermark_s}s" if pipeline.watermark_s else "none (no state kept by event time)"
+    print(f"{pipeline.name}: {pipeline.description}")
+    print(f"  pattern    {pipeline.pattern}")
+    print(f"  source     {source.format}, {fields}, event time {source.event_time.column}")
+    print(f"  computes   {pattern_of(pipeline).describe()}")
+    print(f"  watermark  {watermark}")
+    for number, rule in enumerate(pipeline.rules):
+        print(f"  {'rules' if number == 0 else '':10} {rule.name} ({rule.on_violation}): {rule.check}")
+    print(f"  output     {pipeline.output.format}, partitioned by {pipeline.output.partition_by or 'nothing'}")
+    print(f"  schedule   {pipeline.schedule or 'none'}")
+    kept = pipeline.retention
+    landed = (
+        "kept" if kept.landed == "keep" else f"{kept.landed}d {duration_words(kept.landed_after_s)} after accounting"
+    )
+    output = duration_words(kept.output_after_s) if kept.output_after_s else "kept"
+    print(f"  retention  landed files {landed}; output files {output}")
+    print(
+        f"  checks     {len(severities)} expectations ({severities.count('fail')} fail, "
+        f"{severities.count('warn')} warn), {len(run_checks)} run report checks"
+    )

@@ -1,0 +1,56 @@
+"""What the product logs (a run's steps and batches, a validation's summary) is a command's
+output: plain lines on stdout, named by pipeline when several pipelines' runs share it."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from collections.abc import Iterator
+
+
+class _Stdout(logging.StreamHandler):
+    """Plain lines on whatever sys.stdout is when one is written (a test's capture swaps it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(logging.Formatter("%(message)s"))
+
+    @property
+    def stream(self):
+        return sys.stdout
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
+class _NamedLines(logging.Formatter):
+    """'clickstream: <line>' for a run's lines (jobs/run/context.py run_log), when the runs of
+    several pipelines share the output."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
+        pipeline = record.name.removeprefix("jobs.run.") if record.name.startswith("jobs.run.") else None
+        named = pipeline and not line.startswith((f"{pipeline} ", f"{pipeline}: "))
+        return f"{pipeline}: {line.lstrip()}" if named else line
+
+
+def name_pipelines_in_logs() -> None:
+    for handler in logging.getLogger("jobs").handlers:
+        if isinstance(handler, _Stdout):
+            handler.setFormatter(_NamedLines("%(message)s"))
+
+
+@contextlib.contextmanager
+def logs_on_stdout() -> Iterator[None]:
+    """The product's log lines on stdout, while the command runs."""
+    logger, handler = logging.getLogger("jobs"), _Stdout()
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)

@@ -1,0 +1,189 @@
+"""The data quality report: one static page across pipelines and runs, beside the Data Docs site.
+
+    <reports>/index.html       the overview (one row per pipeline: health.py), then per
+                               pipeline: rows per run (chart.py), quarantine reasons, the
+                               history of each row rule and of each check, runs with verdicts, whole-table
+                               checks, backfills and published versions
+    <reports>/data_docs/       Great Expectations' Data Docs (suites and every validation result)
+
+The page (templates/report.html.j2) is plain HTML with inline SVG: no script, nothing
+fetched, so it opens the same from a laptop, a bucket or an air-gapped server.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from datetime import UTC, datetime
+from typing import Any
+
+import jinja2
+
+from jobs import declare
+from jobs.backfill import PUBLISHED, BackfillError, current_version
+from jobs.lake import fs
+from jobs.lake.layout import Locations, is_s3, join, normalize
+from jobs.quality_report import health
+from jobs.quality_report.chart import FATES, run_chart
+from jobs.run.report import RunReport, load_reports
+from jobs.validate.result import ValidationResult, appended_since, load_results
+
+HISTORY_COLUMNS = 12  # the latest validations in a check's history
+FATE_COLORS = {"used": "#3b7dd8", "quarantined": "#e39b2d", "late": "#9a9a9a"}
+VERDICT_COLORS = {"passed": "#2e9e5b", "warned": "#e3b12d", "failed": "#d64541", None: "#d0d0d0"}
+# Run statuses and health share the verdicts' colours: good, needs a look, bad; anything else grey.
+STATUS_COLORS = {**VERDICT_COLORS, "succeeded": "#2e9e5b", "refused": "#e3b12d", "stopped": "#888888"}
+STATUS_COLORS |= {"healthy": "#2e9e5b", "warning": "#e3b12d", "failing": "#d64541", "stale": "#8e5bd6"}
+
+_TEMPLATES = jinja2.Environment(
+    loader=jinja2.PackageLoader("jobs.quality_report", "templates"),
+    autoescape=True,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    undefined=jinja2.StrictUndefined,
+)
+_TEMPLATES.filters["duration"] = health.duration
+
+log = logging.getLogger(__name__)
+
+
+def link(uri: str) -> str | None:
+    """A link a browser can follow to a location: local folders only."""
+    return None if is_s3(uri) else f"file://{uri}"
+
+
+def quarantine_reasons(quarantine: str) -> list[dict[str, Any]]:
+    """Quarantined records by reason, most first, with the latest batch folder holding one."""
+    table = fs.read_columns(quarantine, ["reason", "batch_id"], file_format="json")
+    if table is None or table.num_rows == 0:
+        return []
+    reasons, batches = table.column("reason").to_pylist(), table.column("batch_id").to_pylist()
+    latest: dict[str, int] = {}
+    for reason, batch in zip(reasons, batches, strict=True):
+        latest[reason] = max(batch, latest.get(reason, batch))
+    counted = Counter(reasons).most_common()
+    return [{"reason": r, "rows": n, "records": join(quarantine, f"batch_id={latest[r]}")} for r, n in counted]
+
+
+def check_history(results: list[ValidationResult]) -> dict[str, Any]:
+    """Each check's outcome in the latest validations (oldest left): True, False, or None
+    (skipped, or not part of that validation)."""
+    columns = results[-HISTORY_COLUMNS:]
+    names = list(dict.fromkeys(c.name for result in columns for c in result.checks))
+    outcomes = [{c.name: c for c in result.checks} for result in columns]
+    rows = [{"name": name, "cells": [outcome.get(name) for outcome in outcomes]} for name in names]
+    return {"columns": columns, "rows": rows}
+
+
+def rule_history(pipeline: declare.PipelineBase, runs: list[RunReport]) -> dict[str, Any]:
+    """Each rule's violations in the latest runs that read rows (oldest left): the rows that
+    broke it and their share of the run's input rows; None where the run did not have the
+    rule. The declared rules first, in their order, then those no longer declared."""
+    columns = [run for run in runs if run.batch_ids and run.rules][-HISTORY_COLUMNS:]
+    names = list(dict.fromkeys([rule.name for rule in pipeline.rules] + [n for run in columns for n in run.rules]))
+    names = [name for name in names if any(name in run.rules for run in columns)]
+    rows = []
+    for name in names:
+        action = next((run.rules[name].action for run in reversed(columns) if name in run.rules), None)
+        cells = [
+            {"violations": run.rules[name].violations, "share": run.rules[name].violations / (run.input_rows or 1)}
+            if name in run.rules
+            else None
+            for run in columns
+        ]
+        rows.append({"name": name, "action": action, "cells": cells})
+    return {"columns": columns, "rows": rows}
+
+
+def stale_checks(runs: list[RunReport], results: list[ValidationResult]) -> dict[str, int]:
+    """Whole-table check id -> runs that appended rows after it (the table it saw has grown)."""
+    return {v.validation_id: len(appended_since(v, runs)) for v in results if v.scope == "table"}
+
+
+def backfills(root: str, pipeline_name: str) -> list[dict[str, Any]]:
+    """The pipeline's backfills, newest first: their runs and what each published."""
+    folder = join(normalize(root), "backfills", pipeline_name)
+    found = []
+    for backfill_id in reversed(fs.list_names(folder)):
+        work_root = join(folder, backfill_id)
+        runs = load_reports(Locations.resolve(pipeline_name, root=work_root).runs)
+        record = join(work_root, PUBLISHED)
+        published = fs.read_json(record) if fs.exists(record) else None
+        if published:
+            try:
+                published["current"] = current_version(published["publish_to"]) == published["path"]
+            except BackfillError:  # its pointer is gone
+                published["current"] = False
+        found.append({"id": backfill_id, "runs": runs, "published": published, "work_root": work_root})
+    return found
+
+
+def _section(root: str, pipeline: declare.PipelineBase, locations: Locations, now: datetime) -> dict[str, Any]:
+    runs, results = load_reports(locations.runs), load_results(locations.runs)
+    by_run = {v.validation_id: v for v in results if v.scope == "run"}
+    return {
+        "pipeline": pipeline,
+        "health": health.assess(pipeline.name, pipeline.schedule, runs, results, now),
+        "output": locations.output,
+        "chart": run_chart(runs, by_run),
+        "runs": [(run, by_run.get(run.run_id)) for run in reversed(runs)],
+        "reasons": quarantine_reasons(locations.quarantine) if any(r.quarantined_rows for r in runs) else [],
+        "history": check_history(results),
+        "rules": rule_history(pipeline, runs),
+        "table_checks": [v for v in reversed(results) if v.scope == "table"],
+        "stale": stale_checks(runs, results),
+        "backfills": backfills(root, pipeline.name),
+        "warned_pages": {v.data_docs_page for v in results if v.status == "warned" and v.data_docs_page},
+    }
+
+
+def sections(
+    root: str, reports: str | None = None, now: datetime | None = None, declared: declare.Declarations | None = None
+) -> list[dict[str, Any]]:
+    """What the page shows of each pipeline that loads, worst first, from what is stored under `root`."""
+    now = now or datetime.now(UTC)
+    declared = declared or declare.load_each()
+    found = [
+        _section(root, pipeline, Locations.resolve(name, root=root, reports=reports), now)
+        for name, pipeline in declared.pipelines.items()
+    ]
+    return sorted(found, key=lambda s: (s["health"].rank, s["pipeline"].name))
+
+
+def render(root: str, reports: str | None = None, found: list[dict[str, Any]] | None = None) -> str:
+    """The summary page's HTML, from the run reports and validation results under `root`
+    (or the sections already read from them)."""
+    now = datetime.now(UTC)
+    declared = declare.load_each()  # a declaration that does not load is shown first, failing
+    found = found if found is not None else sections(root, reports, now, declared)
+    # A pipeline shows when it ran, or has backfills (what they published is news too).
+    shown = [s for s in found if s["health"].status != "never run" or s["backfills"]]
+    return _TEMPLATES.get_template("report.html.j2").render(
+        broken=declared.broken,
+        ran=shown,
+        never_ran=[s["pipeline"] for s in found if s not in shown],
+        generated=now.isoformat(timespec="seconds"),
+        root=normalize(root),
+        fates=FATES,
+        fate_colors=FATE_COLORS,
+        verdict_colors=VERDICT_COLORS,
+        status_colors=STATUS_COLORS,
+        link=link,
+    )
+
+
+def build(root: str, reports: str | None = None, with_data_docs: bool = True) -> str:
+    """Writes the summary page (and rebuilds the Data Docs site); returns the page's location."""
+    locations = Locations.resolve("any", root=root, reports=reports)
+    found = sections(root, reports)  # read once: for the Data Docs' vocabulary and for the page
+    if with_data_docs and fs.exists(join(locations.quality, "gx")):
+        from jobs.quality_report import data_docs
+
+        warned = set().union(*(s["warned_pages"] for s in found))
+        try:
+            data_docs.build(locations, warned)
+        except data_docs.AssetsMissing as error:
+            log.warning("the Data Docs pages load their styles and scripts from CDNs: %s", error)
+    page = join(locations.reports, "index.html")
+    fs.write_text(page, render(root, reports, found))
+    return page
