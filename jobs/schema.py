@@ -6,7 +6,7 @@ A field's type is a scalar, an object of named fields, or an array of one type:
     Struct(fields=(("id", "long"), ("name", "string")))     {id: long, name: string}
     Array(element=Struct(...))                              [{sha: string}]
 
-`parse` reads Spark's own spelling (`struct<id:bigint,name:string>`, `array<string>`,
+`kind_of` reads Spark's own spelling (`struct<id:bigint,name:string>`, `array<string>`,
 `decimal(10,2)`; a name in backticks when it is not a plain word) and `spelled` writes it,
 so a type travels as text (declaration, ledger, checkpoint contract) and is the same type
 wherever it is read. Pure Python: the decoder imports it in Spark's workers.

@@ -106,7 +106,7 @@ def handle(args: argparse.Namespace) -> int:
 
     names = _chosen_pipelines(args)
     options = RunOptions(
-        trigger=Trigger.parse(args.trigger),
+        trigger=Trigger.from_text(args.trigger),
         max_files_per_trigger=args.max_files_per_trigger,
         max_bytes_per_trigger=parse_size(args.max_bytes_per_trigger) if args.max_bytes_per_trigger else None,
         report_path=args.report,

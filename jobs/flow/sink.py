@@ -31,7 +31,7 @@ class Trigger:
     interval_s: int | None = None
 
     @classmethod
-    def parse(cls, text: str) -> Trigger:
+    def from_text(cls, text: str) -> Trigger:
         if text in ("available-now", "once"):
             return cls(text)
         if text.startswith("processing-time="):
