@@ -175,7 +175,8 @@ def locations(root: Path, clickstream) -> Locations:
 # a long one started last would run alone at the end (pytest_configure keeps this order).
 LONGEST_FIRST = (
     "tests/cluster/test_cluster.py",  # 360 s
-    "tests/integration/test_s3_faults.py",  # 327 s
+    "tests/integration/test_s3_faults.py",  # 410 s (2026-11-25)
+    "tests/integration/test_s3_busy.py",  # 200 s
     "tests/integration/test_s3.py",  # 227 s
     "tests/airflow/test_pipeline_dag_runs.py",  # 193 s
     "tests/integration/test_window_and_event_pipelines.py",  # 163 s

@@ -215,7 +215,11 @@ def test_a_schedule_loads_exactly_when_airflow_takes_it(schedule):
     from jobs.orchestration.factory import START_DATE
 
     try:
-        DAG("probe", schedule=schedule, start_date=START_DATE, auto_register=False).validate()
+        # As the factory builds a pipeline's DAG: one run at a time (what @continuous needs too).
+        probe = DAG(
+            "probe", schedule=schedule, start_date=START_DATE, catchup=False, max_active_runs=1, auto_register=False
+        )
+        probe.validate()
         airflow_takes = True
     except Exception:  # noqa: BLE001 - whatever Airflow refuses it with
         airflow_takes = False
