@@ -1,12 +1,14 @@
-"""What executors on a cluster need from the driver: the jobs package, and which Python runs it.
+"""What executors on a cluster need from the driver: the product's jar, and, for a
+processor's pipeline, the jobs package and which Python runs it.
 
-Spark's Python workers import project code on the executors (flow/decode.py parses every
-landed line there; processors run there). On `local[...]` they run on this machine, in
-this interpreter. On a cluster nothing of the driver's filesystem or PYTHONPATH is
-assumed: each application ships a zip of the installed package (SparkContext.addPyFile,
-what `--py-files` does), and the executors run the nodes' own `python3` (or
-PYSPARK_PYTHON), which needs pyspark and the libraries the workers import (README,
-"Running on a cluster").
+Every pipeline's lines are read and counted in the JVM, by the product's jar, which Spark
+hands to the executors (`spark.jars`, jobs/session.py): a window, events or join pipeline
+needs nothing else on a node. A processor runs in Spark's Python workers: on `local[...]`
+they run on this machine, in this interpreter; on a cluster nothing of the driver's
+filesystem or PYTHONPATH is assumed: its application ships a zip of the installed package
+(SparkContext.addPyFile, what `--py-files` does), and the executors run the nodes' own
+`python3` (or PYSPARK_PYTHON), which needs pyspark and the libraries a processor imports
+(docs/cluster.md).
 """
 
 from __future__ import annotations

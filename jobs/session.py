@@ -101,12 +101,12 @@ def get_spark(
         "spark.driver.extraJavaOptions": java_options,
         **(extra_conf or {}),
     }
+    conf["spark.jars"] = with_product_jar(conf.get("spark.jars"))
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(settings().spark_log_level)
     _for_small_files(spark, conf)
-    executors.ship_package(spark)
     # PySpark logs every analysis error with its whole plan; the runner reports it in one line.
     for name in ("DataFrameQueryContextLogger", "SQLQueryContextLogger"):
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
@@ -134,6 +134,21 @@ def _for_small_files(spark: SparkSession, conf: dict[str, str]) -> None:
     for key, value in wanted.items():
         if key not in conf and not given.contains(key):
             spark.conf.set(key, value)
+
+
+def with_product_jar(jars: str | None) -> str:
+    """`spark.jars` with the product's jar first: its decoder and counter (jobs/flow/functions.py)
+    run in every JVM of the application, the executors of a cluster included (Spark hands
+    it to them)."""
+    from jobs.jvm import jars as locked
+
+    built = locked.product_jar()
+    if built is None:
+        raise JavaMissing(
+            "the product's jar (jobs-jvm) is not built: run `make jvm` (a JDK and Maven), "
+            "or install a package that carries it"
+        )
+    return ",".join([str(built), *([jars] if jars else [])])
 
 
 def s3a_conf() -> dict[str, str]:

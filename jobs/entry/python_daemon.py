@@ -8,12 +8,11 @@ about 0.5 s of CPU per process, a second or two of a small run (measured: a one-
 14.6 -> 13.8 s, its spark-submit 16.3 -> 13.9 s). The zip and the installed package are the
 same files when the zip lies inside that package, which is the only case changed here.
 
-The daemon also imports what every worker of the product's flow imports (pyarrow, numpy,
-msgspec, the decoder and the tally) before it forks them: each worker starts without
-importing them and shares those pages with it until it writes to them (measured at 4 M
-events: the daemon and four workers 0.44 -> 0.39 GiB proportional, a bare worker 85 -> 63
-MiB resident). `gc.freeze` keeps the workers' collector off the shared objects, whose
-pages it would otherwise copy.
+Only a processor's pipeline starts Python workers (lines are read and counted in the JVM:
+jobs/flow/functions.py). The daemon imports what its workers import (pandas, pyarrow, the
+guard and the tally) before it forks them: each worker starts without importing them and
+shares those pages with it until it writes to them. `gc.freeze` keeps the workers'
+collector off the shared objects, whose pages it would otherwise copy.
 """
 
 from __future__ import annotations
@@ -40,7 +39,11 @@ def prefer_installed_pyspark() -> None:
 
 def preload() -> None:
     """Import what the workers' flow needs, once, for the forked workers to share."""
-    import jobs.flow.decode  # noqa: F401 - pyarrow, numpy, msgspec, the tally and pyspark with it
+    import pandas  # noqa: F401 - what a processor's group function gets
+    import pyarrow  # noqa: F401
+
+    import jobs.flow.guard
+    import jobs.flow.tally  # noqa: F401 - numpy and pyspark with it
 
     gc.freeze()
 

@@ -1,17 +1,18 @@
 """The data flow, in order: landing -> lines -> events -> a pattern -> the table (Spark).
 
 source.py    landing -> lines (streaming and batch alike); inferred schemas
-parse.py     lines -> typed events, each with the reason it cannot be used (decode.py
-             reads batches of lines strictly in Spark's Python workers, line_reader.py
-             one line the careful way, with its reason or what it rescued; depth.py bounds
-             how deep lines nest, without recursing; fields.py names a field's column
-             by its path)
+parse.py     lines -> typed events, each with the reason it cannot be used (the JVM's decoder
+             reads each line strictly: functions.py; decode.py is its reference, reading
+             batches of lines in Python, line_reader.py one line the careful way, with its
+             reason or what it rescued, depth.py bounding how deep lines nest; fields.py
+             names a field's column by its path)
+functions.py the decoder and the counter of the product's jar, as a session's SQL functions
 rules.py     the declared row rules on each parsed record: counted, quarantined, or failing the batch
 enrich.py    events + a dimension's columns (a stream-static join)
 patterns/    events -> output rows: one module per pattern (window, process, join, events)
 sink.py      output rows -> the Parquet table, and reading back what it committed
 admission.py how much new input a batch takes: a share of the driver's heap, or as declared
-tally.py     every row counted as the query reads it, for the accounting (jobs/accounting/)
+tally.py     every row counted as the query reads it (in the JVM), for the accounting (jobs/accounting/)
 guard.py     a processor's function that cannot fail the batch (its key's rows quarantined)
 query.py     the whole flow for one pipeline
 conditions.py the error conditions a failed query's JVM gives (a file gone, a record's data)

@@ -1,9 +1,9 @@
-"""Landed lines -> declared fields, read strictly, with the reason a line cannot be used.
-
-Runs in Spark's Python workers: parse.py hands `LineDecoder` Arrow batches of raw lines
-(`mapInArrow`). msgspec reads each line once, in C, checking every declared field's JSON
-type as it goes; that is several times faster than Spark's `from_json` plus the checks
-it needed, and stricter:
+"""Landed lines -> declared fields, read strictly, with the reason a line cannot be used:
+the reference decoder. A query reads lines with the JVM's decoder (the product's jar,
+jobs/flow/functions.py), which tests hold to this one line by line: the same verdict, reason
+and values (tests/integration/test_jvm_decoder.py). `LineDecoder` takes Arrow batches of raw
+lines, as `mapInArrow` would hand them; msgspec reads each line once, checking every declared
+field's JSON type as it goes:
 
     not UTF-8                         invalid_encoding   (parse.py keeps the line in base64)
     over RECORD_LIMIT bytes           record_too_large   (parse.py keeps its first TOO_LARGE_KEPT bytes)
@@ -46,15 +46,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jobs import schema
-from jobs.columns import BLOCK_START, FILE_SIZE, LINE, LINE_NUMBER, SOURCE_FILE
+from jobs.columns import BLOCK_START, DETAIL, FILE_SIZE, LINE, LINE_NUMBER, NEW_FIELDS, REASON, RESCUED, SOURCE_FILE
 from jobs.flow.depth import maybe_deeper
 from jobs.flow.line_reader import RECORD_LIMIT, Line, LineReader, accepts, as_text
 from jobs.flow.tally import FileCount, Files, Tally
 from jobs.schema import Array, Kind, Struct
 
-REASON, DETAIL = "_reason", "_detail"
-NEW_FIELDS = "_new_fields"  # keys no declared field names, for new_fields: fail | rescue
-RESCUED = "_rescued"  # those keys' values, and values of another type under their paths, as a JSON object
 # A scalar type -> the Arrow type it is handed back as (a timestamp or a date as text, for
 # Spark to convert).
 _ARROW: dict[str, pa.DataType] = {

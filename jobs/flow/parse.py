@@ -10,24 +10,23 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from jobs.columns import (
+    BLOCK_START,
     BROKEN,
+    DETAIL,
     EVENT_TIME,
     FILE_SIZE,
     LINE,
+    LINE_NUMBER,
+    NEW_FIELDS,
     QUARANTINE_DETAIL,
     QUARANTINE_REASON,
+    REASON,
+    RESCUED,
     RESCUED_DATA,
     SOURCE_FILE,
 )
 from jobs.declare.parts import Source
 from jobs.declare.rules import Rule
-from jobs.flow.decode import (
-    DETAIL,
-    NEW_FIELDS,
-    REASON,
-    RESCUED,
-    LineDecoder,
-)
 from jobs.flow.fields import field
 from jobs.flow.line_reader import TOO_LARGE_KEPT
 from jobs.flow.rules import checked
@@ -100,20 +99,31 @@ def _unconverted(value: Column, kind: Kind, path: str) -> list[tuple[Column, Col
 
 
 def decoded(lines: DataFrame, source: Source, tally: Tally | None = None) -> DataFrame:
-    """Lines -> the declared fields, read strictly by jobs/flow/decode.py in Python workers,
-    with `_reason` and `_detail` for a line that cannot be read (blank lines dropped)."""
-    decoder = LineDecoder(
-        tuple(source.fields.items()),
-        coerce=source.types == "coerce",
-        new_fields=source.new_fields != "ignore",
-        rescue=source.on_type_mismatch == "rescue",
-        tally=tally,
-        max_depth=source.max_depth,
-        quarantined_files=source.quarantined_files,
+    """Lines -> the declared fields, read strictly by the JVM's decoder (jobs/flow/functions.py;
+    jobs/flow/decode.py is its reference), with `_reason` and `_detail` for a line that cannot
+    be read, and each line's number in its part of the file; blank lines dropped. The lines
+    read of each file are counted in the tally."""
+    from jobs.flow.functions import register_decode
+
+    name = register_decode(lines.sparkSession, source, tally.jvm if tally is not None else None)
+    present = set(lines.columns)
+    block_start = F.col(BLOCK_START) if BLOCK_START in present else F.lit(0).cast("long")
+    file_size = F.col(FILE_SIZE) if FILE_SIZE in present else F.lit(None).cast("long")
+    others = [c for c in lines.columns if c not in (LINE, FILE_SIZE)]
+    line = F.col(LINE).cast("binary")
+    read = lines.select(
+        *others,
+        line.alias(LINE),
+        F.call_function(name, line, F.col(SOURCE_FILE), block_start, file_size).alias("_read"),
     )
-    others = [(f.name, f.dataType.simpleString()) for f in lines.schema.fields if f.name not in (LINE, FILE_SIZE)]
-    schema = ", ".join(f"`{name}` {kind}" for name, kind in decoder.output_columns(others))
-    return lines.withColumn(LINE, F.col(LINE).cast("binary")).mapInArrow(decoder, schema)
+    fields = [F.col(f"_read.`{name}`").alias(name) for name in source.fields]
+    added = [(LINE_NUMBER, "_line_number"), (REASON, "_reason"), (DETAIL, "_detail")]
+    if source.new_fields != "ignore":
+        added.append((NEW_FIELDS, "_new_fields"))
+    if source.rescues:
+        added.append((RESCUED, "_rescued"))
+    kept = read.where(~F.col("_read._blank"))
+    return kept.select(*others, *fields, LINE, *(F.col(f"_read.{inner}").alias(column) for column, inner in added))
 
 
 def parse_events(

@@ -74,10 +74,10 @@ def pipeline_table(
 def output_schema(spark: SparkSession, pipeline: PipelineBase, dimension: DataFrame | None = None) -> StructType:
     """The output table's schema, from the same flow that writes it (run on no rows).
     Without the dimension, its columns are taken as strings (as CSV dimensions have)."""
-    no_lines = spark.createDataFrame([], f"{LINE} string, {SOURCE_FILE} string")
+    no_lines = sink.empty_frame(spark, f"{LINE} string, {SOURCE_FILE} string")
     if pipeline.enrich is not None and dimension is None:
         columns = ", ".join(f"`{c}` string" for c in (dimension_key(pipeline.enrich), *pipeline.enrich.columns))
-        dimension = spark.createDataFrame([], columns)
+        dimension = sink.empty_frame(spark, columns)
     sources = pattern_of(pipeline).sources
     return pipeline_table(pipeline, [no_lines] * len(sources), dimension).schema
 

@@ -85,4 +85,15 @@ def read_committed(spark: SparkSession, schema: StructType, output: str, files: 
         return spark.read.schema(schema).parquet(output)
     if files:
         return spark.read.schema(schema).option("basePath", output).parquet(*files)
-    return spark.createDataFrame([], schema)
+    return empty_frame(spark, schema)
+
+
+def empty_frame(spark: SparkSession, schema: StructType | str) -> DataFrame:
+    """No rows, of `schema`, made in the JVM: `createDataFrame([])` would be a Python RDD,
+    and starting Python workers to read nothing is what a pipeline without a processor
+    never does (jobs/flow/functions.py)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import _parse_datatype_string
+
+    struct = _parse_datatype_string(schema) if isinstance(schema, str) else schema
+    return spark.range(0).select(*(F.lit(None).cast(f.dataType).alias(f.name) for f in struct.fields))

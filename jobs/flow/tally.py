@@ -1,9 +1,10 @@
 """Each batch's rows, counted as the query reads them, so that accounting a batch needs no
 second read of its files (jobs/accounting/batches.py).
 
-Spark's Python workers add to one accumulator per run (`Tally`):
+The JVM counts them (io.triggeronce.jobs.tally.Tally, an accumulator of the product's jar,
+fed by the SQL functions of jobs/flow/functions.py), as the query reads them:
 
-    the decoder (decode.py)     per landed file: the lines it read (blank ones too), its size
+    the decoder                 per landed file: the lines it read (blank ones too), its size
     `counted` (after parsing)   per landed file: its records, the usable ones with a value
                                 rescued (`_rescued_data`), how many broke each declared
                                 rule (`_rules_broken`, jobs/flow/rules.py); the quarantined ones, with where
@@ -12,24 +13,26 @@ Spark's Python workers add to one accumulator per run (`Tally`):
                                 drops it as late (`late_at`: the watermark that decides is only
                                 known once the batch has run)
 
+and a processor's guard (jobs/flow/guard.py), in Spark's Python workers, adds the rows a
+processor failed on to a Python accumulator beside it.
+
 A task's counts are kept per (batch, stage, partition) and task attempt, so that a task
-Spark ran again (after losing an executor) counts once. The batch is the local property
-Spark sets on every job of a micro-batch; reading a batch again sets it too (`for_batch`).
-Nothing is written by the workers: the counts travel with the tasks' results to the driver,
-which holds a batch's counts (its quarantined lines included) until the batch is accounted.
+Spark ran again (after losing an executor, or a stage run again) counts once: a batch is
+taken with one attempt of each task. The batch is the local property Spark sets on every
+job of a micro-batch; reading a batch again sets it too (`for_batch`). Nothing is written
+by the tasks: the counts travel with their results to the driver, which holds a batch's
+counts (its quarantined lines included) until the batch is accounted.
 """
 
 from __future__ import annotations
 
 import contextlib
-import warnings
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark import AccumulatorParam, TaskContext
 
 from jobs.columns import (
@@ -118,13 +121,21 @@ class TaskCounts(AccumulatorParam):
 
 
 class Tally:
-    """One run's counts of every batch it read, from the tasks that read them."""
+    """One run's counts of every batch it read, from the tasks that read them: the JVM's,
+    and a processor guard's beside them."""
 
     def __init__(self, spark: SparkSession):
+        from jobs.flow.functions import functions
+
+        self.jvm = functions(spark).newTally(spark._jsparkSession)
         self._accumulator = spark.sparkContext.accumulator({}, TaskCounts())
 
+    def __getstate__(self) -> dict:
+        return {"jvm": None, "_accumulator": self._accumulator}  # a Python worker adds to the latter only
+
     def add(self, files: Files) -> None:
-        """In a task: count these rows for the batch the task belongs to."""
+        """In a Python worker's task (a processor's guard): count these rows for the batch
+        the task belongs to."""
         context = TaskContext.get()
         batch = int(context.getLocalProperty(BATCH_ID))
         task = (batch, context.stageId(), context.partitionId())
@@ -133,7 +144,28 @@ class Tally:
     def take(self, batch_id: int) -> Files:
         """On the driver, once the batch committed: its counts, forgotten here, by file as
         the product names it (`from_spark`). Empty when no task of it counted a line."""
-        return {from_spark(name): count for name, count in take_batch(self._accumulator.value, batch_id).items()}
+        found = files_of_json(self.jvm.takeBatch(batch_id))
+        _merge_files(found, take_batch(self._accumulator.value, batch_id))
+        return {from_spark(name): count for name, count in found.items()}
+
+
+def files_of_json(text: str) -> Files:
+    """The JVM's counts of a batch (Tally.takeBatch's JSON) as FileCounts."""
+    found: Files = {}
+    for name, counted in json.loads(text).items():
+        late = np.array(counted["late_at"], np.int64).reshape(-1, 2)
+        found[name] = FileCount(
+            size_bytes=counted["size_bytes"],
+            lines=counted["lines"],
+            blank=counted["blank"],
+            records=counted["records"],
+            rescued=counted["rescued"],
+            violations=counted["violations"],
+            late_at_us=[late[:, 0]] if len(late) else [],
+            late_at_counts=[late[:, 1]] if len(late) else [],
+            quarantined=[Quarantined(*q) for q in counted["quarantined"]],
+        )
+    return found
 
 
 def take_batch(counts: dict, batch_id: int) -> Files:
@@ -159,14 +191,16 @@ def for_batch(spark: SparkSession, batch_id: int) -> Iterator[None]:
 
 def counted(parsed: DataFrame, tally: Tally, late_at: Column | None, rules: tuple[str, ...] = ()) -> DataFrame:
     """Parsed records -> the usable ones, every record counted in `tally` on its way
-    through: only the quarantined ones bring their line. `rules`: the names of the rules
-    the records were tested against, in order (their bits in `_rules_broken`)."""
+    through, in the JVM: only the quarantined ones bring their line. `rules`: the names of
+    the rules the records were tested against, in order (their bits in `_rules_broken`)."""
     from pyspark.sql import functions as F
+
+    from jobs.flow.functions import register_count
 
     quarantined = F.col(QUARANTINE_REASON).isNotNull()
     columns = {
         "source_file": F.col(SOURCE_FILE),
-        "late_at": F.lit(None).cast("timestamp") if late_at is None else late_at,
+        "late_at": F.lit(None).cast("long") if late_at is None else F.unix_micros(late_at),
         "rescued": F.col(RESCUED_DATA).isNotNull() if RESCUED_DATA in parsed.columns else F.lit(False),
         "broken": F.col(BROKEN) if rules else F.lit(0).cast("long"),
         "reason": F.col(QUARANTINE_REASON),
@@ -176,75 +210,12 @@ def counted(parsed: DataFrame, tally: Tally, late_at: Column | None, rules: tupl
         "line": F.when(quarantined, F.col(LINE)),
         "detail": F.when(quarantined, F.col(QUARANTINE_DETAIL)),
     }
-    with warnings.catch_warnings():  # PySpark prefers type hints, which it cannot read from a class
-        warnings.simplefilter("ignore", UserWarning)
-        count = F.arrow_udf(RowCounter(tally, rules), "boolean", F.ArrowUDFType.SCALAR).asNondeterministic()
+    count = register_count(parsed.sparkSession, rules, tally.jvm)
     # A column, then a filter on it: as a filter, Spark would push the count below the
     # parse and evaluate each parsed value again for it.
-    usable = count(*(columns[name] for name in RowCounter.COLUMNS))
+    usable = F.call_function(count, *(columns[name] for name in COUNTED))
     return parsed.withColumn("_usable", usable).where("_usable").drop("_usable")
 
 
-@dataclass(frozen=True)
-class RowCounter:
-    """For `counted`: the columns of an Arrow batch of parsed records, named by COLUMNS ->
-    whether each is usable; what the batch holds is added to the tally, per file."""
-
-    tally: Tally
-    rules: tuple[str, ...] = ()
-
-    # The columns it is handed, in this order (a scalar UDF is handed them by position).
-    COLUMNS: ClassVar[tuple[str, ...]] = (
-        "source_file",  # the landed file, as Spark names it
-        "late_at",  # the time at or before which the pattern drops the record as late
-        "rescued",  # usable with a value rescued
-        "broken",  # the bits of the rules it breaks
-        "reason",  # why it cannot be used; null: usable
-        "block_start",  # where a quarantined record is: its part of the file ...
-        "line_number",  # ... its line in that part
-        "line",  # ... the line as landed
-        "detail",  # ... and the reason's detail
-    )
-
-    def __call__(self, *arrays: pa.Array) -> pa.Array:
-        named = dict(zip(self.COLUMNS, arrays, strict=True))
-        source_file, late_at, rescued, broken, reason = (
-            named[name] for name in ("source_file", "late_at", "rescued", "broken", "reason")
-        )
-        usable = pc.is_null(reason)
-        files: Files = {}
-        for file, n in _counts(source_file):
-            files[file] = FileCount(records=n)
-        kept = pc.and_(usable, rescued)
-        if pc.any(kept).as_py():
-            for file, n in _counts(source_file.filter(kept)):
-                files[file].rescued = n
-        if self.rules and pc.any(pc.not_equal(broken, 0)).as_py():
-            for bit, rule in enumerate(self.rules):
-                breaks = pc.not_equal(pc.bit_wise_and(broken, pa.scalar(1 << bit, pa.int64())), 0)
-                for file, n in _counts(source_file.filter(breaks)):
-                    files[file].violations[rule] = n
-        timed = pc.and_(usable, pc.is_valid(late_at))
-        if pc.any(timed).as_py():
-            grouped = (
-                pa.table({"file": source_file.filter(timed), "at": late_at.filter(timed).cast(pa.int64())})
-                .group_by(["file", "at"])
-                .aggregate([([], "count_all")])
-            )
-            for file in pc.unique(grouped.column("file")).to_pylist():
-                mine = grouped.filter(pc.equal(grouped.column("file"), file))
-                files[file].late_at_us.append(mine.column("at").to_numpy())
-                files[file].late_at_counts.append(mine.column("count_all").to_numpy())
-        bad = pc.invert(usable)
-        if pc.any(bad).as_py():
-            where = [named[name] for name in ("source_file", "block_start", "line_number", "line", "reason", "detail")]
-            for file, start, number, text, why, more in zip(*(c.filter(bad).to_pylist() for c in where), strict=True):
-                files[file].quarantined.append(Quarantined(start, number, text, why, more))
-        self.tally.add(files)
-        return usable
-
-
-def _counts(values: pa.Array) -> list[tuple[Any, int]]:
-    """(value, how many times it occurs)."""
-    counts = pc.value_counts(values)
-    return list(zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True))
+# What the counter is handed, in this order (a SQL function is handed them by position).
+COUNTED = ("source_file", "late_at", "rescued", "broken", "reason", "block_start", "line_number", "line", "detail")

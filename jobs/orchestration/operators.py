@@ -96,11 +96,13 @@ class JobsSubmitOperator(SparkSubmitOperator):
             "spark.driver.extraJavaOptions": f"{java_options} -Djobs.log.file={task_log_file(context)} {start}",
         }
         with environment.task_environment(self.log, self.spark_conn_id):
-            if any("s3a://" in arg or "s3://" in arg for arg in self.application_args):
-                from jobs.session import s3a_conf
+            from jobs.session import s3a_conf, with_product_jar
 
+            if any("s3a://" in arg or "s3://" in arg for arg in self.application_args):
                 # hadoop-aws on the classpath from the JVM's start; s3a settings hold no secret.
                 self.conf = {**s3a_conf(), **(self.conf or {})}
+            # The product's jar (its decoder and counter) on the driver's class path from its start.
+            self.conf = {**self.conf, "spark.jars": with_product_jar(self.conf.get("spark.jars"))}
             try:
                 super().execute(context)
             except AirflowException as error:

@@ -69,8 +69,11 @@ def checked_context(
 ) -> RunContext:
     """The rest of the check, with Spark: the recorded (or now inferred) schema, the
     dimension; then the contract is recorded."""
+    from jobs import executors
     from jobs.session import set_runtime_conf
 
+    if pattern_of(pipeline).python_workers:
+        executors.ship_package(spark)
     set_runtime_conf(
         spark, {"spark.sql.shuffle.partitions": str(pipeline.state_partitions)} | pipeline.spark_settings.sql_conf()
     )

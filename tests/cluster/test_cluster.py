@@ -3,8 +3,9 @@ started from pyspark's own Spark (infra/spark/cluster.py, what `make cluster` ru
 every location in a bucket on the local S3 server.
 
 The workers are nodes of their own: a clean environment, their own working directories,
-and a Python without the `jobs` package, so a run passes only if the application ships
-its code to them. The nodes hold their own S3 credentials (as an instance role would);
+and a Python without the `jobs` package. A window or join pipeline's executors get the
+product's jar alone (its lines are read and counted in the JVM); a processor's run passes
+only if its application ships the package to them. The nodes hold their own S3 credentials (as an instance role would);
 the driver's never travel in Spark's configuration. Every application writes an event
 log, from which the tests read where each task ran.
 """
@@ -92,6 +93,17 @@ def tasks_by_executor(event_logs: Path) -> dict[str, Counter]:
     return found
 
 
+def application_names(event_logs: Path) -> dict[str, str]:
+    """Application id -> its name (jobs-<pipeline> for a run), from the event logs."""
+    found = {}
+    for log in event_logs.iterdir():
+        for line in log.read_text().splitlines():
+            event = json.loads(line)
+            if event["Event"] == "SparkListenerApplicationStart":
+                found[log.name.split(".")[0]] = event["App Name"]
+    return found
+
+
 def executors_on_workers(cluster: Cluster) -> dict[str, dict[str, str]]:
     """Application id -> {executor id: the worker that ran it}, from the workers' folders."""
     found: dict[str, dict[str, str]] = {}
@@ -121,15 +133,21 @@ def test_pipelines_on_the_cluster_match_the_model_over_arrivals_and_restarts(his
 def test_every_task_ran_on_the_workers_executors(histories, cluster, event_logs):
     ran = tasks_by_executor(event_logs)
     placed = executors_on_workers(cluster)
+    names = application_names(event_logs)
     assert len(ran) >= ARRIVALS  # one application per run process
     for app, tasks in ran.items():
         assert "driver" not in tasks and sum(tasks.values()) > 0, app
         # Each executor that ran tasks is one a worker launched, and both workers took part.
         assert set(tasks) <= set(placed[app]), app
         assert {placed[app][executor] for executor in tasks} == {"worker-1", "worker-2"}, app
-        # ... each with the package the application shipped (a zip in its working directory).
+        # ... each with the product's jar, and the package only when a processor needs it
+        # (a zip the application shipped into its working directory).
+        processor = names[app] == "jobs-spending_sessions"
         for executor, worker in placed[app].items():
-            assert list((cluster.home / worker / app / executor).glob("jobs-*.zip")), (app, executor)
+            folder = cluster.home / worker / app / executor
+            assert list(folder.glob("jobs-jvm-*.jar")), (app, executor)
+            assert bool(list(folder.glob("jobs-[0-9a-f]*.zip"))) == processor, (names[app], executor)
+    assert {"jobs-clickstream", "jobs-ad_clicks", "jobs-spending_sessions"} <= set(names.values())
 
 
 def test_a_driver_killed_mid_run_and_rerun_counts_every_record_once(spark, cluster, driver_env, s3_endpoint):

@@ -1,25 +1,15 @@
-"""Counting rows as the query reads them (jobs/flow/tally.py), and taking a batch's count
-for its account (jobs/accounting/batches.py): pure functions on hand-made input."""
+"""Counting rows as the query reads them (jobs/flow/tally.py: the JVM's counts read back, a
+processor guard's beside them), and taking a batch's count for its account
+(jobs/accounting/batches.py): pure functions on hand-made input."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
-import pyarrow as pa
-
 from jobs.accounting.accounts import counts_that_add_up
-from jobs.flow.tally import FileCount, Quarantined, RowCounter, TaskCounts, take_batch
+from jobs.flow.tally import FileCount, Quarantined, TaskCounts, files_of_json, take_batch
 from jobs.lake.layout import from_spark
-
-
-class FakeTally:
-    """What the tasks would add to the run's accumulator."""
-
-    def __init__(self):
-        self.added = []
-
-    def add(self, files):
-        self.added.append(files)
 
 
 def at(minute: int) -> datetime:
@@ -30,30 +20,29 @@ def ms(moment: datetime) -> int:
     return int(moment.timestamp() * 1000)
 
 
-def test_each_record_is_counted_by_file_and_only_quarantined_ones_bring_their_line():
-    tally = FakeTally()
-    usable = RowCounter(tally, ("known_event", "has_id"))(
-        pa.array(["a.json", "a.json", "b.json", "b.json"]),
-        pa.array([at(1), at(2), None, at(2)], pa.timestamp("us", tz="UTC")),  # late_at
-        pa.array([False, True, True, False]),  # a value rescued
-        pa.array([3, 2, 0, 2], pa.int64()),  # the rules broken: bit 0 known_event, bit 1 has_id
-        pa.array([None, None, "malformed_json", None]),  # quarantine_reason
-        pa.array([None, None, 0, None], pa.int64()),  # block start, only for quarantined records
-        pa.array([None, None, 3, None], pa.int64()),  # line number in the block
-        pa.array([None, None, "{x", None]),  # the line
-        pa.array([None, None, "JSON is malformed", None]),  # detail
+def test_the_jvm_s_count_of_a_batch_reads_back_as_file_counts():
+    """What the JVM's tally hands over (io.triggeronce.jobs.tally.Tally.takeBatch; its own
+    unit tests count rows and keep one attempt of each task)."""
+    text = json.dumps(
+        {
+            "file:/l/a.json": {
+                "size_bytes": 40,
+                "lines": 4,
+                "blank": 1,
+                "records": 3,
+                "rescued": 1,
+                "violations": {"known_event": 2},
+                "late_at": [[ms(at(1)) * 1000, 2], [ms(at(2)) * 1000, 1]],
+                "quarantined": [[0, 3, "{x", "malformed_json", "JSON is malformed"]],
+            }
+        }
     )
-    assert usable.to_pylist() == [True, True, False, True]
-    [files] = tally.added
-    assert {name: count.records for name, count in files.items()} == {"a.json": 2, "b.json": 2}
-    assert {name: count.rescued for name, count in files.items()} == {"a.json": 1, "b.json": 0}  # usable ones only
-    assert files["a.json"].violations == {"known_event": 1, "has_id": 2}  # a record breaking both counts for each
-    assert files["b.json"].violations == {"has_id": 1}
-    assert files["a.json"].quarantined == []
-    assert files["b.json"].quarantined == [Quarantined(0, 3, "{x", "malformed_json", "JSON is malformed")]
-    # Late against a watermark: at or before it, by the time the pattern gave (late_at).
-    assert [files["a.json"].late(ms(at(m))) for m in (0, 1, 2)] == [0, 1, 2]
-    assert files["b.json"].late(ms(at(2))) == 1  # the quarantined record is not late too
+    ((name, count),) = files_of_json(text).items()
+    assert name == "file:/l/a.json" and from_spark(name) == "/l/a.json"
+    assert (count.size_bytes, count.lines, count.blank, count.records, count.rescued) == (40, 4, 1, 3, 1)
+    assert count.violations == {"known_event": 2}
+    assert count.quarantined == [Quarantined(0, 3, "{x", "malformed_json", "JSON is malformed")]
+    assert [count.late(ms(at(m))) for m in (0, 1, 2)] == [0, 2, 3]  # at or before the watermark
 
 
 def test_a_task_spark_ran_twice_counts_once_and_later_batches_stay():

@@ -29,6 +29,10 @@ class Pattern(ABC):
     # The counts of a batch only Spark knows (recorded from its progress as it completes):
     # "duplicates_dropped" (deduplication), "late_rows_dropped" (a join's late input rows).
     spark_counts: ClassVar[tuple[str, ...]] = ()
+    # Whether its query runs Python in Spark's workers (a processor): the executors of a
+    # cluster then need the jobs package, which the application ships (jobs/executors.py).
+    # Reading and counting lines is the JVM's (jobs/flow/functions.py), for every pattern.
+    python_workers: ClassVar[bool] = False
 
     def __init__(self, pipeline: PipelineBase):
         self.pipeline = pipeline

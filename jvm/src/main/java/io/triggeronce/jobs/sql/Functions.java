@@ -1,0 +1,56 @@
+package io.triggeronce.jobs.sql;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.triggeronce.jobs.decode.LineDecoder;
+import io.triggeronce.jobs.tally.Tally;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.expressions.UserDefinedFunction;
+import org.apache.spark.sql.functions;
+import org.apache.spark.sql.types.DataTypes;
+
+/** What the Python side calls (jobs/flow/jvm.py): a tally, and the decoder and the counter
+ * registered as a session's SQL functions under the names it gives. */
+public final class Functions {
+    private Functions() {}
+
+    /** A tally registered with the application (one per run). */
+    public static Tally newTally(SparkSession spark) {
+        Tally tally = new Tally();
+        spark.sparkContext().register(tally, "jobs-tally");
+        return tally;
+    }
+
+    /** The decoder of `configJson` (fields, coerce, new_fields, rescue, max_depth,
+     * quarantined_files) as the session's function `name`, counting into `tally` (or not: null). */
+    public static void registerDecode(SparkSession spark, String name, String configJson, Tally tally) {
+        JsonNode config = read(configJson);
+        Map<String, String> quarantined = new HashMap<>();
+        config.path("quarantined_files").fields().forEachRemaining(e -> quarantined.put(e.getKey(), e.getValue().asText()));
+        Decode decode = new Decode(new LineDecoder(configJson), quarantined, tally);
+        UserDefinedFunction udf = functions.udf(decode, decode.returnType()).asNondeterministic();
+        spark.udf().register(name, udf);
+    }
+
+    /** The counter of parsed records, with the names of the rules in their bits' order. */
+    public static void registerCount(SparkSession spark, String name, String rulesJson, Tally tally) {
+        List<String> rules = new ArrayList<>();
+        read(rulesJson).forEach(rule -> rules.add(rule.asText()));
+        UserDefinedFunction udf = functions.udf(new Count(tally, rules), DataTypes.BooleanType).asNondeterministic();
+        spark.udf().register(name, udf);
+    }
+
+    private static JsonNode read(String json) {
+        try {
+            return new ObjectMapper().readTree(json);
+        } catch (IOException error) {
+            throw new UncheckedIOException(error);
+        }
+    }
+}

@@ -1,0 +1,32 @@
+package io.triggeronce.jobs.sql;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.triggeronce.jobs.tally.FileCounts;
+import io.triggeronce.jobs.tally.Tally;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class CountTest {
+    @Test
+    void eachRecordIsCountedByFileAndOnlyQuarantinedOnesBringTheirLine() {
+        Tally tally = new Tally();
+        Count count = new Count(tally, List.of("known_event", "has_id"));
+        long t1 = 1_690_711_260_000_000L;
+        assertEquals(true, count.call("a.json", t1, false, 3L, null, null, null, null, null));
+        assertEquals(true, count.call("a.json", t1 + 60_000_000L, true, 2L, null, null, null, null, null));
+        assertEquals(false, count.call("b.json", null, true, 0L, "malformed_json", 0L, 3L, "{x", "JSON is malformed"));
+        assertEquals(true, count.call("b.json", t1, false, 2L, null, null, null, null, null));
+        Map<String, FileCounts> files = tally.value().values().iterator().next().values().iterator().next();
+        FileCounts a = files.get("a.json");
+        FileCounts b = files.get("b.json");
+        assertEquals(2, a.records);
+        assertEquals(1, a.rescued); // the usable ones only
+        assertEquals(Map.of("known_event", 1L, "has_id", 2L), a.violations); // a record breaking both counts for each
+        assertEquals(Map.of("has_id", 1L), b.violations);
+        assertEquals(Map.of(t1, 1L, t1 + 60_000_000L, 1L), a.lateAt);
+        assertEquals(List.of(new FileCounts.Quarantined(0, 3, "{x", "malformed_json", "JSON is malformed")), b.quarantined);
+        assertEquals(Map.of(t1, 1L), b.lateAt); // the quarantined record is not late too
+    }
+}

@@ -1,0 +1,33 @@
+package io.triggeronce.jobs.tally;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import org.junit.jupiter.api.Test;
+
+class TallyTest {
+    private static Tally attempt(long batch, int stage, int partition, long attempt, long lines) {
+        Tally tally = new Tally();
+        FileCounts counts = new FileCounts();
+        counts.lines = lines;
+        counts.records = lines;
+        java.util.Map<String, FileCounts> files = new java.util.HashMap<>();
+        files.put("file:///a.json", counts);
+        java.util.Map<Long, java.util.Map<String, FileCounts>> attempts = new java.util.HashMap<>();
+        attempts.put(attempt, files);
+        tally.value().put(new Tally.TaskKey(batch, stage, partition), attempts);
+        return tally;
+    }
+
+    @Test
+    void aTaskSparkRanTwiceCountsOnceAndLaterBatchesStay() {
+        Tally driver = new Tally();
+        driver.merge(attempt(3, 1, 0, 10, 5));
+        driver.merge(attempt(3, 1, 0, 11, 5)); // the same task, run again
+        driver.merge(attempt(3, 1, 1, 12, 2));
+        driver.merge(attempt(4, 2, 0, 13, 7)); // the next batch's
+        String taken = driver.takeBatch(3);
+        assertEquals(true, taken.contains("\"lines\":7"), taken);
+        assertEquals("{}", driver.takeBatch(3)); // taken out
+        assertEquals(true, driver.takeBatch(4).contains("\"lines\":7"));
+    }
+}
