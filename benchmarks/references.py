@@ -1,12 +1,14 @@
 """What the product is measured against: the same query written as plainly as each system allows.
 
-    python -m benchmarks.references stream|stream-text|batch|duckdb DATA OUTPUT [--max-bytes N]
-        [--conf KEY=VALUE ...] [--resume]
+    python -m benchmarks.references stream|stream-text|batch|duckdb|stream-github DATA OUTPUT
+        [--max-bytes N] [--conf KEY=VALUE ...] [--resume]
 
 The query: events with a user and a readable time, counted per user in 1-minute windows of
 event time, written to Parquet. The streaming ones add a 5-minute watermark and run with
 availableNow (append mode), as the product does; the batch ones see every event at once.
-Each prints one line of JSON with the rows it read and wrote.
+`stream-github` is github_activity's query (benchmarks/github_data.py): nested events with
+the same schema, each id once within the watermark, events and pushed commits per type and
+repository in 1-minute windows. Each prints one line of JSON with the rows it read and wrote.
 """
 
 from __future__ import annotations
@@ -17,6 +19,10 @@ import shutil
 from pathlib import Path
 
 SCHEMA = "event_id string, user_id string, event string, eventtimestamp string"
+GITHUB_SCHEMA = (
+    "id string, type string, actor struct<id:bigint,login:string>, repo struct<id:bigint,name:string>, "
+    "payload struct<size:bigint,commits:array<struct<sha:string,message:string>>>, created_at string"
+)
 
 
 def _spark(memory: str, conf: dict[str, str] | None = None):
@@ -82,6 +88,38 @@ def stream(
     return {"input_rows": sum(p.numInputRows for p in batches), "batches": len(batches), "output_rows": written}
 
 
+def stream_github(data: Path, output: Path, memory: str, max_bytes: int | None) -> dict:
+    """github_activity as a minimal availableNow stream: the JSON source with the nested
+    schema, a watermark, each id once, windows per type and repository, Parquet."""
+    from pyspark.sql import functions as F
+
+    spark = _spark(memory)
+    reader = spark.readStream.option("maxBytesPerTrigger", max_bytes) if max_bytes else spark.readStream
+    events = reader.format("json").schema(GITHUB_SCHEMA).load(str(data))
+    usable = events.withColumn("t", F.try_to_timestamp("created_at")).where(
+        "id IS NOT NULL AND type IS NOT NULL AND repo.name IS NOT NULL AND t IS NOT NULL"
+    )
+    counted = (
+        usable.withWatermark("t", "5 minutes")
+        .dropDuplicatesWithinWatermark(["id"])
+        .groupBy(F.window("t", "1 minute"), "type", F.col("repo.name").alias("repo_name"))
+        .agg(F.count("*").alias("events"), F.sum(F.col("payload.size").cast("decimal(38,0)")).alias("commits"))
+        .select(F.col("window.start").alias("window_start"), "type", "repo_name", "events", "commits")
+    )
+    query = (
+        counted.writeStream.format("parquet")
+        .option("path", str(output / "table"))
+        .option("checkpointLocation", str(output / "checkpoint"))
+        .outputMode("append")
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    batches = [p for p in query.recentProgress if p.numInputRows]
+    written = spark.read.parquet(str(output / "table")).count()
+    return {"input_rows": sum(p.numInputRows for p in batches), "batches": len(batches), "output_rows": written}
+
+
 def batch(data: Path, output: Path, memory: str) -> dict:
     """A Spark batch job: every event at once, no watermark."""
     spark = _spark(memory)
@@ -115,7 +153,7 @@ def duckdb(data: Path, output: Path) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("system", choices=("stream", "stream-text", "batch", "duckdb"))
+    parser.add_argument("system", choices=("stream", "stream-text", "batch", "duckdb", "stream-github"))
     parser.add_argument("data", type=Path)
     parser.add_argument("output", type=Path)
     parser.add_argument("--memory", default="1g", help="driver memory of the Spark ones")
@@ -131,6 +169,8 @@ def main() -> None:
     if args.system in ("stream", "stream-text"):
         conf = dict(setting.split("=", 1) for setting in args.conf)
         result = stream(args.data, args.output, args.memory, args.max_bytes, args.system == "stream-text", conf)
+    elif args.system == "stream-github":
+        result = stream_github(args.data, args.output, args.memory, args.max_bytes)
     elif args.system == "batch":
         result = batch(args.data, args.output, args.memory)
     else:

@@ -1,20 +1,23 @@
 """`make bench`: the product against Spark itself and DuckDB, on a backlog of any size.
 
-    python -m benchmarks.scale [--events 4000000] [--files 400] [--rounds 3] [--only backlog|small|incremental|state|rocksdb|stages]
+    python -m benchmarks.scale [--events 4000000] [--files 400] [--rounds 3] [--only backlog|nested|small|...]
 
 1. Backlog: deterministic clickstream data (benchmarks/clickstream_data.py), then, in
    interleaved rounds on the same files: the product's `python -m jobs run clickstream`
    with its default settings, and again without its row rules (what they cost); a minimal availableNow stream of the same query (JSON source,
    and text + from_json as the product reads); a Spark batch job; DuckDB. Per system: median
    wall time, peak resident memory of the whole process tree, rows/s, and the ratios.
-2. Small files: 100,000 one-line files in 10 dt= folders through the product and the
+2. Nested events: 150,000 real code-host events (benchmarks/github_data.py, GH Archive's as
+   templates, about 350 MB) through github_activity and a minimal JSON-source stream with
+   the same nested schema, deduplication and windows (benchmarks/references.py).
+3. Small files: 100,000 one-line files in 10 dt= folders through the product and the
    minimal JSON stream (as written, and with the product's settings for small files); then
-   one new file after them (listing the whole landing, and with --landing-since) against
-   one new file on a fresh root.
-3. Incremental: the cost of a run with 1 new file after 0, 1,000 and 10,000 processed files.
-4. State: state rows over 20 runs of steady input.
-5. RocksDB: the backlog run with the RocksDB state store against the default one.
-6. Stages: what each step of the product's flow costs (benchmarks/stages.py).
+   one new file after them (as a DAG runs it, and with --landing-since) against one new
+   file on a fresh root.
+4. Incremental: the cost of a run with 1 new file after 0, 1,000 and 10,000 processed files.
+5. State: state rows over 20 runs of steady input.
+6. RocksDB: the backlog run with the RocksDB state store against the default one.
+7. Stages: what each step of the product's flow costs (benchmarks/stages.py).
 
 Every Spark process gets the same driver memory (--memory, default Spark's own 1g).
 Figures, not assertions: README's Performance section quotes what this printed.
@@ -32,6 +35,7 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from benchmarks import github_data
 from benchmarks.clickstream_data import START, file_lines, generate
 from benchmarks.measure import REPO, Measured, gib, measure
 from jobs.session import LISTING_PARALLELISM, OPEN_COST
@@ -64,9 +68,9 @@ def _checked(name: str, result: Measured) -> Measured:
     return result
 
 
-def _product_cap(root: Path) -> int:
+def _product_cap(root: Path, pipeline: str = "clickstream") -> int:
     """The batch size the product chose by default (its run report says), for the streams to use too."""
-    (report,) = (root / "runs" / "clickstream").glob("*.json")
+    (report,) = (root / "runs" / pipeline).glob("*.json")
     return json.loads(report.read_text())["batch_limits"]["max_bytes"]
 
 
@@ -297,6 +301,43 @@ def rocksdb(events: int, files: int, memory: str) -> None:
         print(f"  {store:8} {result.seconds:7.1f} s  {gib(result.peak_memory)}", flush=True)
 
 
+def nested(events: int, rounds: int, memory: str) -> None:
+    """Real nested events (benchmarks/github_data.py): github_activity against a minimal
+    JSON-source stream with the same nested schema, deduplication and windows."""
+    data = github_data.generate(WORK / f"github-{events}", events)
+    print(
+        f"\nnested events: {events:,} real code-host events in {len(list(data.glob('*.json')))} files, "
+        f"{_size(data) / 2**20:.0f} MiB, {rounds} round(s)"
+    )
+    out = WORK / "out-github"
+    command = [PY, "-m", "jobs", "run", "github_activity", "--no-validate", "--root", str(out / "product")]
+    systems = {
+        "product": lambda: measure([*command, "--landing", str(data)], env={"SPARK_DRIVER_MEMORY": memory}),
+        "stream (json)": lambda: _reference(
+            "stream-github", data, out / "stream", memory, _product_cap(out / "product", "github_activity")
+        ),
+    }
+    results: dict[str, list[Measured]] = {name: [] for name in systems}
+    for round_number in range(rounds):
+        shutil.rmtree(out, ignore_errors=True)
+        for name, run in systems.items():
+            result = _checked(name, run())
+            results[name].append(result)
+            print(
+                f"  round {round_number + 1}: {name:14} {result.seconds:7.1f} s  {gib(result.peak_memory)}", flush=True
+            )
+    (report,) = (out / "product" / "runs" / "github_activity").glob("*.json")
+    product_rows = json.loads(report.read_text())["output_rows"]
+    stream_rows = json.loads(results["stream (json)"][-1].stdout.strip().splitlines()[-1])["output_rows"]
+    medians = {name: statistics.median(r.seconds for r in runs) for name, runs in results.items()}
+    peaks = {name: max(r.peak_memory for r in runs) for name, runs in results.items()}
+    print(f"  rows written: product {product_rows:,}, stream {stream_rows:,}")
+    print(
+        f"  product / stream (json): {medians['product'] / medians['stream (json)']:.2f} in time, "
+        f"{peaks['product'] / peaks['stream (json)']:.2f} in peak memory"
+    )
+
+
 def stages(events: int, files: int, memory: str) -> None:
     """What each step of the flow costs, on the backlog's files (its own Spark application)."""
     data = generate(WORK / f"landing-{events}-{files}", events, files)
@@ -309,11 +350,13 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--memory", default="1g", help="driver memory of every Spark process (default: %(default)s)")
-    parser.add_argument("--only", choices=("backlog", "small", "incremental", "state", "rocksdb", "stages"))
+    parser.add_argument("--only", choices=("backlog", "nested", "small", "incremental", "state", "rocksdb", "stages"))
     args = parser.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
     if args.only in (None, "backlog"):
         print_backlog(backlog(args.events, args.files, args.rounds, args.memory), args.events)
+    if args.only in (None, "nested"):
+        nested(150_000, args.rounds, args.memory)
     if args.only in (None, "small"):
         many_small(100_000, args.memory)
     if args.only in (None, "incremental"):

@@ -48,6 +48,28 @@ def landing_path(landing: str, glob: str | None = None, since: date | None = Non
     return landing
 
 
+def new_files_path(landing: str, files: tuple[str, ...]) -> str | None:
+    """What the source lists when the run knows which files are new: their names under the
+    landing location, level by level (`dt={a,b}/{x.json,y.json}`), so that a long history
+    is not listed again for a few new files; None when they lie at different depths (the
+    landing is listed whole). The pattern may match a file taken before (another folder's
+    name): Spark's source log passes it over, as it does when the whole landing is listed.
+    A file that lands meanwhile is the next run's, as one landing a moment after any
+    listing; a file gone meanwhile matches nothing."""
+    parts = [file.removeprefix(landing.rstrip("/") + "/").split("/") for file in files]
+    if len({len(names) for names in parts}) != 1:
+        return None
+    # Hadoop keeps a pattern's escapes only in braces without a '/' (a brace with one is
+    # expanded first, its escapes lost): one brace per level.
+    return join(landing, "/".join(_any_of(sorted(set(level))) for level in zip(*parts, strict=True)))
+
+
+def _any_of(names: list[str]) -> str:
+    """A glob that matches exactly these names (a glob's own characters escaped)."""
+    escaped = [_GLOB_IN_BRACES.sub(r"\\\1", name) for name in names]
+    return escaped[0] if len(escaped) == 1 else "{" + ",".join(escaped) + "}"
+
+
 def stream_lines(
     spark: SparkSession, path: str, max_files_per_trigger: int | None, max_bytes_per_trigger: int | None
 ) -> DataFrame:
@@ -68,6 +90,7 @@ def read_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
 
 # Characters Hadoop reads as a pattern in a path: escaped, a '[' or '*' in a name is itself.
 _GLOB = re.compile(r"([\\*?\[\]{}])")
+_GLOB_IN_BRACES = re.compile(r"([\\*?\[\]{},])")  # a comma too: it separates the names
 
 
 def _with_file(text: DataFrame) -> DataFrame:

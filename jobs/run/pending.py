@@ -18,11 +18,16 @@ from jobs.accounting.checkpoint import CheckpointLog
 from jobs.accounting.ledger import Ledger
 from jobs.declare import PipelineBase
 from jobs.flow.query import source_landings
+from jobs.flow.source import new_files_path
 from jobs.lake import fs
 from jobs.lake.landing import dated_folders
 from jobs.lake.layout import Locations, join
 from jobs.run.audit import MAX_FILE_AGE_MS
 from jobs.run.context import RunOptions
+
+# Up to this many new files, the run hands Spark their names rather than the landing to list
+# (jobs/flow/source.py new_files_path): a long history costs its log, not a listing each run.
+NAMED_FILES = 1_000
 
 
 @dataclass(frozen=True)
@@ -30,10 +35,22 @@ class Pending:
     files: int
     bytes: int
     needs_spark: str | None = None  # why Spark starts whatever landed
+    # Per source, the new files' locations (as fs lists them), when there are few enough to name.
+    named: tuple[tuple[str, ...], ...] | None = None
 
     @property
     def nothing_new(self) -> bool:
         return self.needs_spark is None and self.files == 0
+
+    def source_paths(self, landings: list[str]) -> list[str]:
+        """What each source lists: its new files by name when they are few enough to name
+        (jobs/flow/source.py new_files_path), else its landing as the run lists it."""
+        if self.named is None:
+            return landings
+        return [
+            (new_files_path(landing, files) if files else None) or landing
+            for landing, files in zip(landings, self.named, strict=True)
+        ]
 
     def describe(self) -> str:
         if self.needs_spark:
@@ -54,14 +71,18 @@ def pending_input(pipeline: PipelineBase, locations: Locations, options: RunOpti
     if set(checkpoint_log.committed_batches()) - Ledger(locations.ledger).accounted_batches():
         return Pending(0, 0, "committed batches are not accounted yet")
     files = size = 0
+    named: list[tuple[str, ...]] = []
     for source, landing in enumerate(source_landings(pipeline, locations.landing)):
         taken = checkpoint_log.recorded_files(source)
         passed_over_before = max(taken.values()) - MAX_FILE_AGE_MS if taken else None
+        new = []
         for uri, (file_bytes, mtime_ms) in _listed(landing, options).items():
             if uri in taken or (passed_over_before is not None and mtime_ms < passed_over_before):
                 continue
             files, size = files + 1, size + file_bytes
-    return Pending(files, size)
+            new.append(uri)
+        named.append(tuple(new))
+    return Pending(files, size, named=tuple(named) if options.lists_all and files <= NAMED_FILES else None)
 
 
 def _listed(landing: str, options: RunOptions) -> dict[str, tuple[int, int]]:

@@ -121,7 +121,7 @@ def run(
                 spark = spark or _session(pipeline, locations, pending)
                 report.spark_log = _spark_log_file(spark)
                 context = checked_context(spark, pipeline, locations, options, lock=lock, run_id=report.run_id)
-                _execute(context, report)
+                _execute(context, report, pending)
         report.finish("succeeded")
         report.warnings = _warnings(report, locations)
     except (Exception, KeyboardInterrupt) as error:
@@ -172,13 +172,13 @@ def _without_spark(run: RunContext, report: RunReport, pending: Pending) -> None
     _audit(run, report, with_retention=True)
 
 
-def _execute(run: RunContext, report: RunReport) -> None:
+def _execute(run: RunContext, report: RunReport, pending: Pending) -> None:
     """recover -> start -> watch -> settle -> audit. Committed batches are accounted
     whatever ended the query; what ended it early is raised once they are."""
     store_as_it_goes = run.options.trigger.kind == "processing-time"
     accounting = Accounting(partial(account_batches, run), run, report.add_batches, store_as_it_goes=store_as_it_goes)
     _recover(run, report, accounting)
-    query = _start(run, report)
+    query = _start(run, report, pending)
     watch = ProgressWatch(query, pattern_of(run.pipeline), run.log)
     interrupted = _watch(run, query, watch, accounting)
     try:
@@ -203,8 +203,10 @@ def _recover(run: RunContext, report: RunReport, accounting: Accounting) -> None
     accounting.account(unaccounted)
 
 
-def _start(run: RunContext, report: RunReport) -> StreamingQuery:
-    """Start the query, each batch limited to what the driver's memory can take."""
+def _start(run: RunContext, report: RunReport, pending: Pending) -> StreamingQuery:
+    """Start the query, each batch limited to what the driver's memory can take; when the
+    new files are few and known (`pending`), the source is handed their names rather than
+    the landing to list."""
     from jobs.session import heap_bytes
 
     declared, options = run.pipeline.spark_settings, run.options
@@ -217,10 +219,11 @@ def _start(run: RunContext, report: RunReport) -> StreamingQuery:
     )
     report.batch_limits = asdict(limits)
     run.log.info("  start: %s", limits.describe())
+    landings = [options.listed(landing) for landing in source_landings(run.pipeline, run.locations.landing)]
     return start_query(
         run.spark,
         run.pipeline,
-        landings=[options.listed(landing) for landing in source_landings(run.pipeline, run.locations.landing)],
+        landings=pending.source_paths(landings),
         output=run.locations.output,
         checkpoint=run.locations.checkpoint,
         trigger=options.trigger,

@@ -15,6 +15,7 @@ from jobs.flow.parse import parse_events, usable
 from jobs.flow.patterns import pattern_of
 from jobs.flow.query import start_query
 from jobs.flow.sink import Trigger
+from jobs.flow.source import new_files_path
 from jobs.run.report import load_reports
 from tests.helpers import (
     all_lines,
@@ -223,3 +224,35 @@ def test_many_small_files_are_read_by_a_few_tasks_and_listed_by_a_few(spark, tmp
     assert lines.rdd.getNumPartitions() <= 2 * cores < 200 // 32  # Spark's defaults: 7 tasks
     assert sorted(row[LINE] for row in lines.collect()) == sorted(Path(p).read_text().strip() for p in paths)
     assert spark.conf.get(LISTING_PARALLELISM) == str(2 * cores) and spark.conf.get(OPEN_COST) == str(64 * 2**10)
+
+
+def test_files_named_with_a_glob_s_characters_are_each_read_once(spark, clickstream, locations):
+    """A run hands Spark the names of the few new files (a glob of literal names), not the
+    landing to list: names with spaces, commas, brackets, braces, a star and a percent sign
+    are each read once, across runs."""
+    names = ["a b.json", "c,d.json", "e[1].json", "f{g}.json", "h*.json", "i%20.json"]
+    model = ClickstreamModel()
+    for number, name in enumerate(names):
+        files = {name: [event(f"u{number}", f"2023-07-30T10:0{number}:00Z", event_id=f"x{number}")]}
+        land(locations.landing, files)
+        report = run_pipeline(spark, clickstream, locations)
+        assert report.input_files == 1, name
+        assert_run_matches(report, model.run([all_lines(files)]))
+    assert table_rows(spark, locations.output) == model.rows()
+
+
+def test_the_new_files_path_matches_the_named_files_level_by_level(spark, tmp_path):
+    """Hadoop's glob of the new files' names, as the source is handed it: a brace of names
+    per level (a glob's characters escaped), no file taken before but one named so; the
+    landing itself when the new files lie at different depths."""
+    landing = tmp_path / "landing"
+    names = ["dt=2023-07-30/a b.json", "dt=2023-07-30/c,d.json", "dt=2023-07-31/e[1]{2}*.json", "x,y/f.json"]
+    old = ["top.json", "dt=2023-07-30/old.json", "dt=2023-07-31/e1.json", "x/f.json", "dt=2023-07-31/sub/a b.json"]
+    for name in names + old:
+        (landing / name).parent.mkdir(parents=True, exist_ok=True)
+        (landing / name).write_text(name + "\n")
+    for chosen in (names, names[:1], names[1:3], names[3:], ["top.json"]):
+        path = new_files_path(str(landing), tuple(str(landing / name) for name in chosen))
+        read = spark.read.format("text").option("recursiveFileLookup", "true").load(path)
+        assert sorted(row.value for row in read.collect()) == sorted(chosen), path
+    assert new_files_path(str(landing), (str(landing / "top.json"), str(landing / names[0]))) is None
