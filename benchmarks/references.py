@@ -73,19 +73,7 @@ def stream(
     else:
         events = reader.format("json").schema(SCHEMA).load(str(data))
     usable, count = _counted(events)
-    query = (
-        count(usable.withWatermark("t", "5 minutes"))
-        .writeStream.format("parquet")
-        .option("path", str(output / "table"))
-        .option("checkpointLocation", str(output / "checkpoint"))
-        .outputMode("append")
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
-    batches = [p for p in query.recentProgress if p.numInputRows]
-    written = spark.read.parquet(str(output / "table")).count()
-    return {"input_rows": sum(p.numInputRows for p in batches), "batches": len(batches), "output_rows": written}
+    return _appended(count(usable.withWatermark("t", "5 minutes")), output)
 
 
 def stream_github(data: Path, output: Path, memory: str, max_bytes: int | None) -> dict:
@@ -106,8 +94,13 @@ def stream_github(data: Path, output: Path, memory: str, max_bytes: int | None) 
         .agg(F.count("*").alias("events"), F.sum(F.col("payload.size").cast("decimal(38,0)")).alias("commits"))
         .select(F.col("window.start").alias("window_start"), "type", "repo_name", "events", "commits")
     )
+    return _appended(counted, output)
+
+
+def _appended(table, output: Path) -> dict:
+    """Append `table` to Parquet under `output` with availableNow; the rows read and written."""
     query = (
-        counted.writeStream.format("parquet")
+        table.writeStream.format("parquet")
         .option("path", str(output / "table"))
         .option("checkpointLocation", str(output / "checkpoint"))
         .outputMode("append")
@@ -116,7 +109,7 @@ def stream_github(data: Path, output: Path, memory: str, max_bytes: int | None) 
     )
     query.awaitTermination()
     batches = [p for p in query.recentProgress if p.numInputRows]
-    written = spark.read.parquet(str(output / "table")).count()
+    written = table.sparkSession.read.parquet(str(output / "table")).count()
     return {"input_rows": sum(p.numInputRows for p in batches), "batches": len(batches), "output_rows": written}
 
 

@@ -8,7 +8,6 @@ Like `make lock` for requirements.txt: run it on purpose, review the diff, commi
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import sys
@@ -16,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from infra.jvm.maven import REPO, mvn
+from jobs.jvm.jars import sha256
 
 LOCK = REPO / "jobs" / "jvm" / "jars.lock.json"
 # What each of the pom's runtime dependencies is for; the jars it brings are for the same.
@@ -37,14 +37,6 @@ def resolved(tree: str) -> list[tuple[str, str]]:
                 sys.exit(f"error: say what {root} is for in infra/jvm/lock.py USES")
         found.append((coordinates, USES[root]))
     return found
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def main() -> int:

@@ -27,7 +27,10 @@ from jobs.run.context import RunOptions
 
 # Up to this many new files, the run hands Spark their names rather than the landing to list
 # (jobs/flow/source.py new_files_path): a long history costs its log, not a listing each run.
-NAMED_FILES = 1_000
+# Spark looks each named file up again, one by one up to its parallel-listing threshold
+# (spark.sql.sources.parallelPartitionDiscovery.threshold, 32) and in a job of its own
+# beyond it: more new files than that are a backlog, for which one listing is cheaper.
+NAMED_FILES = 32
 
 
 @dataclass(frozen=True)
