@@ -8,10 +8,10 @@ export JOBS_CACHE_DIR := $(CURDIR)/.cache
 # pytest workers: most test time is JVM start-up and waiting, not CPU, so more workers than cores.
 TEST_WORKERS ?= 3
 
-.PHONY: help docs venv jvm jars jar-lock jvm-archive bench-small assets browser s3-up s3-down cluster cluster-stop airflow airflow-stop demo demo-s3 report test test-fast bench bench-cluster bench-ledger bench-dags lint format lock clean
+.PHONY: help docs venv jvm jars delta-jars jar-lock jvm-archive bench-small assets browser s3-up s3-down cluster cluster-stop airflow airflow-stop demo demo-s3 report test test-fast bench bench-cluster bench-ledger bench-dags lint format lock clean
 
 help:
-	@echo "make demo     land sample events in arrivals and run the pipeline after each (PIPELINE=name, default clickstream)"
+	@echo "make demo     land sample events in arrivals and run the pipeline after each (PIPELINE=name; default clickstream, then rack_temperatures: a Delta table)"
 	@echo "make test     the whole test suite (lint, unit, streaming, crash, CLI and Airflow tests)"
 	@echo "make demo-s3  the same demo with every location in a bucket on a local S3 server"
 	@echo "make s3-up    start the local S3 server (moto, 127.0.0.1:9000); make s3-down stops it"
@@ -28,7 +28,7 @@ help:
 	@echo "make lock     regenerate requirements.txt from pyproject.toml"
 	@echo "make jar-lock regenerate the jar lock (jobs/jvm/jars.lock.json) from jvm/pom.xml"
 	@echo "make jvm      build the product's jar from jvm/ with Maven (needs a JDK and Maven)"
-	@echo "make jars     fetch the jar lock's runtime jars once (s3a), checked by sha256"
+	@echo "make jars     fetch the jar lock's runtime jars once (s3a, delta), checked by sha256"
 	@echo "make clean    remove ./data (the demo's root) and caches"
 
 venv:
@@ -46,10 +46,14 @@ browser:
 jvm: venv
 	@$(PY) -m infra.jvm.build >/dev/null
 
-# The jar lock's runtime jars (hadoop-aws of Spark's Hadoop and the AWS SDK v2, for s3a://),
-# fetched once through Spark's own resolution into .cache/jars and checked by sha256.
+# The jar lock's runtime jars (hadoop-aws of Spark's Hadoop and the AWS SDK v2, for s3a://;
+# Delta Lake's, for Delta tables), fetched once through Spark's own resolution into
+# .cache/jars and checked by sha256. delta-jars: Delta's only (13 MB), what the demo needs.
 jars: venv
 	@$(PY) -m jobs jars >/dev/null
+
+delta-jars: venv
+	@$(PY) -m jobs jars --for delta >/dev/null
 
 # The jar lock from jvm/pom.xml (after changing it): review the diff and commit it.
 jar-lock: venv
@@ -84,7 +88,7 @@ docs: venv
 jvm-archive: venv
 	@$(PY) -m jobs jvm-archive
 
-demo: venv assets jvm jvm-archive
+demo: venv assets delta-jars jvm jvm-archive
 	$(PY) -m demo $(if $(PIPELINE),--pipeline $(PIPELINE),)
 
 # The same demo with every location in a bucket on the local S3 server (left running: make s3-down).

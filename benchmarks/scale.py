@@ -1,10 +1,11 @@
 """`make bench`: the product against Spark itself and DuckDB, on a backlog of any size.
 
-    python -m benchmarks.scale [--events 4000000] [--files 400] [--rounds 3] [--only backlog|nested|small|...]
+    python -m benchmarks.scale [--events 4000000] [--files 400] [--rounds 3] [--only backlog|nested|maintenance|...]
 
 1. Backlog: deterministic clickstream data (benchmarks/clickstream_data.py), then, in
    interleaved rounds on the same files: the product's `python -m jobs run clickstream`
-   with its default settings, and again without its row rules (what they cost); a minimal availableNow stream of the same query (JSON source,
+   with its default settings, again without its row rules (what they cost), and again into a
+   Delta table (`output: {format: delta}`); a minimal availableNow stream of the same query (JSON source,
    and text + from_json as the product reads); a Spark batch job; DuckDB. Per system: median
    wall time, peak resident memory of the whole process tree, rows/s, and the ratios.
 2. Nested events: 150,000 real code-host events (benchmarks/github_data.py, GH Archive's as
@@ -18,6 +19,8 @@
 5. State: state rows over 20 runs of steady input.
 6. RocksDB: the backlog run with the RocksDB state store against the default one.
 7. Stages: what each step of the product's flow costs (benchmarks/stages.py).
+8. Maintenance: a Delta table made by 200 small runs, before and after `python -m jobs
+   maintain` (benchmarks/maintenance.py).
 
 Every Spark process gets the same driver memory (--memory, default Spark's own 1g).
 Figures, not assertions: README's Performance section quotes what this printed.
@@ -80,11 +83,16 @@ def backlog(events: int, files: int, rounds: int, memory: str) -> dict[str, list
     out = WORK / "out"
     # The streams take batches of the size the product chose; the product runs first in each round.
     unruled = _without_rules(WORK / "unruled")
+    as_delta = _as_delta(WORK / "delta")
     systems = {
         "product": lambda: _product(out / "product", data, env={"SPARK_DRIVER_MEMORY": memory}),
         # The same run with the declaration's row rules left out: what the rules cost.
         "product, no rules": lambda: _product(
             out / "unruled", data, env={"SPARK_DRIVER_MEMORY": memory, "JOBS_PIPELINES_DIR": str(unruled)}
+        ),
+        # The same run into a Delta table.
+        "product, delta": lambda: _product(
+            out / "delta", data, env={"SPARK_DRIVER_MEMORY": memory, "JOBS_PIPELINES_DIR": str(as_delta)}
         ),
         "stream (json)": lambda: _reference("stream", data, out / "stream", memory, _product_cap(out / "product")),
         "stream (text)": lambda: _reference("stream-text", data, out / "text", memory, _product_cap(out / "product")),
@@ -124,6 +132,19 @@ def _without_rules(folder: Path) -> Path:
     return folder
 
 
+def _as_delta(folder: Path) -> Path:
+    """A pipelines folder with clickstream as shipped but for its table: Delta."""
+    import yaml
+
+    from jobs.declare.load import pipelines_dir
+
+    declaration = yaml.safe_load((pipelines_dir() / "clickstream.yaml").read_text())
+    declaration["output"] = {**declaration["output"], "format": "delta"}
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "clickstream.yaml").write_text(yaml.safe_dump(declaration))
+    return folder
+
+
 def _size(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.glob("*.json"))
 
@@ -140,6 +161,8 @@ def print_backlog(results: dict[str, list[Measured]], events: int) -> None:
     for name in medians:
         if name != "product":
             print(f"product / {name}: {medians['product'] / medians[name]:.2f}")
+    if "product, delta" in medians:
+        print(f"product, delta / product (parquet): {medians['product, delta'] / medians['product']:.2f}")
     for name in ("stream (json)", "stream (text)"):
         memory, summed = peaks["product"] / peaks[name], rss["product"] / rss[name]
         print(f"peak memory, product / {name}: {memory:.2f} ({summed:.2f} with RSS summed)")
@@ -350,7 +373,9 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--memory", default="1g", help="driver memory of every Spark process (default: %(default)s)")
-    parser.add_argument("--only", choices=("backlog", "nested", "small", "incremental", "state", "rocksdb", "stages"))
+    parser.add_argument(
+        "--only", choices=("backlog", "nested", "small", "incremental", "state", "rocksdb", "stages", "maintenance")
+    )
     args = parser.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
     if args.only in (None, "backlog"):
@@ -367,6 +392,8 @@ def main() -> None:
         rocksdb(args.events, args.files, args.memory)
     if args.only in (None, "stages"):
         stages(args.events, args.files, args.memory)
+    if args.only in (None, "maintenance"):
+        print(_checked("maintenance", measure([PY, "-m", "benchmarks.maintenance"])).stdout)
 
 
 if __name__ == "__main__":

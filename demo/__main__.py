@@ -2,6 +2,9 @@
 
     python -m demo [--pipeline NAME] [--root ./data]      (make demo [PIPELINE=NAME])
 
+By default it shows clickstream (a Parquet table), then rack_temperatures (a Delta table,
+read back by delta-rs too, without Spark).
+
 The samples (demo/samples.py) include late records (behind the watermark when they
 land) and records that must be quarantined. Files keep the same names on every demo
 run, so running the demo again lands nothing new and writes nothing.
@@ -36,7 +39,9 @@ def _cell(value) -> str:
 
 def show_table(spark, pipeline: declare.PipelineBase, locations: Locations) -> None:
     columns = pattern_of(with_recorded_schema(pipeline, Ledger(locations.ledger))).output_columns()
-    table = spark.read.parquet(locations.output).select(*columns).orderBy(*columns)
+    from jobs.flow.sink import read_table
+
+    table = read_table(spark, locations.output).select(*columns).orderBy(*columns)
     rows = table.limit(SHOWN_ROWS).collect()
     total = table.count()
     more = f", the first {SHOWN_ROWS} shown" if total > SHOWN_ROWS else ""
@@ -51,30 +56,41 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", default=DEFAULT_ROOT, help="where the demo's data goes (default: %(default)s)")
     parser.add_argument(
         "--pipeline",
-        default="clickstream",
         choices=sorted(samples.SAMPLES),
-        help="the pipeline to show (default: %(default)s)",
+        help=f"the pipeline to show (default: {' then '.join(DEFAULT_PIPELINES)})",
     )
     args = parser.parse_args(argv)
 
     from jobs.cli.logs import logs_on_stdout
-
-    with logs_on_stdout():
-        return _show(args)
-
-
-def _show(args: argparse.Namespace) -> int:
-    """Land the samples arrival by arrival, run and validate after each, then show the table."""
     from jobs.quality_report import page as quality_report
     from jobs.session import spark_for
+
+    pipelines = [declare.load(name) for name in ([args.pipeline] if args.pipeline else DEFAULT_PIPELINES)]
+    with logs_on_stdout():
+        first = Locations.resolve(pipelines[0].name, root=args.root)
+        delta = any(p.output.format == "delta" for p in pipelines)
+        spark = spark_for(first, "jobs-demo", table_format="delta" if delta else "parquet")
+        for pipeline in pipelines:
+            _show(spark, pipeline, args.root)
+        print(f"\ndata quality report: {quality_report.build(args.root)}")
+        spark.stop()
+    return 0
+
+
+# A Parquet table, then a Delta one.
+DEFAULT_PIPELINES = ("clickstream", "rack_temperatures")
+
+
+def _show(spark, pipeline: declare.PipelineBase, root: str) -> None:
+    """Land the samples arrival by arrival, run and validate after each, then show the table."""
     from jobs.validate.validation import validate_run
 
-    pipeline = declare.load(args.pipeline)
+    print(f"\n##### {pipeline.name}: {pipeline.description} ({pipeline.output.format} table)")
     suite = load_suite(pipeline)
     suite_path = f"expectations/{pipeline.name}.yaml"
     verdicts: list[str] = []
-    locations = Locations.resolve(pipeline.name, root=args.root)
-    spark = spark_for(locations, "jobs-demo", {"spark.sql.shuffle.partitions": str(pipeline.state_partitions)})
+    locations = Locations.resolve(pipeline.name, root=root)
+    spark.conf.set("spark.sql.shuffle.partitions", str(pipeline.state_partitions))
     totals = dict.fromkeys(
         ("input_rows", "used_rows", "quarantined_rows", "late_rows_dropped", "duplicates_dropped", "output_rows"), 0
     )
@@ -120,10 +136,17 @@ def _show(args: argparse.Namespace) -> int:
         f"validation (Great Expectations, {suite_path}): "
         + ", ".join(f"run {n} {v}" for n, v in enumerate(verdicts, start=1))
     )
-    page = quality_report.build(args.root)
-    print(f"data quality report: {page}")
-    spark.stop()
-    return 0
+    if pipeline.output.format == "delta":
+        _read_outside_spark(locations.output)
+
+
+def _read_outside_spark(output: str) -> None:
+    """A Delta table as a reader without Spark sees it (delta-rs, the `deltalake` package)."""
+    from deltalake import DeltaTable
+
+    table = DeltaTable(output)
+    rows = table.to_pyarrow_table().num_rows
+    print(f"read outside Spark (delta-rs): {rows} rows, version {table.version()} of {output}")
 
 
 def _run_past_fail_rules(pipeline: declare.PipelineBase, locations: Locations, spark) -> tuple[RunReport, list[str]]:

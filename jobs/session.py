@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterable
 
 from pyspark import SparkConf, SparkContext
 from pyspark.logger import PySparkLogger
@@ -165,14 +166,59 @@ def s3a_conf() -> dict[str, str]:
     return {"spark.jars": ",".join(f"local:{path}" for path in jars.paths("s3a")), **s3.s3a_settings()}
 
 
+def table_conf(formats: Iterable[str]) -> dict[str, str]:
+    """Spark's settings for the table formats an application writes or reads: none for
+    Parquet; for Delta, its jars (the jar lock's, `local:` as for s3a) and its SQL extension
+    and catalog (jobs/lake/delta.py). Only where a pipeline's table is Delta."""
+    if "delta" not in set(formats):
+        return {}
+    from jobs.jvm import jars
+    from jobs.lake import delta
+
+    return {"spark.jars": ",".join(f"local:{path}" for path in jars.paths("delta")), **delta.SESSION_CONF}
+
+
+def merged_conf(*confs: dict[str, str]) -> dict[str, str]:
+    """Spark settings, later ones winning, but `spark.jars` lists joined (s3a's and Delta's)."""
+    merged: dict[str, str] = {}
+    for conf in confs:
+        for key, value in conf.items():
+            if key == "spark.jars" and merged.get(key):
+                listed = merged[key].split(",")
+                value = ",".join([*listed, *(jar for jar in value.split(",") if jar not in listed)])
+            merged[key] = value
+    return merged
+
+
 def spark_for(
-    locations: Locations, app_name: str, extra_conf: dict[str, str] | None = None, *, new_bytes: int | None = None
+    locations: Locations,
+    app_name: str,
+    extra_conf: dict[str, str] | None = None,
+    *,
+    new_bytes: int | None = None,
+    table_format: str = "parquet",
 ) -> SparkSession:
-    """get_spark, with the s3a settings when any of the pipeline's locations is a bucket."""
-    conf = {**(extra_conf or {}), **(s3a_conf() if locations.uses_s3 else {})}
+    """get_spark, with the s3a settings when any of the pipeline's locations is a bucket,
+    and what its table's format needs."""
+    conf = merged_conf(extra_conf or {}, s3a_conf() if locations.uses_s3 else {}, table_conf([table_format]))
     spark = get_spark(app_name, conf, new_bytes=new_bytes)
+    _check_table_format(spark, table_format)
     executors.check_reachable(spark.sparkContext.master, locations)
     return spark
+
+
+def _check_table_format(spark: SparkSession, table_format: str) -> None:
+    """A Delta table needs Delta's extension from the session's start: a session this process
+    started earlier without it (for a Parquet pipeline) cannot take it later."""
+    from jobs.lake import delta
+    from jobs.units import UsageError
+
+    extensions = spark.sparkContext.getConf().get("spark.sql.extensions", "")
+    if table_format == "delta" and delta.SESSION_CONF["spark.sql.extensions"] not in extensions:
+        raise UsageError(
+            "this process's Spark session started without Delta Lake's extension, which a Delta table needs "
+            "from the start: run the pipeline in a process of its own, or with the others in one group run"
+        )
 
 
 def heap_bytes(spark: SparkSession) -> int:

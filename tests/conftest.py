@@ -124,9 +124,11 @@ def s3_endpoint():
 
 @pytest.fixture(scope="session")
 def spark(s3_endpoint):
-    from jobs.session import get_spark, s3a_conf
+    from jobs.session import get_spark, merged_conf, s3a_conf, table_conf
 
-    conf = {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2", **s3a_conf()}
+    # The tests' one session writes both formats (a pipeline's own session has only its table's).
+    conf = merged_conf({"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"}, s3a_conf())
+    conf = merged_conf(conf, table_conf(["delta"]))
     session = get_spark("jobs-tests", conf)
     yield session
     session.stop()

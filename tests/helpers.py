@@ -19,6 +19,7 @@ from pathlib import Path
 from jobs.accounting.checkpoint import CheckpointLog
 from jobs.accounting.ledger import Ledger
 from jobs.flow.tally import Tally
+from jobs.lake.delta import is_delta
 from jobs.lake.fs import list_names
 from jobs.lake.landing import land_lines
 from jobs.lake.locks import CheckpointLock
@@ -103,14 +104,33 @@ def python_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "jobs", *args]
 
 
+def delta_rs_rows(output: str, columns: list[str]) -> list[tuple]:
+    """A Delta table's rows as delta-rs (the `deltalake` package, no Spark) reads them: the
+    columns' values, timestamps in UTC. The table is let go before returning (delta-rs's
+    threads outliving Python's arrays abort the process at exit)."""
+    import pyarrow
+    from deltalake import DeltaTable
+
+    from jobs.lake.delta import storage_options
+    from jobs.lake.layout import is_s3
+
+    uri = output.replace("s3a://", "s3://", 1) if is_s3(output) else output
+    table = DeltaTable(uri, storage_options=storage_options() if is_s3(output) else None)
+    read = pyarrow.table(table.to_pyarrow_table(columns=columns)).to_pylist()
+    return [tuple(row[c] for c in columns) for row in read]
+
+
 def table_rows(spark, output: str) -> list[tuple]:
     """The clickstream table as sorted (window_start, window_end, user_id, event_count), in UTC.
 
-    Read with its schema through the sink log, so a table whose batches committed no
-    file yet reads as empty; works for local paths and s3a:// alike."""
+    Read with its schema through its log (Parquet's sink log or Delta's), so a table whose
+    batches committed no file yet reads as empty; works for local paths and s3a:// alike."""
     if not list_names(output):
         return []
-    rows = spark.read.schema(CLICKSTREAM_TABLE).parquet(output).collect()
+    if is_delta(output):
+        rows = spark.read.format("delta").load(output).collect()
+    else:
+        rows = spark.read.schema(CLICKSTREAM_TABLE).parquet(output).collect()
     return sorted(
         (r.window_start.replace(tzinfo=UTC), r.window_end.replace(tzinfo=UTC), r.user_id, r.event_count) for r in rows
     )

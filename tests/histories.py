@@ -25,12 +25,13 @@ from jobs.accounting.file_ledger import taken_files
 from jobs.accounting.ledger import Ledger, with_recorded_schema
 from jobs.columns import RESCUED_DATA
 from jobs.flow.patterns import pattern_of
+from jobs.flow.sink import read_table
 from jobs.lake import fs
 from jobs.lake.layout import Locations, join
 from jobs.run.report import RunReport, load_reports
 from jobs.validate.result import load_results
 from jobs.validate.validation import validate_run
-from tests.helpers import REPO, all_lines, assert_run_matches, land, run_pipeline
+from tests.helpers import REPO, all_lines, assert_run_matches, delta_rs_rows, land, run_pipeline
 
 
 def _cell(value):
@@ -53,13 +54,20 @@ def table(spark, pipeline: declare.PipelineBase, locations: Locations) -> list[t
     data as a dict, ordered()."""
     columns = pattern_of(with_recorded_schema(pipeline, Ledger(locations.ledger))).output_columns()
     try:
-        rows = spark.read.parquet(locations.output).select(*columns).collect()
+        rows = read_table(spark, locations.output).select(*columns).collect()
     except AnalysisException:  # no committed file yet: nothing to infer a schema from
         return []
+    rows = ordered(_readable(rows, columns))
+    if pipeline.output.format == "delta":  # what a reader outside Spark sees is the same table
+        assert ordered(_readable(delta_rs_rows(locations.output, columns), columns)) == rows, locations.output
+    return rows
+
+
+def _readable(rows, columns: list[str]) -> list[tuple]:
     rows = [tuple(_cell(value) for value in row) for row in rows]
     if RESCUED_DATA in columns:
         rows = [(*row[:-1], json.loads(row[-1]) if row[-1] else None) for row in rows]
-    return ordered(rows)
+    return rows
 
 
 # The users dimension of clickstream_enriched: edited between runs (user3 upgrades, user4 signs up).

@@ -15,6 +15,13 @@ from jobs.cli import main
 
 
 def restart(root: str, pipelines: list[str], options: list[str]) -> dict[str, int]:
+    # One session for all of them, as the tests' own: Delta's settings (and s3a's, for a
+    # bucket) from its start, whichever pipeline comes first.
+    from jobs.lake.layout import Locations
+    from jobs.session import spark_for
+
+    if pipelines:
+        spark_for(Locations.resolve(pipelines[0], root=root), "jobs-restart", table_format="delta")
     return {name: int(main(["run", name, "--root", root, *options])) for name in pipelines}
 
 

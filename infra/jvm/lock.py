@@ -13,13 +13,14 @@ import re
 import sys
 import tempfile
 from pathlib import Path
+from xml.etree import ElementTree
 
 from infra.jvm.maven import REPO, mvn
 from jobs.jvm.jars import sha256
 
 LOCK = REPO / "jobs" / "jvm" / "jars.lock.json"
 # What each of the pom's runtime dependencies is for; the jars it brings are for the same.
-USES = {"org.apache.hadoop:hadoop-aws": "s3a"}
+USES = {"org.apache.hadoop:hadoop-aws": "s3a", "io.delta:delta-spark_2.13": "delta"}
 _ENTRY = re.compile(r"^(?P<indent>[|+\\ -]*)(?P<group>[\w.-]+):(?P<artifact>[\w.-]+):jar:(?P<version>[\w.-]+):(\w+)")
 
 
@@ -37,6 +38,23 @@ def resolved(tree: str) -> list[tuple[str, str]]:
                 sys.exit(f"error: say what {root} is for in infra/jvm/lock.py USES")
         found.append((coordinates, USES[root]))
     return found
+
+
+def left_to_spark(pom: Path) -> list[str]:
+    """group:artifact of each dependency the pom excludes from a runtime dependency, because
+    Spark's own jars hold another version of it: Spark's resolution is told to leave them
+    out too (`spark.jars.excludes`)."""
+    ns = {"m": "http://maven.apache.org/POM/4.0.0"}
+    root = ElementTree.parse(pom).getroot()
+    found = set()
+    for dependency in root.iterfind("m:dependencies/m:dependency", ns):
+        if dependency.findtext("m:scope", namespaces=ns) != "runtime":
+            continue
+        for exclusion in dependency.iterfind("m:exclusions/m:exclusion", ns):
+            found.add(
+                f"{exclusion.findtext('m:groupId', namespaces=ns)}:{exclusion.findtext('m:artifactId', namespaces=ns)}"
+            )
+    return sorted(found)
 
 
 def main() -> int:
@@ -61,6 +79,7 @@ def main() -> int:
         "about": "The runtime jars the product adds to Spark, as jvm/pom.xml resolves them: "
         "written by `make jar-lock`, fetched and checked by `python -m jobs jars`.",
         "jars": entries,
+        "left_to_spark": left_to_spark(REPO / "jvm" / "pom.xml"),
     }
     LOCK.write_text(json.dumps(lock, indent=2) + "\n")
     for entry in entries:

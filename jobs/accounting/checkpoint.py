@@ -1,9 +1,11 @@
-"""What Spark's checkpoint and sink log say, read only (never written here).
+"""What Spark's checkpoint and the table's log say, read only (never written here).
 
+    <checkpoint>/metadata         the query's id (a Delta table's log names its batches by it)
     <checkpoint>/offsets/N        batch N's planned source offsets and the watermark it ran with
     <checkpoint>/commits/N        batch N finished; the watermark for the next batch
     <checkpoint>/sources/S/K      the files source S found at its offset K (K.compact: all so far)
-    <output>/_spark_metadata/N    the files the sink committed in batch N (N.compact: all so far)
+    <output>/_spark_metadata/N    a Parquet table: the files the sink committed in batch N (N.compact: all so far)
+    <output>/_delta_log/V.json    a Delta table: version V, one batch's commit (jobs/lake/delta.py)
 
 Spark compacts its logs every 10 batches by default: a `.compact` file then holds every
 entry so far, and older plain files may be deleted.
@@ -18,7 +20,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from jobs.lake import fs
+from jobs.lake import delta, fs
 from jobs.lake.layout import from_spark, join
 
 
@@ -142,8 +144,19 @@ class CheckpointLog:
             for entry in _log_entries(join(folder, logs[b]))
         }
 
+    def query_id(self) -> str | None:
+        """The streaming query's id, kept across its runs (None before its first)."""
+        metadata = join(self.checkpoint, "metadata")
+        return fs.read_json(metadata)["id"] if fs.exists(metadata) else None
+
+    def is_delta(self) -> bool:
+        return delta.is_delta(self.output)
+
     def sink_files(self, batch_id: int) -> list[str] | None:
         """The output files the sink committed in batch `batch_id`; None if no longer known."""
+        if self.is_delta():
+            query_id = self.query_id()
+            return None if query_id is None else delta.batch_files(self.output, query_id, batch_id)
         folder = join(self.output, "_spark_metadata")
         logs = _log_files(folder)
         if batch_id not in logs:
@@ -160,6 +173,8 @@ class CheckpointLog:
     def committed_output_files(self) -> dict[str, dict[str, Any]] | None:
         """Path -> sink log entry (`size`, `modificationTime`) of every file the table holds:
         exactly what Spark reads. None if a log file is missing."""
+        if self.is_delta():
+            return delta.table_files(self.output)
         folder = join(self.output, "_spark_metadata")
         logs = _log_files(folder)
         return _sink_entries_through(folder, logs, max(logs)) if logs else {}
@@ -169,7 +184,11 @@ class CheckpointLog:
         before its run died, and never committed. Spark redoes the batch into new files and
         never reads these, but plain readers of the folder (pyarrow, DuckDB) would.
         Only meaningful while no query writes to the output. Files past the table's declared
-        retention are listed too: the sink log dropped them (jobs/run/audit.py tells which)."""
+        retention are listed too: the sink log dropped them (jobs/run/audit.py tells which).
+        A Delta table has none to name here: what no version lists may be a file an older
+        version still holds (time travel), which only VACUUM may tell and remove."""
+        if self.is_delta():
+            return []
         committed = self.committed_output_files()
         if committed is None:
             return []  # a log file is missing: nothing is certain, so nothing is called stray
@@ -179,7 +198,9 @@ class CheckpointLog:
 
     def output_has_other_log(self) -> bool:
         """The output already holds a table that this checkpoint did not write."""
-        return not self.has_started() and bool(_log_files(join(self.output, "_spark_metadata")))
+        if self.has_started():
+            return False
+        return bool(_log_files(join(self.output, "_spark_metadata"))) or self.is_delta()
 
 
 def _entries_of(folder: str, logs: dict[int, str], log_id: int) -> list[dict[str, Any]]:

@@ -100,7 +100,7 @@ def _stage_and_publish(plan, pipeline: declare.PipelineBase, suite, *, stage_onl
     from jobs.session import spark_for
     from jobs.validate.validation import validate_table
 
-    spark = spark_for(plan.locations, f"jobs-backfill-{pipeline.name}")
+    spark = spark_for(plan.locations, f"jobs-backfill-{pipeline.name}", table_format=pipeline.output.format)
     summary = stage_closed_range(spark, pipeline, plan.locations, plan.stage)
     print(
         f"  staged {summary['rows']} rows: {summary['emitted_rows']} windows the watermark closed during the run "

@@ -11,6 +11,7 @@ from jobs.cli import (
     jvm_archive,
     land,
     list_pipelines,
+    maintain,
     quality_report,
     quarantine_file,
     run,
@@ -18,7 +19,19 @@ from jobs.cli import (
 )
 
 # In the order `python -m jobs --help` lists them.
-COMMANDS = (list_pipelines, run, backfill, validate, quality_report, files, quarantine_file, land, jars, jvm_archive)
+COMMANDS = (
+    list_pipelines,
+    run,
+    backfill,
+    validate,
+    maintain,
+    quality_report,
+    files,
+    quarantine_file,
+    land,
+    jars,
+    jvm_archive,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

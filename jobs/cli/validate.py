@@ -44,7 +44,7 @@ def handle(args: argparse.Namespace) -> int:
         if args.all and not has_committed_batches(load_reports(locations.runs)):
             # Checked before Spark starts: the data quality DAG asks this of every pipeline.
             raise ValidationError(f"nothing to validate yet: {pipeline.name} has committed no batch")
-        spark = spark_for(locations, f"jobs-validate-{pipeline.name}")
+        spark = spark_for(locations, f"jobs-validate-{pipeline.name}", table_format=pipeline.output.format)
         if report is None:
             result = validate_table(spark, pipeline, locations, suite)
         else:

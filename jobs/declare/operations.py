@@ -23,6 +23,9 @@ class Retention(Part):
     # Output files written this long ago leave the table: Spark's sink log drops them when it
     # next compacts (the file sink's `retention`), and the run after removes them from the folder.
     output_after_s: Duration | None = Field(None, alias="output_after")
+    # A Delta table only: how far back it can still be read as it was (time travel, RESTORE).
+    # `python -m jobs maintain` (VACUUM) removes the files no version that recent needs.
+    time_travel_s: Literal[0] | Duration = Field(7 * 24 * 3600, alias="time_travel")
 
 
 STATE_STORES = {

@@ -313,5 +313,5 @@ class Join(Part):
 
 
 class Output(Part):
-    format: Literal["parquet"] = "parquet"
+    format: Literal["parquet", "delta"] = "parquet"  # delta: a Delta Lake table (jobs/lake/delta.py)
     partition_by: str | None = None  # the pattern says which column may partition it

@@ -80,6 +80,13 @@ class PipelineBase(Part):
             raise ValueError(
                 f"output partition_by may only be '{self.partition_column}' (the UTC date of {self.partition_meaning})"
             )
+        if self.output.format == "delta" and self.retention.output_after_s is not None:
+            raise ValueError(
+                "retention.output_after is for a Parquet table's sink log; a Delta table keeps its rows "
+                "(leave it out, and see retention.time_travel)"
+            )
+        if self.output.format == "parquet" and "time_travel_s" in self.retention.model_fields_set:
+            raise ValueError("retention.time_travel is for a Delta table (output format: delta)")
         if self.enrich is not None:
             clashes = [c for c in self.enrich.columns if c in self.source.fields]
             if clashes:

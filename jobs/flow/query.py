@@ -107,4 +107,13 @@ def start_query(
     lines = [stream_lines(spark, landing, *most) for landing in landings]
     table = pipeline_table(pipeline, lines, dimension, tally)
     retention_s = pipeline.retention.output_after_s
-    return sink.start(table, pipeline.name, output, checkpoint, trigger, pipeline.output.partition_by, retention_s)
+    return sink.start(
+        table,
+        pipeline.name,
+        output,
+        checkpoint,
+        trigger,
+        pipeline.output.partition_by,
+        retention_s,
+        pipeline.output.format,
+    )

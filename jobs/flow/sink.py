@@ -1,9 +1,13 @@
 """Output rows -> the table: the streaming write, and reading back only what it committed.
 
-The Parquet file sink lists each batch's files in <output>/_spark_metadata; a batch is
-committed only once that list and the checkpoint's commit are written. Readers that go
-through the sink log (Spark does whenever `_spark_metadata` exists) never see a file of
-a batch that did not commit.
+The table is Parquet (the default) or Delta Lake (`output: {format: delta}`):
+
+- Parquet: the file sink lists each batch's files in <output>/_spark_metadata; a batch is
+  committed only once that list and the checkpoint's commit are written. Readers that go
+  through the sink log (Spark does whenever `_spark_metadata` exists) never see a file of
+  a batch that did not commit.
+- Delta: each batch is one version of the table's transaction log, <output>/_delta_log
+  (jobs/lake/delta.py); every reader of a Delta table reads through it, Spark or not.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import StructType
 
-from jobs.lake import fs
+from jobs.lake import delta, fs
 from jobs.lake.layout import join
 from jobs.units import UsageError, parse_duration_s, spark_duration
 
@@ -50,17 +54,19 @@ def start(
     trigger: Trigger,
     partition_by: str | None = None,
     retention_s: int | None = None,
+    table_format: str = "parquet",
 ) -> StreamingQuery:
-    """Append `table` to the Parquet table at `output`, exactly once through `checkpoint`;
-    with `retention_s`, the sink log drops files written longer ago when it compacts."""
+    """Append `table` to the table at `output` (`table_format`: parquet or delta), exactly once
+    through `checkpoint`; with `retention_s`, a Parquet sink log drops files written longer
+    ago when it compacts (a Delta table keeps its versions until VACUUM)."""
     writer = (
         table.writeStream.queryName(name)
-        .format("parquet")
+        .format(table_format)
         .outputMode("append")
         .option("path", output)
         .option("checkpointLocation", checkpoint)
     )
-    if retention_s:
+    if retention_s and table_format == "parquet":
         writer = writer.option("retention", f"{retention_s}s")
     if partition_by:
         writer = writer.partitionBy(partition_by)
@@ -76,16 +82,25 @@ def start(
 def read_committed(spark: SparkSession, schema: StructType, output: str, files: list[str] | None = None) -> DataFrame:
     """Committed output: the given files of the table, or (files=None) the whole table.
 
-    A streaming table is read through its sink log, so uncommitted files are left out in
-    both cases. A table written by a batch job, such as a staged backfill, is whole once
-    its `_SUCCESS` marker exists.
+    A streaming table is read through its log, so uncommitted files are left out in both
+    cases (the files of a batch are those its log entry names). A table written by a batch
+    job, such as a staged backfill, is whole once its `_SUCCESS` marker exists.
     """
+    if files is None and delta.is_delta(output):
+        return spark.read.format("delta").load(output).select(*schema.fieldNames())
     whole = fs.list_names(join(output, "_spark_metadata")) or fs.exists(join(output, "_SUCCESS"))
     if files is None and whole:
         return spark.read.schema(schema).parquet(output)
     if files:
         return spark.read.schema(schema).option("basePath", output).parquet(*files)
     return empty_frame(spark, schema)
+
+
+def read_table(spark: SparkSession, output: str) -> DataFrame:
+    """The whole committed table, Parquet or Delta, with the schema it was written with."""
+    if delta.is_delta(output):
+        return spark.read.format("delta").load(output)
+    return spark.read.parquet(output)
 
 
 def empty_frame(spark: SparkSession, schema: StructType | str) -> DataFrame:

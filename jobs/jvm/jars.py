@@ -60,6 +60,12 @@ def locked(used_for: str | None = None) -> list[Jar]:
     return [Jar(**entry) for entry in entries if used_for is None or entry["used_for"] == used_for]
 
 
+def left_to_spark() -> list[str]:
+    """group:artifact of the dependencies Spark's own jars provide (the lock's `left_to_spark`):
+    its resolution leaves them out, as Maven did, rather than fetch other versions of them."""
+    return json.loads(LOCK.read_text()).get("left_to_spark", [])
+
+
 def jars_dir() -> Path:
     return (settings().jars_dir or settings().cache_dir / "jars").resolve()
 
@@ -154,7 +160,8 @@ def _resolve(coordinates: list[str], ivy: Path) -> None:
     nothing.write_text("")
     submit = Path(_find_spark_home(), "bin", "spark-submit")
     command = [str(submit), "--master", "local[1]", "--packages", ",".join(coordinates)]
-    command += ["--conf", f"spark.jars.ivy={ivy}", str(nothing)]
+    command += ["--conf", f"spark.jars.ivy={ivy}", "--conf", f"spark.jars.excludes={','.join(left_to_spark())}"]
+    command.append(str(nothing))
     env = {**_environment(), "PYSPARK_PYTHON": sys.executable}
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False, timeout=3600)
     if done.returncode != 0:

@@ -3,6 +3,7 @@ atomic landing. No Spark.
 
     layout.py   locations under a root; local paths and s3a:// URIs
     fs.py       read, write, list, remove (pyarrow.fs)
+    delta.py    Delta tables: Spark's settings for them, what their transaction log says
     s3.py       S3 clients, Spark's s3a settings, S3 errors in one line
     locks.py    one run per checkpoint (flock, or a lease in a bucket)
     landing.py  landing files atomically, as producers must

@@ -56,14 +56,15 @@ def run_group(members: list[Member], options: RunOptions, *, at_once: int | None
 
 
 def _group_session(members: list[Member], new_bytes: int | None) -> SparkSession:
-    """One application for every member, with the group's settings, and the s3a settings
-    if any member reads or writes a bucket."""
+    """One application for every member, with the group's settings, the s3a settings if any
+    member reads or writes a bucket, and Delta's if any member's table is Delta."""
     from jobs import executors
-    from jobs.session import get_spark, s3a_conf
+    from jobs.session import get_spark, merged_conf, s3a_conf, table_conf
 
     conf = group_spark_conf([m.pipeline for m in members])
     if any(m.locations.uses_s3 for m in members):
-        conf.update(s3a_conf())
+        conf = merged_conf(conf, s3a_conf())
+    conf = merged_conf(conf, table_conf(m.pipeline.output.format for m in members))
     spark = get_spark("jobs-group", conf, new_bytes=new_bytes)
     for member in members:
         executors.check_reachable(spark.sparkContext.master, member.locations)

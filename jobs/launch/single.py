@@ -39,7 +39,8 @@ def run_and_validate(member: Member, options: RunOptions, spark: SparkSession | 
     if report.batch_ids and spark is None:
         from jobs.session import spark_for
 
-        spark = spark_for(member.locations, f"jobs-{member.pipeline.name}")
+        pipeline = member.pipeline
+        spark = spark_for(member.locations, f"jobs-{pipeline.name}", table_format=pipeline.output.format)
     with _validating:
         result = validate_run(
             spark if report.batch_ids else None, member.pipeline, member.locations, report, member.suite

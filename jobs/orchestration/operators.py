@@ -44,6 +44,14 @@ def task_log_file(context: Any) -> Path:
     return path
 
 
+def table_formats(args: list[str]) -> set[str]:
+    """The table formats of the declared pipelines a command line names (`run A B`, `validate A`)."""
+    from jobs import declare
+
+    declared = declare.load_each()
+    return {declared.pipelines[name].output.format for name in args[1:] if name in declared.pipelines}
+
+
 class JobsSubmitOperator(SparkSubmitOperator):
     """Runs `python -m jobs <jobs_args...>` through spark-submit.
 
@@ -96,11 +104,13 @@ class JobsSubmitOperator(SparkSubmitOperator):
             "spark.driver.extraJavaOptions": f"{java_options} -Djobs.log.file={task_log_file(context)} {start}",
         }
         with environment.task_environment(self.log, self.spark_conn_id):
-            from jobs.session import s3a_conf, with_product_jar
+            from jobs.session import merged_conf, s3a_conf, table_conf, with_product_jar
 
             if any("s3a://" in arg or "s3://" in arg for arg in self.application_args):
                 # hadoop-aws on the classpath from the JVM's start; s3a settings hold no secret.
-                self.conf = {**s3a_conf(), **(self.conf or {})}
+                self.conf = merged_conf(s3a_conf(), self.conf or {})
+            # Delta's jars, SQL extension and catalog from the JVM's start, if a table is Delta.
+            self.conf = merged_conf(self.conf, table_conf(table_formats(self.application_args)))
             # The product's jar (its decoder and counter) on the driver's class path from its start.
             self.conf = {**self.conf, "spark.jars": with_product_jar(self.conf.get("spark.jars"))}
             try:

@@ -8,6 +8,7 @@ progress.py         a line per batch as it completes (StreamingQueryProgress)
 report.py           the run report: what one run did, in numbers a person can check
 audit.py            after a run: output no batch committed, landed files never read
 retention.py        landed files deleted or archived, as declared
+maintain.py         a Delta table's upkeep: compaction of closed partitions, vacuum
 failure.py          why a run failed, in one line (and, for a batch failing on its data, the way past it)
 outcome.py          how a run ended: its status and exit code, whatever ended it
 warnings.py         what a run that succeeded still gets wrong: a watermark ahead of now, most rows

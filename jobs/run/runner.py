@@ -155,7 +155,8 @@ def _session(pipeline: PipelineBase, locations: Locations, pending: Pending) -> 
     from jobs.session import spark_for
 
     new_bytes = None if pending.needs_spark else pending.bytes
-    return spark_for(locations, f"jobs-{pipeline.name}", pipeline.spark_settings.session_conf(), new_bytes=new_bytes)
+    conf = pipeline.spark_settings.session_conf()
+    return spark_for(locations, f"jobs-{pipeline.name}", conf, new_bytes=new_bytes, table_format=pipeline.output.format)
 
 
 def _without_spark(run: RunContext, report: RunReport, pending: Pending) -> None:

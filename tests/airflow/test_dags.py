@@ -75,7 +75,7 @@ def test_the_dags_folder_imports_without_errors_quickly_and_without_heavy_import
 
 def test_one_dag_per_declared_pipeline_with_its_schedule_and_settings(dagbag):
     pipelines = declare.load_all()
-    expected_ids = {f"jobs_{name}" for name in pipelines} | {"jobs_backfill", "jobs_data_quality"}
+    expected_ids = {f"jobs_{name}" for name in pipelines} | {"jobs_backfill", "jobs_data_quality", "jobs_maintenance"}
     assert set(dagbag["dags"]) == expected_ids
     for name, spec in pipelines.items():
         dag = dagbag["dags"][f"jobs_{name}"]
@@ -142,6 +142,15 @@ def test_the_backfill_and_data_quality_dags(dagbag):
     assert set(tasks["verdict"]["upstream"]) == {"data_docs", *(f"validate_{n}" for n in declare.load_all())}
 
 
+def test_the_maintenance_dag_keeps_each_delta_table(dagbag):
+    maintenance = dagbag["dags"]["jobs_maintenance"]
+    assert maintenance["timetable"] == "CronTriggerTimetable" and maintenance["summary"] in ("@daily", "0 0 * * *")
+    delta = sorted(n for n, p in declare.load_all().items() if p.output.format == "delta")
+    assert delta == ["ad_clicks", "clickstream_enriched", "rack_alerts", "rack_temperatures"]
+    assert sorted(maintenance["tasks"]) == [f"maintain_{n}" for n in delta]
+    assert all(t["type"] == "JobsSubmitOperator" for t in maintenance["tasks"].values())
+
+
 def test_a_declarations_spark_sizes_reach_its_spark_submit(tmp_path):
     sizes = {"driver_memory": "3g", "state_store": "rocksdb", "max_bytes_per_trigger": "256m"}
     pipelines = declaration_copy(tmp_path / "pipelines", "clickstream", spark=sizes)
@@ -187,7 +196,11 @@ def test_one_declaration_that_does_not_load_costs_only_its_own_dag(tmp_path, bro
     found = describe_dags(tmp_path, JOBS_PIPELINES_DIR=str(folder))
     shipped = declare.load_all()
     # Every other DAG is built as it would be without the mistake ...
-    assert set(found["dags"]) == {f"jobs_{n}" for n in shipped} | {"jobs_backfill", "jobs_data_quality"}
+    assert set(found["dags"]) == {f"jobs_{n}" for n in shipped} | {
+        "jobs_backfill",
+        "jobs_data_quality",
+        "jobs_maintenance",
+    }
     for name in set(shipped) - {broken}:
         assert set(found["dags"][f"jobs_{name}"]["tasks"]) == {"run", "validate", "run_report", "table_updated"}
     quality = found["dags"]["jobs_data_quality"]["tasks"]

@@ -26,7 +26,12 @@ def test_local_airflow_serves_the_dags_on_loopback_only_and_stops_cleanly(tmp_pa
     try:
         assert started.returncode == 0, started.stdout + started.stderr
         assert f"Airflow UI: http://127.0.0.1:{port}" in started.stdout
-        dag_ids = ["jobs_backfill", "jobs_data_quality", *(f"jobs_{name}" for name in declare.load_all())]
+        dag_ids = [
+            "jobs_backfill",
+            "jobs_data_quality",
+            "jobs_maintenance",
+            *(f"jobs_{name}" for name in declare.load_all()),
+        ]
         assert f"DAGs: {', '.join(sorted(dag_ids))}; import errors: none" in started.stdout
         assert (tmp_path / "home" / "simple_auth_manager_passwords.json.generated").exists()
         pid = int((tmp_path / "home" / "airflow.pid").read_text())

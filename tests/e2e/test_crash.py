@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -13,7 +14,7 @@ import pytest
 
 from jobs.lake.layout import Locations
 from jobs.run.report import RunReport, load_reports
-from tests.helpers import REPO, event, land_in_order, python_cmd, table_rows
+from tests.helpers import REPO, declaration_copy, delta_rs_rows, event, land_in_order, python_cmd, table_rows
 from tests.model import ClickstreamModel
 
 T0 = datetime(2023, 7, 30, 10, 0, tzinfo=UTC)
@@ -33,10 +34,17 @@ def arrival_files() -> dict[str, list[str]]:
     return files
 
 
-def start_run(root: Path) -> subprocess.Popen:
+def declared(root: Path, table_format: str) -> dict[str, str]:
+    """The environment of a run of clickstream with its table in `table_format`."""
+    output = {"format": table_format, "partition_by": "window_date"}
+    return {**os.environ, "JOBS_PIPELINES_DIR": str(declaration_copy(root / "pipelines", "clickstream", output=output))}
+
+
+def start_run(root: Path, table_format: str = "parquet") -> subprocess.Popen:
     return subprocess.Popen(
         python_cmd("run", "clickstream", "--root", str(root), "--max-files-per-trigger", "1"),
         cwd=REPO,
+        env=declared(root, table_format),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -62,8 +70,9 @@ def reports(root: Path) -> list[RunReport]:
 
 
 def written_not_committed(root: Path) -> bool:
-    """Mid-batch, at its most awkward: an output file is in the table folder that the sink
-    log does not list yet (the batch wrote it and has not committed)."""
+    """Mid-batch, at its most awkward: an output file is in the table folder that the
+    table's log (Parquet's sink log, or Delta's) does not list yet (the batch wrote it and
+    has not committed)."""
     table = root / "tables" / "clickstream"
     written = {path.name for path in table.rglob("part-*")}
     if not written:
@@ -72,6 +81,12 @@ def written_not_committed(root: Path) -> bool:
         Path(json.loads(line)["path"]).name
         for log in (table / "_spark_metadata").glob("[0-9]*")
         for line in log.read_text().splitlines()[1:]
+    }
+    logged |= {
+        Path(json.loads(line)["add"]["path"]).name
+        for log in (table / "_delta_log").glob("*.json")
+        for line in log.read_text().splitlines()
+        if '"add"' in line
     }
     return bool(written - logged)
 
@@ -94,6 +109,12 @@ def read_plainly(folder: Path) -> list[tuple]:
     return sorted((utc(r["window_start"]), utc(r["window_end"]), r["user_id"], r["event_count"]) for r in rows)
 
 
+def read_by_delta_rs(folder: Path) -> list[tuple]:
+    """The clickstream Delta table as delta-rs (no Spark) reads it, as `table` gives it."""
+    columns = ["window_start", "window_end", "user_id", "event_count"]
+    return sorted(delta_rs_rows(str(folder), columns))
+
+
 @pytest.fixture(scope="module")
 def baseline(tmp_path_factory) -> Path:
     """The same files run by an uninterrupted process: what every crashed run must end equal to."""
@@ -106,13 +127,14 @@ def baseline(tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("table_format", ["parquet", "delta"])
 @pytest.mark.parametrize("kill_when", [written_not_committed, just_committed], ids=["mid-batch", "after-commit"])
-def test_a_killed_run_resumes_without_loss_or_duplicates(spark, tmp_path, baseline, kill_when):
+def test_a_killed_run_resumes_without_loss_or_duplicates(spark, tmp_path, baseline, kill_when, table_format):
     files = arrival_files()
     crashed = tmp_path / "crashed"
     land_in_order(str(crashed / "landing" / "clickstream"), files)
 
-    victim = start_run(crashed)
+    victim = start_run(crashed, table_format)
     deadline = time.monotonic() + 180
     while not kill_when(crashed) and victim.poll() is None and time.monotonic() < deadline:
         time.sleep(0.002)  # a batch's write and its commit can be milliseconds apart
@@ -123,18 +145,24 @@ def test_a_killed_run_resumes_without_loss_or_duplicates(spark, tmp_path, baseli
     left_behind = written_not_committed(crashed)
     assert left_behind or kill_when is just_committed
 
-    rerun = start_run(crashed)
+    rerun = start_run(crashed, table_format)
     out, _ = rerun.communicate(timeout=300)
     assert rerun.returncode == 0, out
 
     model = ClickstreamModel()
     model.run(list(files.values()))
     assert table(spark, crashed) == table(spark, baseline) == model.rows()
-    # The folder holds only committed files: what the uncommitted batch wrote is gone.
-    assert read_plainly(crashed / "tables" / "clickstream") == table(spark, crashed)
     [rerun_report] = [r for r in reports(crashed) if r.status == "succeeded"]
-    assert (rerun_report.uncommitted_files_removed > 0) == left_behind
-    assert ("never committed" in out) == left_behind
+    if table_format == "parquet":
+        # The folder holds only committed files: what the uncommitted batch wrote is gone.
+        assert read_plainly(crashed / "tables" / "clickstream") == table(spark, crashed)
+        assert (rerun_report.uncommitted_files_removed > 0) == left_behind
+        assert ("never committed" in out) == left_behind
+    else:
+        # Readers of a Delta table go through its log, which never names what a batch wrote
+        # and did not commit (VACUUM removes those files): delta-rs sees the same table.
+        assert read_by_delta_rs(crashed / "tables" / "clickstream") == table(spark, crashed)
+        assert rerun_report.uncommitted_files_removed == 0
     assert quarantine(crashed) == quarantine(baseline)
     assert len(quarantine(crashed)) == len(files)
     # Every input row is accounted for exactly once across the runs that completed.

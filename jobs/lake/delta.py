@@ -1,0 +1,124 @@
+"""Delta Lake tables (`output: {format: delta}`): Spark's settings for them, and what their
+transaction log says, read only.
+
+    <output>/_delta_log/00000000000000000007.json   version 7: its commit's actions, one per line
+
+Delta's streaming sink commits each batch as one version, with a `txn` action naming the
+query (the checkpoint's id) and the batch id: when Spark redoes a batch whose version is
+already in the log, the sink writes nothing, so a batch's files are found by its `txn`, in
+exactly one version. Versions are kept while Delta's log retention keeps them (30 days by
+default); an older batch's files are then no longer known (None), as with the Parquet sink
+log once compacted.
+
+Readers outside Spark (delta-rs, DuckDB, Polars, Trino) read the table through this log;
+files a batch wrote and never committed are never read, and VACUUM removes them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import unquote
+
+from jobs.lake import fs
+from jobs.lake.layout import join
+
+# A session that writes or reads Delta tables: Delta's SQL extension and its catalog, beside
+# the jars of the jar lock's `delta` (jobs/session.py table_conf).
+SESSION_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    # Delta reads a table's state in this many tasks (50 by default): a few suit the log of
+    # one pipeline's table, and each task costs a batch time on a small machine.
+    "spark.databricks.delta.snapshotPartitions": "2",
+}
+
+LOG = "_delta_log"
+_VERSION_DIGITS = 20
+
+
+def is_delta(output: str) -> bool:
+    """Whether the folder holds a Delta table (its log has a version)."""
+    return bool(_versions(output))
+
+
+def _versions(output: str) -> list[int]:
+    names = fs.list_names(join(output, LOG))
+    return sorted(int(name[:-5]) for name in names if name.endswith(".json") and name[:-5].isdigit())
+
+
+def commit(output: str, version: int) -> list[dict[str, Any]]:
+    """The actions of one version of the table (a list of one-key dicts)."""
+    text = fs.read_text(join(output, LOG, f"{version:0{_VERSION_DIGITS}d}.json"))
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def _batch_of(actions: list[dict[str, Any]], query_id: str) -> int | None:
+    """The batch id a version committed for the query, if it is one of its batches."""
+    for action in actions:
+        txn = action.get("txn")
+        if txn and txn.get("appId") == query_id:
+            return int(txn["version"])
+    return None
+
+
+def batch_files(output: str, query_id: str, batch_id: int) -> list[str] | None:
+    """The data files the query's batch `batch_id` added to the table, or None when no version
+    of the log still says (the batch is older than the log keeps, or never committed)."""
+    for version in reversed(_versions(output)):  # a run looks up its own, the newest, batches
+        actions = commit(output, version)
+        found = _batch_of(actions, query_id)
+        if found == batch_id:
+            return sorted(join(output, unquote(a["add"]["path"])) for a in actions if "add" in a)
+        if found is not None and found < batch_id:
+            return None  # the query's batches are committed in order: it is not further back
+    return None
+
+
+def batch_versions(output: str) -> dict[int, int]:
+    """Version -> the batch id it committed, for every version the log keeps that a stream
+    wrote (its commitInfo's epochId)."""
+    found = {}
+    for version in _versions(output):
+        for action in commit(output, version):
+            info = action.get("commitInfo")
+            if info and info.get("operation") == "STREAMING UPDATE":
+                found[version] = int(info["operationParameters"]["epochId"])
+    return found
+
+
+def storage_options() -> dict[str, str]:
+    """delta-rs's settings for a table in a bucket, from the environment (credentials stay there)."""
+    from jobs.settings import settings
+
+    config = settings()
+    options = {"AWS_REGION": config.aws_region}
+    if config.aws_endpoint_url:
+        options["AWS_ENDPOINT_URL"] = config.aws_endpoint_url
+        options["AWS_ALLOW_HTTP"] = str(config.aws_endpoint_url.startswith("http://")).lower()
+    return options
+
+
+def table_files(output: str) -> dict[str, dict[str, Any]]:
+    """Path -> `size` and `modificationTime` of every data file the table's newest version holds:
+    what any reader of the table reads (delta-rs replays the log)."""
+    import pyarrow
+    from deltalake import DeltaTable
+
+    from jobs.lake.layout import is_s3
+
+    uri = output.replace("s3a://", "s3://", 1) if is_s3(output) else output
+    table = DeltaTable(uri, storage_options=storage_options() if is_s3(output) else None)
+    actions = pyarrow.table(table.get_add_actions(flatten=True)).to_pylist()  # delta-rs gives an Arrow stream
+    return {
+        join(output, unquote(a["path"])): {"size": a["size_bytes"], "modificationTime": _ms(a["modification_time"])}
+        for a in actions
+    }
+
+
+def _ms(moment: Any) -> int | None:
+    if moment is None:
+        return None
+    if isinstance(moment, int):
+        return moment
+    return int(moment.timestamp() * 1000)

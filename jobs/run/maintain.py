@@ -1,0 +1,154 @@
+"""A Delta table's upkeep (`python -m jobs maintain PIPELINE`, and the daily jobs_maintenance DAG):
+
+    compact   OPTIMIZE rewrites each closed partition's small files into few large ones, in
+              one commit. Closed: a date no batch can add rows to any more, the watermark
+              having passed the end of its last window (later events are late). The running stream only appends to
+              open partitions, so the two never touch the same files; a table without
+              partitions is compacted whole (a blind append never conflicts with OPTIMIZE).
+    vacuum    VACUUM removes the files no version within `retention.time_travel` needs (what
+              OPTIMIZE replaced, what a failed batch wrote and never committed). A file a
+              batch in flight has written is younger than any run may last (the pipeline's
+              `airflow.timeout`): a shorter time_travel vacuums only under the pipeline's
+              lock, while no run holds it.
+
+Figures (files and bytes on disk and in the table's newest version, before and after) are
+printed, and returned for the maintenance DAG's log.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
+
+from pyspark.sql import SparkSession
+
+from jobs import declare
+from jobs.accounting.checkpoint import CheckpointLog
+from jobs.lake import delta, fs
+from jobs.lake.layout import Locations
+from jobs.lake.locks import checkpoint_lock
+from jobs.units import UsageError
+
+log = logging.getLogger(__name__)
+
+# Delta refuses a VACUUM that keeps less than this unless told (its own safety check).
+DELTA_SAFE_RETENTION_S = 7 * 24 * 3600
+
+
+@dataclass
+class Upkeep:
+    pipeline: str
+    compacted: str  # which partitions OPTIMIZE took: "window_date < 2023-07-29", "the whole table" or "none"
+    table_files_before: int  # data files in the table's newest version
+    table_files_after: int
+    disk_files_before: int  # data files in the folder (older versions' and uncommitted ones too)
+    disk_files_after: int
+    disk_bytes_before: int
+    disk_bytes_after: int
+    vacuumed: bool
+    seconds: float
+
+    def lines(self) -> list[str]:
+        return [
+            f"  compact: {self.compacted}: {self.table_files_before} -> {self.table_files_after} file(s) in the table",
+            f"  vacuum: {'done' if self.vacuumed else 'skipped'}: {self.disk_files_before} -> "
+            f"{self.disk_files_after} file(s) in the folder, {self.disk_bytes_before:,} -> {self.disk_bytes_after:,} bytes",
+            f"{self.pipeline} maintained in {self.seconds:.1f}s",
+        ]
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def closed_before(pipeline: declare.PipelineBase, checkpoint_log: CheckpointLog) -> str | None:
+    """The first date that is not closed yet (partitions before it are), or None before any
+    batch. Date D is closed once the watermark has passed the end of every window that starts
+    on D (D + 1 day + the window's duration; a row without a window, once it passed D + 1 day):
+    no batch can add rows to it."""
+    committed = checkpoint_log.committed_batches()
+    if not committed:
+        return None
+    watermark = datetime.fromtimestamp(checkpoint_log.next_watermark_ms(committed[-1]) / 1000, UTC)
+    window = getattr(pipeline, "window", None)
+    longest = timedelta(seconds=window.duration_s if window else 0)
+    return (watermark - longest).date().isoformat()
+
+
+def maintain(spark: SparkSession | None, pipeline: declare.PipelineBase, locations: Locations) -> Upkeep:
+    if pipeline.output.format != "delta":
+        raise UsageError(
+            f"{pipeline.name}'s table is Parquet: maintain compacts and vacuums Delta tables "
+            "(a Parquet table's old files leave with retention.output_after)"
+        )
+    output = locations.output
+    if not delta.is_delta(output):
+        raise UsageError(f"nothing to maintain yet: {pipeline.name} has committed no batch to {output}")
+    started = time.monotonic()
+    on_disk = _disk(output)
+    table_before = len(delta.table_files(output))
+    compacted = _compact(spark, pipeline, CheckpointLog(locations.checkpoint, output))
+    table_after = len(delta.table_files(output))
+    vacuumed = _vacuum(spark, pipeline, locations)
+    after = _disk(output)
+    return Upkeep(
+        pipeline=pipeline.name,
+        compacted=compacted,
+        table_files_before=table_before,
+        table_files_after=table_after,
+        disk_files_before=on_disk[0],
+        disk_files_after=after[0],
+        disk_bytes_before=on_disk[1],
+        disk_bytes_after=after[1],
+        vacuumed=vacuumed,
+        seconds=time.monotonic() - started,
+    )
+
+
+def _disk(output: str) -> tuple[int, int]:
+    """(files, bytes) of the data files in the table's folder, its log left out."""
+    found = fs.sizes_and_times(output)
+    return len(found), sum(size for size, _ in found.values())
+
+
+def _compact(spark: SparkSession, pipeline: declare.PipelineBase, checkpoint_log: CheckpointLog) -> str:
+    column = pipeline.partition_column if pipeline.output.partition_by else None
+    table = f"delta.`{checkpoint_log.output}`"
+    if column is None:
+        spark.sql(f"OPTIMIZE {table}")
+        return "the whole table"
+    before = closed_before(pipeline, checkpoint_log)
+    if before is None:
+        return "none (no batch committed)"
+    spark.sql(f"OPTIMIZE {table} WHERE {column} < '{before}'")
+    return f"{column} < {before}"
+
+
+def _vacuum(spark: SparkSession, pipeline: declare.PipelineBase, locations: Locations) -> bool:
+    keep_s = pipeline.retention.time_travel_s
+    statement = f"VACUUM delta.`{locations.output}` RETAIN {keep_s / 3600:g} HOURS"
+    check = "spark.databricks.delta.retentionDurationCheck.enabled"
+    if keep_s >= pipeline.orchestration.timeout_s:
+        _with_check(spark, check, keep_s >= DELTA_SAFE_RETENTION_S, statement)
+        return True
+    # Shorter than a run may last: a batch in flight could have written files that old.
+    from jobs.lake.locks import AlreadyRunning
+
+    try:
+        with checkpoint_lock(locations.ledger, pipeline.name):
+            _with_check(spark, check, keep_s >= DELTA_SAFE_RETENTION_S, statement)
+    except AlreadyRunning as error:
+        log.warning("  vacuum skipped: time_travel is shorter than a run may last, and %s", error)
+        return False
+    return True
+
+
+def _with_check(spark: SparkSession, check: str, enabled: bool, statement: str) -> None:
+    """Run `statement` with Delta's retention check as the declaration allows: a declared
+    time_travel under Delta's 7 days is the declaration's choice."""
+    spark.conf.set(check, str(enabled).lower())
+    try:
+        spark.sql(statement).collect()
+    finally:
+        spark.conf.unset(check)

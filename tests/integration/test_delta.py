@@ -1,0 +1,132 @@
+"""Delta Lake tables (`output: {format: delta}`): the table's log read for each batch,
+maintenance (OPTIMIZE of closed partitions, VACUUM within time travel), and what readers
+outside Spark (delta-rs) see. Every shipped Delta pipeline's history is checked against its
+model, Spark's reading against delta-rs's, in tests/histories.py; the crash tests run for
+both formats (tests/e2e/test_crash.py)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import yaml
+
+from jobs import declare
+from jobs.accounting.checkpoint import CheckpointLog
+from jobs.declare.load import DeclarationError, pipelines_dir
+from jobs.lake import delta, fs
+from jobs.lake.layout import Locations
+from jobs.run.maintain import maintain
+from jobs.units import UsageError
+from jobs.validate.validation import validate_table
+from tests.helpers import delta_rs_rows, land, run_pipeline
+
+COLUMNS = ["window_start", "window_end", "rack", "avg_temperature", "max_temperature", "readings"]
+DAY0 = datetime(2023, 7, 28, tzinfo=UTC)
+
+
+def rack_temperatures(**retention) -> declare.PipelineBase:
+    raw = yaml.safe_load((pipelines_dir() / "rack_temperatures.yaml").read_text())
+    return declare.from_mapping({**raw, "retention": retention} if retention else raw)
+
+
+def reading(rack: str, at: datetime, temperature: float) -> str:
+    return json.dumps({"rack": rack, "temperature": temperature, "ts": at.strftime("%Y-%m-%dT%H:%M:%SZ")})
+
+
+def small_runs(spark, pipeline, locations: Locations, runs: int) -> None:
+    """`runs` runs of one small file each, six hours of event time apart: three days."""
+    for number in range(runs):
+        at = DAY0 + timedelta(hours=6 * number)
+        lines = [reading(f"rack{i % 3}", at + timedelta(minutes=i), 20.0 + i) for i in range(6)]
+        land(locations.landing, {f"readings-{number:03d}.json": lines})
+        report = run_pipeline(spark, pipeline, locations)
+        assert report.status == "succeeded", report.error
+
+
+def spark_rows(spark, output: str) -> list[tuple]:
+    rows = spark.read.format("delta").load(output).select(*COLUMNS).collect()
+    return sorted((r[0].replace(tzinfo=UTC), r[1].replace(tzinfo=UTC), *r[2:]) for r in rows)
+
+
+def files_by_date(output: str) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for path in delta.table_files(output):
+        date = path.split("window_date=")[1].split("/")[0]
+        found[date] = found.get(date, 0) + 1
+    return found
+
+
+@pytest.fixture(scope="module")
+def small_table(spark, tmp_path_factory):
+    """rack_temperatures (a Delta table), made by twelve small runs over three days of events."""
+    pipeline = rack_temperatures(time_travel=0)
+    locations = Locations.resolve(pipeline.name, root=str(tmp_path_factory.mktemp("delta") / "root"))
+    small_runs(spark, pipeline, locations, 12)
+    return pipeline, locations
+
+
+def test_each_batch_is_one_version_that_names_its_files(small_table):
+    _, locations = small_table
+    checkpoint_log = CheckpointLog(locations.checkpoint, locations.output)
+    versions = delta.batch_versions(locations.output)
+    committed = checkpoint_log.committed_batches()
+    assert sorted(versions.values()) == committed  # one version per batch, and only those
+    written = [f for b in committed for f in checkpoint_log.sink_files(b)]
+    assert sorted(written) == sorted(delta.table_files(locations.output))  # each file in exactly one batch
+    assert checkpoint_log.uncommitted_output_files() == []  # VACUUM's, never the run's
+
+
+def test_maintain_compacts_closed_partitions_and_vacuums_what_no_version_needs(spark, small_table):
+    pipeline, locations = small_table
+    rows = spark_rows(spark, locations.output)
+    before = files_by_date(locations.output)
+    disk_before = len(fs.list_files(locations.output))
+    assert rows == sorted(delta_rs_rows(locations.output, COLUMNS))
+
+    upkeep = maintain(spark, pipeline, locations)
+
+    after = files_by_date(locations.output)
+    last = max(before)  # the watermark's date: its windows may still be emitted
+    assert upkeep.compacted == f"window_date < {last}"
+    assert {d: n for d, n in after.items() if d < last} == {d: 1 for d in before if d < last}
+    assert after[last] == before[last]  # an open partition is left to the stream
+    assert (upkeep.table_files_before, upkeep.table_files_after) == (sum(before.values()), sum(after.values()))
+    # time_travel 0: what OPTIMIZE replaced is gone from the folder; the table reads the same.
+    assert upkeep.vacuumed and upkeep.disk_files_after == sum(after.values()) < disk_before
+    assert spark_rows(spark, locations.output) == sorted(delta_rs_rows(locations.output, COLUMNS)) == rows
+    # The table is whole to Great Expectations as to any reader; the next run appends as before.
+    assert validate_table(spark, pipeline, locations).status in ("passed", "warned")
+    land(locations.landing, {"later.json": [reading("rack1", DAY0 + timedelta(days=3, hours=1), 30.0)]})
+    assert run_pipeline(spark, pipeline, locations).status == "succeeded"
+    assert spark_rows(spark, locations.output) == sorted(delta_rs_rows(locations.output, COLUMNS))
+
+
+def test_maintain_refuses_a_parquet_table_and_an_empty_one(tmp_path):
+    locations = Locations.resolve("clickstream", root=str(tmp_path))
+    with pytest.raises(UsageError, match="clickstream's table is Parquet"):
+        maintain(None, declare.load("clickstream"), locations)
+    with pytest.raises(UsageError, match="nothing to maintain yet"):
+        maintain(None, rack_temperatures(), Locations.resolve("rack_temperatures", root=str(tmp_path)))
+
+
+def test_retention_settings_belong_to_their_format():
+    with pytest.raises(DeclarationError, match="output_after is for a Parquet table"):
+        rack_temperatures(output_after="30 days")
+    raw = yaml.safe_load((pipelines_dir() / "clickstream.yaml").read_text())
+    with pytest.raises(DeclarationError, match="time_travel is for a Delta table"):
+        declare.from_mapping({**raw, "retention": {"time_travel": "1 day"}})
+    assert rack_temperatures().retention.time_travel_s == 7 * 24 * 3600
+
+
+def test_spark_settings_for_delta_only_where_a_table_is_delta():
+    from jobs.session import merged_conf, table_conf
+
+    assert table_conf(["parquet"]) == {}
+    conf = table_conf(["parquet", "delta"])
+    assert conf["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
+    jars = conf["spark.jars"].split(",")
+    assert any(jar.endswith("delta-spark_2.13-4.4.0.jar") for jar in jars)
+    both = merged_conf({"spark.jars": "local:/a.jar"}, conf)["spark.jars"].split(",")
+    assert both == ["local:/a.jar", *jars]
