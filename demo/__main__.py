@@ -142,9 +142,9 @@ def _show(spark, pipeline: declare.PipelineBase, root: str) -> None:
 
 def _read_outside_spark(output: str) -> None:
     """A Delta table as a reader without Spark sees it (delta-rs, the `deltalake` package)."""
-    from deltalake import DeltaTable
+    from jobs.lake.delta import read_outside_spark
 
-    table = DeltaTable(output)
+    table = read_outside_spark(output)
     rows = table.to_pyarrow_table().num_rows
     print(f"read outside Spark (delta-rs): {rows} rows, version {table.version()} of {output}")
 

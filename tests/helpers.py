@@ -106,17 +106,12 @@ def python_cmd(*args: str) -> list[str]:
 
 def delta_rs_rows(output: str, columns: list[str]) -> list[tuple]:
     """A Delta table's rows as delta-rs (the `deltalake` package, no Spark) reads them: the
-    columns' values, timestamps in UTC. The table is let go before returning (delta-rs's
-    threads outliving Python's arrays abort the process at exit)."""
+    columns' values, timestamps in UTC. The table is let go before returning."""
     import pyarrow
-    from deltalake import DeltaTable
 
-    from jobs.lake.delta import storage_options
-    from jobs.lake.layout import is_s3
+    from jobs.lake.delta import read_outside_spark
 
-    uri = output.replace("s3a://", "s3://", 1) if is_s3(output) else output
-    table = DeltaTable(uri, storage_options=storage_options() if is_s3(output) else None)
-    read = pyarrow.table(table.to_pyarrow_table(columns=columns)).to_pylist()
+    read = pyarrow.table(read_outside_spark(output).to_pyarrow_table(columns=columns)).to_pylist()
     return [tuple(row[c] for c in columns) for row in read]
 
 

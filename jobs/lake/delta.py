@@ -99,17 +99,27 @@ def storage_options() -> dict[str, str]:
     return options
 
 
-def table_files(output: str) -> dict[str, dict[str, Any]]:
-    """Path -> `size` and `modificationTime` of every data file the table's newest version holds:
-    what any reader of the table reads (delta-rs replays the log)."""
-    import pyarrow
+def read_outside_spark(output: str):
+    """The table as delta-rs (the `deltalake` package, no Spark) opens it, local or in a bucket.
+    Let it go before the process ends: delta-rs's threads outliving Python's arrays abort
+    the interpreter at exit."""
     from deltalake import DeltaTable
 
     from jobs.lake.layout import is_s3
 
-    uri = output.replace("s3a://", "s3://", 1) if is_s3(output) else output
-    table = DeltaTable(uri, storage_options=storage_options() if is_s3(output) else None)
-    actions = pyarrow.table(table.get_add_actions(flatten=True)).to_pylist()  # delta-rs gives an Arrow stream
+    if is_s3(output):
+        return DeltaTable(output.replace("s3a://", "s3://", 1), storage_options=storage_options())
+    return DeltaTable(output)
+
+
+def table_files(output: str) -> dict[str, dict[str, Any]]:
+    """Path -> `size` and `modificationTime` of every data file the table's newest version holds:
+    what any reader of the table reads (delta-rs replays the log)."""
+    import pyarrow
+
+    actions = pyarrow.table(
+        read_outside_spark(output).get_add_actions(flatten=True)
+    ).to_pylist()  # delta-rs gives an Arrow stream
     return {
         join(output, unquote(a["path"])): {"size": a["size_bytes"], "modificationTime": _ms(a["modification_time"])}
         for a in actions

@@ -36,7 +36,7 @@ def reading(rack: str, at: datetime, temperature: float) -> str:
 
 
 def small_runs(spark, pipeline, locations: Locations, runs: int) -> None:
-    """`runs` runs of one small file each, six hours of event time apart: three days."""
+    """`runs` runs of one small file each, six hours of event time apart."""
     for number in range(runs):
         at = DAY0 + timedelta(hours=6 * number)
         lines = [reading(f"rack{i % 3}", at + timedelta(minutes=i), 20.0 + i) for i in range(6)]
@@ -60,10 +60,10 @@ def files_by_date(output: str) -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def small_table(spark, tmp_path_factory):
-    """rack_temperatures (a Delta table), made by twelve small runs over three days of events."""
+    """rack_temperatures (a Delta table), made by eight small runs over two days of events."""
     pipeline = rack_temperatures(time_travel=0)
     locations = Locations.resolve(pipeline.name, root=str(tmp_path_factory.mktemp("delta") / "root"))
-    small_runs(spark, pipeline, locations, 12)
+    small_runs(spark, pipeline, locations, 8)
     return pipeline, locations
 
 

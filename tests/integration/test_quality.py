@@ -350,6 +350,10 @@ def test_report_opens_without_errors_in_headless_chromium(validated, tmp_path):
             colours = page.evaluate(_COUNT_COLOURS, [png.decode(), [STATUS_PIXELS[s] for s in order]])
             assert all(count > 50 for count in colours), dict(zip(order, colours, strict=True))
 
+            # Each pipeline's section names its table's format (both kinds are on the page).
+            assert "Table (delta): " in page.locator("#rack_temperatures").inner_text()
+            assert "Table (parquet): " in page.locator("#clickstream").inner_text()
+
             # A 37.5% quarantine share is 37.5% of its bar, whatever the bar's row count.
             bar = page.locator("#rack_temperatures svg rect")
             heights = [float(bar.nth(i).get_attribute("height")) for i in range(bar.count())]
