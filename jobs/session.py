@@ -160,10 +160,9 @@ def s3a_conf() -> dict[str, str]:
     adds them to its class path as they are, rather than copy 690 MB into each executor
     of each application. The nodes of a cluster hold them at the same path (`make cluster`'s
     run on this machine; a real one's get them with `python -m jobs jars`, docs/cluster.md)."""
-    from jobs.jvm import jars
     from jobs.lake import s3
 
-    return {"spark.jars": ",".join(f"local:{path}" for path in jars.paths("s3a")), **s3.s3a_settings()}
+    return {"spark.jars": _local_jars("s3a"), **s3.s3a_settings()}
 
 
 def table_conf(formats: Iterable[str]) -> dict[str, str]:
@@ -172,10 +171,16 @@ def table_conf(formats: Iterable[str]) -> dict[str, str]:
     and catalog (jobs/lake/delta.py). Only where a pipeline's table is Delta."""
     if "delta" not in set(formats):
         return {}
-    from jobs.jvm import jars
     from jobs.lake import delta
 
-    return {"spark.jars": ",".join(f"local:{path}" for path in jars.paths("delta")), **delta.SESSION_CONF}
+    return {"spark.jars": _local_jars("delta"), **delta.SESSION_CONF}
+
+
+def _local_jars(used_for: str) -> str:
+    """`spark.jars` for the jar lock's jars used for something, named `local:` (s3a_conf says why)."""
+    from jobs.jvm import jars
+
+    return ",".join(f"local:{path}" for path in jars.paths(used_for))
 
 
 def merged_conf(*confs: dict[str, str]) -> dict[str, str]:

@@ -29,14 +29,13 @@ def add_parser(commands) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from jobs.run.maintain import maintain
+    from jobs.run.maintain import maintain, refuse_unless_maintainable
     from jobs.session import spark_for
 
     pipeline = declare.load(args.pipeline)
     locations = locations_of(args, pipeline.name)
     try:
-        if pipeline.output.format != "delta":
-            maintain(None, pipeline, locations)  # says why, before Spark starts
+        refuse_unless_maintainable(pipeline, locations)  # before Spark starts
         spark = spark_for(locations, f"jobs-maintain-{pipeline.name}", table_format="delta")
         upkeep = maintain(spark, pipeline, locations)
     except UsageError as error:

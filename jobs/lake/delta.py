@@ -39,10 +39,10 @@ _VERSION_DIGITS = 20
 
 def is_delta(output: str) -> bool:
     """Whether the folder holds a Delta table (its log has a version)."""
-    return bool(_versions(output))
+    return bool(versions(output))
 
 
-def _versions(output: str) -> list[int]:
+def versions(output: str) -> list[int]:
     names = fs.list_names(join(output, LOG))
     return sorted(int(name[:-5]) for name in names if name.endswith(".json") and name[:-5].isdigit())
 
@@ -65,7 +65,7 @@ def _batch_of(actions: list[dict[str, Any]], query_id: str) -> int | None:
 def batch_files(output: str, query_id: str, batch_id: int) -> list[str] | None:
     """The data files the query's batch `batch_id` added to the table, or None when no version
     of the log still says (the batch is older than the log keeps, or never committed)."""
-    for version in reversed(_versions(output)):  # a run looks up its own, the newest, batches
+    for version in reversed(versions(output)):  # a run looks up its own, the newest, batches
         actions = commit(output, version)
         found = _batch_of(actions, query_id)
         if found == batch_id:
@@ -73,18 +73,6 @@ def batch_files(output: str, query_id: str, batch_id: int) -> list[str] | None:
         if found is not None and found < batch_id:
             return None  # the query's batches are committed in order: it is not further back
     return None
-
-
-def batch_versions(output: str) -> dict[int, int]:
-    """Version -> the batch id it committed, for every version the log keeps that a stream
-    wrote (its commitInfo's epochId)."""
-    found = {}
-    for version in _versions(output):
-        for action in commit(output, version):
-            info = action.get("commitInfo")
-            if info and info.get("operation") == "STREAMING UPDATE":
-                found[version] = int(info["operationParameters"]["epochId"])
-    return found
 
 
 def storage_options() -> dict[str, str]:

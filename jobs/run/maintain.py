@@ -76,15 +76,20 @@ def closed_before(pipeline: declare.PipelineBase, checkpoint_log: CheckpointLog)
     return (watermark - longest).date().isoformat()
 
 
-def maintain(spark: SparkSession | None, pipeline: declare.PipelineBase, locations: Locations) -> Upkeep:
+def refuse_unless_maintainable(pipeline: declare.PipelineBase, locations: Locations) -> None:
+    """UsageError, before Spark starts, when there is nothing a maintenance could do."""
     if pipeline.output.format != "delta":
         raise UsageError(
             f"{pipeline.name}'s table is Parquet: maintain compacts and vacuums Delta tables "
             "(a Parquet table's old files leave with retention.output_after)"
         )
+    if not delta.is_delta(locations.output):
+        raise UsageError(f"nothing to maintain yet: {pipeline.name} has committed no batch to {locations.output}")
+
+
+def maintain(spark: SparkSession, pipeline: declare.PipelineBase, locations: Locations) -> Upkeep:
+    refuse_unless_maintainable(pipeline, locations)
     output = locations.output
-    if not delta.is_delta(output):
-        raise UsageError(f"nothing to maintain yet: {pipeline.name} has committed no batch to {output}")
     started = time.monotonic()
     on_disk = _disk(output)
     table_before = len(delta.table_files(output))
