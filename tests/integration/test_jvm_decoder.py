@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 
 from jobs import declare
 from jobs.columns import BLOCK_START, DETAIL, FILE_SIZE, LINE, NEW_FIELDS, REASON, RESCUED, SOURCE_FILE
@@ -139,6 +139,7 @@ def test_with_rescue_new_fields_and_coerce_the_same(spark, name):
 
     @PROPERTY
     @given(lines_of(SHAPES["github_activity"]))
+    @example([b'{"id": 1e999, "actor": {"id": [{1e999: null}]}}'])  # a type error before a syntax error
     def holds(lines: list[bytes]) -> None:
         same(spark, lines, source, **options)
 

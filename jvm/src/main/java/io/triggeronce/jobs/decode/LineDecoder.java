@@ -721,8 +721,10 @@ public final class LineDecoder implements Serializable {
                 }
                 return null;
             }
-            reader.skipValue();
+            // Kept before the value is skipped: a syntax error inside it comes after the type
+            // error, as the reference sees them.
             mismatch("got " + found);
+            reader.skipValue();
             return null;
         }
     }
