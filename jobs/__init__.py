@@ -9,6 +9,7 @@ The packages follow the data:
     validate/        Great Expectations on committed output, checks on run reports
     launch/          a run then its validation; several pipelines' runs in one application
     backfill/        reprocess a closed range, then publish it at once
+    change/          a changed declaration: what it means against the checkpoint and table
     quality_report/  the data quality report (runs, checks, backfills) and Data Docs
 and beside them: processors/ (per-key functions a `process` pipeline names), cli/,
 orchestration/ (Airflow), entry/ (what spark-submit starts), pipelines/ (the declarations,

@@ -11,6 +11,7 @@ lock               one run at a time (jobs/lake/locks.py)
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from jobs.accounting.checkpoint import CheckpointLog
@@ -137,13 +138,32 @@ def check_contract(
                 f"(no _pipeline/declaration.json). {fresh_start}"
             )
         return
-    changes = [
-        f"{key}: {recorded.get(key)!r} -> {contract.get(key)!r}"
-        for key in sorted(set(recorded) | set(contract))
-        if recorded.get(key) != contract.get(key)
-    ]
+    changes = contract_changes(recorded, contract)
     if changes:
         raise IncompatibleCheckpoint(
             f"pipeline '{pipeline_name}' changed since checkpoint {checkpoint_log.checkpoint} was started, "
-            f"in ways Spark cannot resume from: {'; '.join(changes)}. {fresh_start}"
+            f"in ways Spark cannot resume from: {'; '.join(changes)}. "
+            f"`python -m jobs plan {pipeline_name}` shows what reprocessing would read. {fresh_start}"
         )
+
+
+def contract_changes(recorded: dict[str, Any], contract: dict[str, Any]) -> list[str]:
+    """Each part of the checkpoint contract that differs: `part: before -> after`, or for
+    a list of settings (aggregates) the items added and removed."""
+    changes = []
+    for key in sorted(set(recorded) | set(contract)):
+        before, after = recorded.get(key), contract.get(key)
+        if before == after:
+            continue
+        if isinstance(before, list) and isinstance(after, list) and all(isinstance(i, dict) for i in before + after):
+            added = [item for item in after if item not in before]
+            removed = [item for item in before if item not in after]
+            said = [f"added {_item(item)}" for item in added] + [f"removed {_item(item)}" for item in removed]
+            changes.append(f"{key}: {', '.join(said) or 'reordered'}")
+        else:
+            changes.append(f"{key}: {before!r} -> {after!r}")
+    return changes
+
+
+def _item(item: dict[str, Any]) -> str:
+    return json.dumps(item, sort_keys=True)

@@ -215,13 +215,22 @@ def copy_tree(folder: Path, uri: str) -> None:
 
 def parquet_row_count(uri: str) -> int:
     """Rows in one Parquet file, from its footer (a ranged read on S3, not the whole file)."""
+    return _parquet_footer(uri).num_rows
+
+
+def parquet_key_value(uri: str, key: bytes) -> bytes | None:
+    """One key's value in a Parquet file's footer (what a writer kept there), None if absent."""
+    return (_parquet_footer(uri).metadata or {}).get(key)
+
+
+def _parquet_footer(uri: str):
     import pyarrow.parquet as pq
 
     filesystem, path = _resolve(uri)
 
-    def read() -> int:
+    def read():
         with filesystem.open_input_file(path) as handle:
-            return pq.ParquetFile(handle).metadata.num_rows
+            return pq.ParquetFile(handle).metadata
 
     with _errors(uri):
         return _read_again_if_misread(read)

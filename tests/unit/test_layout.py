@@ -33,6 +33,7 @@ STAGES = {
     "validate": 6,
     "launch": 7,  # a run then its validation; several runs in one application
     "backfill": 7,
+    "change": 7,  # a changed declaration: its plan reads the run's check and the flow's schema
     "quality_report": 8,  # its page shows backfills and their published versions
     "orchestration": 9,
     "cli": 9,

@@ -1,0 +1,5 @@
+"""A pipeline whose declaration changed: what the change means against the checkpoint and
+table it already has.
+
+plan.py   the plan: the run resumes, or every file must be read again (`python -m jobs plan`)
+"""
