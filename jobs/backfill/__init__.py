@@ -4,9 +4,12 @@
     -> reprocess the range into the backfill's own work root, with its own checkpoint
     -> stage every row of the range, what state still holds included (stage.py)
     -> validate the staged result -> publish: one pointer write makes it current (versions.py)
+                                  or, for a Delta table: replace the range's dates in the
+                                  production table in one commit; roll that back (replace.py)
 
-A backfill never touches the production checkpoint or table: it reads the production
-landing location and writes only under its work root and the publish location.
+A backfill never touches the production checkpoint: it reads the production landing
+location and writes under its work root and the publish location, or (replace.py) the
+production table's range, in one commit.
 """
 
 from jobs.backfill.plan import BackfillError, BackfillPlan, backfill_id_for, plan_backfill, publish_roots

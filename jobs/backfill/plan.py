@@ -50,10 +50,15 @@ class BackfillPlan:
     prefixes: tuple[str, ...] = ()
     max_files_per_trigger: int | None = None
     warnings: tuple[str, ...] = ()  # what the caller should tell the user; nothing was refused
+    # A Delta table's range is replaced in the production table (jobs/backfill/replace.py),
+    # unless publish_to was given: then, as for Parquet, a copy is published.
+    into_table: bool = False
 
     @property
     def stage(self) -> str:
-        """The version this backfill writes; current only once published."""
+        """Where the staged result is written: the version to publish, or what replaces the range."""
+        if self.into_table:
+            return join(self.work_root, "staged")
         return join(self.publish_to, VERSIONS, self.backfill_id)
 
     @property
@@ -69,11 +74,15 @@ class BackfillPlan:
 
     @property
     def locations(self) -> Locations:
-        """The production landing location; everything else under the work root."""
-        return Locations.resolve(self.pipeline, root=self.work_root, landing=self.landing)
+        """The production landing location and dimensions; everything else under the work root."""
+        production = Locations.resolve(self.pipeline, root=self.root)
+        own = Locations.resolve(self.pipeline, root=self.work_root, landing=production.landing)
+        return replace(own, dimensions=production.dimensions)
 
     def to_params(self) -> dict[str, Any]:
-        params: dict[str, Any] = {"pipeline": self.pipeline, "publish_to": self.publish_to}
+        params: dict[str, Any] = {"pipeline": self.pipeline}
+        if not self.into_table:
+            params["publish_to"] = self.publish_to
         if self.since:
             params.update(since=self.since, until=self.until)
         else:
@@ -86,13 +95,23 @@ class BackfillPlan:
         """`python -m jobs backfill ... --stage-only`, which checks the plan again. One
         argument per option, each `--name=value`, so no value can pass for an option."""
         args = ["backfill", self.pipeline, f"--root={self.root}", f"--id={self.backfill_id}"]
-        args.append(f"--publish-to={self.publish_to}")
+        if not self.into_table:
+            args.append(f"--publish-to={self.publish_to}")
         if self.since:
             args += [f"--since={self.since}", f"--until={self.until}"]
         args += [f"--prefix={prefix}" for prefix in self.prefixes]
         if self.max_files_per_trigger:
             args.append(f"--max-files-per-trigger={self.max_files_per_trigger}")
         return [*args, "--stage-only"]
+
+    def step_args(self, step: str) -> list[str]:
+        """The command line of one step of the Airflow DAG: reprocess, validate or replace."""
+        return {"reprocess": self.reprocess_args, "validate": self.validate_args, "replace": self.replace_args}[step]()
+
+    def replace_args(self) -> list[str]:
+        """`python -m jobs backfill ... --replace-only`: the staged, validated range written
+        over the production table's (the Airflow DAG's last step for a Delta table)."""
+        return [arg for arg in self.reprocess_args() if arg != "--stage-only"] + ["--replace-only"]
 
     def validate_args(self) -> list[str]:
         """`python -m jobs validate ...` of the staged result, with the backfill's run reports."""
@@ -111,6 +130,11 @@ class BackfillPlan:
                 "warnings": tuple(fields.get("warnings") or ()),
             }
         )
+
+
+def work_root_of(root: str, pipeline: str, backfill_id: str) -> str:
+    """A backfill's own checkpoint, table, quarantine and run reports (root normalized)."""
+    return join(root, "backfills", pipeline, backfill_id)
 
 
 def backfill_id_for(run_id: str, run_after: datetime) -> str:
@@ -172,7 +196,7 @@ def plan_backfill(
         raise BackfillError(f"pipeline {pipeline!r}: not declared; declared pipelines: {sorted(pipelines)}")
     refusal = pattern_of(pipelines[pipeline]).backfill_refusal
     if refusal:
-        raise BackfillError(f"pipeline {pipeline!r}: backfills cover windowed pipelines; {refusal}")
+        raise BackfillError(f"pipeline {pipeline!r}: backfills cover window and events pipelines; {refusal}")
     if not _BACKFILL_ID.match(backfill_id):
         raise BackfillError(f"backfill id {backfill_id!r}: letters, digits, '.', '_' and '-' only")
 
@@ -200,18 +224,25 @@ def plan_backfill(
     if max_files is not None and (not isinstance(max_files, int) or isinstance(max_files, bool) or max_files < 1):
         raise BackfillError(f"max_files_per_trigger {max_files!r}: a whole number of files, at least 1")
 
+    into_table = pipelines[pipeline].output.format == "delta" and not params.get("publish_to")
+    if into_table and since is None:
+        raise BackfillError(
+            f"pipeline {pipeline!r} writes a Delta table, whose range a backfill replaces in place: give a date range "
+            "(since, until), which names the dates it replaces; prefixes name none (or give publish_to for a copy)"
+        )
     root = normalize(root)
     publish_to = params.get("publish_to") or join(root, "published", pipeline)
     plan = BackfillPlan(
         pipeline=pipeline,
         backfill_id=backfill_id,
         root=root,
-        work_root=join(root, "backfills", pipeline, backfill_id),
+        work_root=work_root_of(root, pipeline, backfill_id),
         publish_to=check_publish_location(publish_to, root, allowed_roots),
         since=since,
         until=until,
         prefixes=tuple(p.rstrip("/") for p in prefixes),
         max_files_per_trigger=max_files,
+        into_table=into_table,
     )
     if check_landing:
         plan = replace(plan, warnings=_check_landed(plan))

@@ -23,6 +23,7 @@ from jobs import declare
 from jobs.accounting.checkpoint import CheckpointLog
 from jobs.backfill.plan import BackfillPlan
 from jobs.backfill.versions import SUMMARY
+from jobs.columns import EVENT_TIME
 from jobs.flow.patterns import pattern_of
 from jobs.lake import fs
 from jobs.lake.layout import Locations, join
@@ -62,9 +63,9 @@ def stage_closed_range(
         held.unpersist()
     staged = spark.read.parquet(stage)
     iso = "yyyy-MM-dd'T'HH:mm:ss'Z'"  # the session's zone is UTC
-    bounds = staged.agg(
-        F.count(F.lit(1)), F.date_format(F.min("window_start"), iso), F.date_format(F.max("window_end"), iso)
-    ).first()
+    # A window's bounds; for an events pipeline, its first and last event's time.
+    first, last = ("window_start", "window_end") if "window_start" in staged.columns else (EVENT_TIME, EVENT_TIME)
+    bounds = staged.agg(F.count(F.lit(1)), F.date_format(F.min(first), iso), F.date_format(F.max(last), iso)).first()
     reports = load_reports(locations.runs)
     summary = {
         "pipeline": pipeline.name,

@@ -1,5 +1,6 @@
 """`python -m jobs backfill`: a closed range of landed data reprocessed into a work root of
-its own, staged, validated, then published at once (jobs/backfill/)."""
+its own, staged, validated, then published at once, or for a Delta table written over the
+range in the production table in one commit (jobs/backfill/); `--rollback` undoes that."""
 
 from __future__ import annotations
 
@@ -25,7 +26,9 @@ def add_parser(commands) -> None:
             "production checkpoint and table are never touched. Every window of the range is kept, "
             "including the last ones an open-ended stream would still hold. The result is staged as "
             "<publish-to>/versions/<id>/, validated, then published by pointing "
-            "<publish-to>/_CURRENT.json at it (one atomic write)."
+            "<publish-to>/_CURRENT.json at it (one atomic write). For a Delta table (without --publish-to) "
+            "the validated rows of the range's dates replace the production table's in one commit, while "
+            "its runs go on; `--rollback --id ID` writes the range back as it was before, in one commit."
         ),
     )
     add_pipeline(backfill)
@@ -45,6 +48,16 @@ def add_parser(commands) -> None:
     backfill.add_argument(
         "--stage-only", action="store_true", help="stop after staging (the Airflow DAG validates and publishes)"
     )
+    backfill.add_argument(
+        "--replace-only",
+        action="store_true",
+        help="only write the staged, validated range over the Delta table's (the Airflow DAG's last step)",
+    )
+    backfill.add_argument(
+        "--rollback",
+        action="store_true",
+        help="with --id: undo that backfill's replacement of a Delta table's range (within its time travel)",
+    )
     backfill.set_defaults(handler=handle)
 
 
@@ -52,6 +65,8 @@ def handle(args: argparse.Namespace) -> int:
     from jobs import backfill
     from jobs.session import check_java
 
+    if args.rollback:
+        return _roll_back(args)
     params = {"pipeline": args.pipeline, "since": args.since, "until": args.until, "prefixes": args.prefix}
     params.update(publish_to=args.publish_to, max_files_per_trigger=args.max_files_per_trigger)
     try:
@@ -70,6 +85,18 @@ def handle(args: argparse.Namespace) -> int:
     print(f"{plan.pipeline}: backfill {plan.backfill_id} of {plan.to_params()}")
     print(f"  work root {plan.work_root} (own checkpoint), staging {plan.stage}")
     check_java()
+    if plan.into_table:
+        from jobs.backfill.replace import refuse_unless_replaceable
+
+        try:
+            refuse_unless_replaceable(pipeline, plan, _production(plan))  # before any Spark work
+        except backfill.BackfillError as error:
+            return fail(ExitCode.REFUSED, str(error))
+        print(f"  then replaces {plan.since} .. {plan.until} in the production table {_production(plan).output}")
+    elif args.replace_only:
+        return fail(ExitCode.USAGE, "--replace-only is for a Delta table's backfill without --publish-to")
+    if args.replace_only:
+        return _replace(plan, pipeline)
     refused = _reprocess(plan)
     if refused is not None:
         return refused
@@ -112,6 +139,51 @@ def _stage_and_publish(plan, pipeline: declare.PipelineBase, suite, *, stage_onl
     staged = Locations.resolve(pipeline.name, root=plan.work_root, output=plan.stage)
     if validate_table(spark, pipeline, staged, suite).status == "failed":
         return fail(ExitCode.INVALID, f"the staged result failed validation; not published ({plan.stage})")
+    if plan.into_table:
+        return _replace(plan, pipeline, spark)
     pointer = backfill.publish(plan)
     print(f"  published: {plan.publish_to}/{backfill.POINTER} -> {pointer['path']}")
+    return ExitCode.OK
+
+
+def _replace(plan, pipeline: declare.PipelineBase, spark=None) -> int:
+    """The staged range written over the production table's, in one commit."""
+    from jobs.backfill.replace import replace_range
+    from jobs.session import spark_for
+
+    production = _production(plan)
+    spark = spark or spark_for(production, f"jobs-backfill-{pipeline.name}", table_format="delta")
+    done = replace_range(spark, pipeline, plan, production)
+    print(
+        f"  replaced {plan.since} .. {plan.until} in {production.output}: version {done['version']} "
+        f"({done['rows_written']} rows; {done['rows_left_out']} staged rows of other dates left out); "
+        f"undo: python -m jobs backfill {pipeline.name} --root {plan.root} --id {plan.backfill_id} --rollback"
+    )
+    return ExitCode.OK
+
+
+def _production(plan) -> Locations:
+    return Locations.resolve(plan.pipeline, root=plan.root)
+
+
+def _roll_back(args: argparse.Namespace) -> int:
+    """Undo backfill --id's replacement of the range, in one commit."""
+    from jobs import backfill
+    from jobs.backfill.replace import roll_back
+    from jobs.session import spark_for
+
+    if not args.id:
+        return fail(ExitCode.USAGE, "--rollback needs the --id of the backfill to undo")
+    from jobs.backfill.plan import work_root_of
+    from jobs.lake.layout import normalize
+
+    pipeline = declare.load(args.pipeline)
+    production = Locations.resolve(pipeline.name, root=args.root)
+    work_root = work_root_of(normalize(args.root), pipeline.name, args.id)
+    spark = spark_for(production, f"jobs-backfill-rollback-{pipeline.name}", table_format=pipeline.output.format)
+    try:
+        done = roll_back(spark, work_root, args.id, production)
+    except backfill.BackfillError as error:
+        return fail(ExitCode.REFUSED, str(error))
+    print(f"{pipeline.name}: backfill {args.id} rolled back in {production.output}: version {done['version']}")
     return ExitCode.OK

@@ -5,7 +5,7 @@ jobs_<pipeline>    run (spark-submit, availableNow, validated in it) -> validate
                    on the declared schedule (by hand only when a group runs it); the output
                    table is an Asset, updated only by a run that appended rows
 (the group DAGs, jobs_group_<group>: group_dags.py)
-jobs_backfill      check_params -> reprocess -> validate -> publish, triggered by hand
+jobs_backfill      check_params -> reprocess -> validate -> publish (a copy) or replace (a Delta table's range), by hand
 jobs_data_quality  validate each table rows were appended to -> data_docs -> verdict,
                    on the tables' Assets and daily
 
@@ -33,7 +33,7 @@ from airflow.sdk import (
     get_current_context,
     task,
 )
-from airflow.sdk.exceptions import AirflowFailException
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from jobs import declare
 from jobs.declare.groups import own_schedule
@@ -216,6 +216,8 @@ def publish_backfill(plan: dict[str, Any]) -> dict[str, Any]:
     from jobs import backfill
 
     published = backfill.BackfillPlan.from_dict(plan)
+    if published.into_table:
+        raise AirflowSkipException("the plan replaces the range in the production Delta table (the task replace)")
     with environment.task_environment(log):
         pointer = backfill.publish(published)
     log.info("published: %s", json.dumps(pointer, indent=2))
@@ -244,7 +246,7 @@ def backfill_dag(pipelines: list[str]) -> DAG:
                 pipelines[0] if pipelines else None,
                 type="string",
                 examples=pipelines,
-                description="a windowed pipeline (the others are refused, with what to run instead)",
+                description="a window or events pipeline (the others are refused, with what to run instead)",
             ),
             "since": Param(None, type=["null", "string"], format="date", description="first landing date (dt= folder)"),
             "until": Param(
@@ -256,20 +258,29 @@ def backfill_dag(pipelines: list[str]) -> DAG:
                 items={"type": "string"},
                 description="or: folders under the landing location, e.g. dt=2023-07-30/hour=10",
             ),
-            "publish_to": Param(None, type=["null", "string"], description="default: <root>/published/<pipeline>"),
+            "publish_to": Param(
+                None,
+                type=["null", "string"],
+                description=(
+                    "default: <root>/published/<pipeline>; for a Delta table, none: the range's dates are replaced "
+                    "in the production table"
+                ),
+            ),
             "max_files_per_trigger": Param(None, type=["null", "integer"], minimum=1),
         },
         tags=["jobs", "backfill"],
         doc_md=(
             "Reprocesses the landed files of a date range or of some prefixes with its own checkpoint, "
             "keeps every window of the range (the last ones too), validates the result and publishes it "
-            "as `<publish_to>/_CURRENT.json`. See docs/backfills.md."
+            "as `<publish_to>/_CURRENT.json`; for a Delta table without publish_to, writes the range's dates "
+            "over the production table's in one commit (the task replace). See docs/backfills.md."
         ),
     ) as dag:
         plan = check_params()
         reprocess = BackfillStepOperator(task_id="reprocess", step="reprocess", name="jobs-backfill")
         validate = BackfillStepOperator(task_id="validate", step="validate", name="jobs-backfill-validate")
-        plan >> reprocess >> validate >> publish_backfill(plan)
+        replace = BackfillStepOperator(task_id="replace", step="replace", name="jobs-backfill-replace")
+        plan >> reprocess >> validate >> [publish_backfill(plan), replace]
     return dag
 
 

@@ -335,8 +335,15 @@ class BackfillStepOperator(JobsSubmitOperator):
         self.step = step
         self.plan_task = plan_task
 
-    def arguments(self, context: Any) -> list[str]:
+    def _plan(self, context: Any):
         from jobs.backfill import BackfillPlan
 
-        plan = BackfillPlan.from_dict(context["ti"].xcom_pull(task_ids=self.plan_task))
-        return plan.reprocess_args() if self.step == "reprocess" else plan.validate_args()
+        return BackfillPlan.from_dict(context["ti"].xcom_pull(task_ids=self.plan_task))
+
+    def arguments(self, context: Any) -> list[str]:
+        return self._plan(context).step_args(self.step)
+
+    def execute(self, context: Any) -> Any:
+        if self.step == "replace" and not self._plan(context).into_table:
+            raise AirflowSkipException("the plan publishes a copy: nothing to replace in the production table")
+        return super().execute(context)

@@ -80,7 +80,7 @@ def test_bad_backfill_params_are_rejected_before_any_spark_work(airflow_home, tm
         ("nope", "pipeline 'nope': not declared; declared pipelines:"),
         (
             "spending_sessions",
-            "pipeline 'spending_sessions': backfills cover windowed pipelines; "
+            "pipeline 'spending_sessions': backfills cover window and events pipelines; "
             "a range leaves spending_sessions's state open",
         ),
     ):
@@ -100,3 +100,36 @@ def test_bad_backfill_params_are_rejected_before_any_spark_work(airflow_home, tm
     )
     assert bad_type.returncode != 0
     assert "many" in bad_type.stdout + bad_type.stderr and "Spark-Submit cmd" not in bad_type.stdout
+
+
+def test_a_delta_table_s_range_is_replaced_in_the_production_table(airflow_home, tmp_path, spark):
+    """rack_temperatures (Delta): four days run in production; the DAG backfills the second
+    day, and its last task writes the day over the production table's in one commit."""
+    from jobs import declare
+    from jobs.lake import delta
+    from jobs.lake.layout import Locations
+    from tests.helpers import run_pipeline
+    from tests.integration.test_backfill_into_table import DAYS, day_readings, land_day, model, on, rows_of
+
+    root = tmp_path / "root"
+    production = Locations.resolve("rack_temperatures", root=str(root))
+    pipeline = declare.load("rack_temperatures")
+    for day in DAYS[:4]:
+        land_day(production, day)
+        assert run_pipeline(spark, pipeline, production).status == "succeeded"
+    before, versions = rows_of(production.output), delta.versions(production.output)
+
+    run = dags_test(
+        airflow_home,
+        str(root),
+        "jobs_backfill",
+        {"pipeline": "rack_temperatures", "since": "2023-07-29", "until": "2023-07-29"},
+    )
+
+    assert run.state == "success", run.output[-5000:]
+    assert run.tasks()["replace"][0] == "success" and run.tasks()["publish_backfill"][0] == "skipped"
+    assert delta.versions(production.output) == [*versions, versions[-1] + 1]  # one commit
+    after = rows_of(production.output)
+    assert on(DAYS[1], after) == model(day_readings(DAYS[1]), hottest=150)  # the same rule: the same rows
+    assert after == before
+    assert "published" not in {p.name for p in root.iterdir()}

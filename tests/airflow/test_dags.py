@@ -118,17 +118,18 @@ def test_the_backfill_and_data_quality_dags(dagbag):
         "reprocess": ["check_params"],
         "validate": ["reprocess"],
         "publish_backfill": ["check_params", "validate"],
+        "replace": ["validate"],
     }
     assert backfill["tasks"]["check_params"]["retries"] == 0  # bad params do not get better
     assert backfill["paused_upon_creation"] is False  # a trigger runs at once (README's CLI example)
     assert backfill["tasks"]["publish_backfill"]["outlets"] == ["alias:jobs-published"]  # the location is a param
-    windowed = sorted(n for n, p in declare.load_all().items() if pattern_of(p).backfill_refusal is None)
+    backfillable = sorted(n for n, p in declare.load_all().items() if pattern_of(p).backfill_refusal is None)
     # Suggested, not enforced: check_params refuses the others with a reason (test_backfill_dag_runs).
     assert "enum" not in backfill["params"]["pipeline"]
     assert (
         backfill["params"]["pipeline"]["examples"]
-        == windowed
-        == sorted(n for n, p in declare.load_all().items() if p.pattern == "window")
+        == backfillable
+        == sorted(n for n, p in declare.load_all().items() if p.pattern in ("window", "events"))
     )
     assert set(backfill["params"]) == {"pipeline", "since", "until", "prefixes", "publish_to", "max_files_per_trigger"}
 

@@ -174,9 +174,9 @@ def test_files_a_date_range_cannot_select_are_warned_about(tmp_path):
     assert clean.warnings == ()
 
 
-@pytest.mark.parametrize("pipeline", ["spending_sessions", "ad_clicks", "clickstream_enriched"])
-def test_only_windowed_pipelines_can_be_backfilled(tmp_path, pipeline):
-    with pytest.raises(backfill.BackfillError, match="backfills cover windowed pipelines"):
+@pytest.mark.parametrize("pipeline", ["spending_sessions", "ad_clicks"])
+def test_only_window_and_events_pipelines_can_be_backfilled(tmp_path, pipeline):
+    with pytest.raises(backfill.BackfillError, match="backfills cover window and events pipelines"):
         backfill.plan_backfill(
             {"pipeline": pipeline, "since": "2023-07-30", "until": "2023-07-30"},
             root=str(tmp_path),

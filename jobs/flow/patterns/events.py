@@ -14,7 +14,8 @@ from jobs.declare import EventsPipeline
 from jobs.flow.patterns.base import Pattern
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
     from jobs.flow.tally import Tally
 
@@ -32,9 +33,9 @@ class EventsPattern(Pattern):
         enrich = self.pipeline.enrich
         return "each usable event" + (f", enriched from {enrich.table} on {enrich.key}" if enrich else "")
 
-    @property
-    def backfill_refusal(self) -> str | None:
-        return "events are written as they come, so there is nothing to finalize: run it on a fresh --root instead"
+    def held_rows(self, spark: SparkSession, checkpoint: str, schema: StructType) -> DataFrame:
+        """None: events are written as they come, nothing is held back."""
+        return spark.createDataFrame([], schema)
 
     def table(self, *events: DataFrame, tally: Tally | None = None) -> DataFrame:
         return self.with_partition(events[0].select(*self.output_columns()), EVENT_TIME)

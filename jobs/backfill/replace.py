@@ -1,0 +1,170 @@
+"""A staged backfill written over the same dates of the production Delta table, in one
+commit, while the pipeline's runs go on; and that commit undone (`--rollback`).
+
+    staged rows of the range's dates --replaceWhere(<date column> in the range)--> the table
+    <work root>/replaced.json   the commit: its version, the one before, the range, the rows
+
+Readers of the table see the version before or the one after: never part of the range
+old and part new. The pipeline's runs keep appending: Delta lets a blind append commit
+beside a replacement, and refuses the replacement (which is then tried again) only when an
+append added rows inside the range meanwhile.
+
+What the range replaces is every row whose date (the window's, or the event's) is in the
+range, with the rows the range's landing folders give: events of those dates landed in
+other folders are not in the replacement (docs/backfills.md). Staged rows of other dates
+(events landed in the range but of another day) are left out and counted.
+
+Undoing it is not Delta's RESTORE, which takes the whole table back and so would also take
+away the batches the runs committed since: their checkpoint counts them as written, so
+nothing would write them again. `roll_back` writes the range as the version before held it,
+in one commit, within the table's time travel.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from jobs import declare
+from jobs.accounting.checkpoint import CheckpointLog
+from jobs.backfill.plan import BackfillError, BackfillPlan
+from jobs.lake import delta, fs
+from jobs.lake.layout import Locations, join
+
+REPLACED = "replaced.json"  # in the backfill's work root
+ATTEMPTS = 3  # a replacement refused because a run appended inside the range meanwhile is tried again
+
+
+def range_predicate(pipeline: declare.PipelineBase, since: str, until: str) -> str:
+    """The SQL condition of the range's rows: on the partition column when the table has it."""
+    column = pipeline.output.partition_by or f"to_date(`{pipeline.partition_meaning}`)"
+    if pipeline.output.partition_by:
+        column = f"`{column}`"
+    return f"{column} >= DATE'{since}' AND {column} <= DATE'{until}'"
+
+
+def refuse_unless_replaceable(pipeline: declare.PipelineBase, plan: BackfillPlan, production: Locations) -> None:
+    """Before any Spark work: the table is Delta, the range is dates, and the pipeline's runs
+    will write no more rows of those dates (their watermark passed the range's last window)."""
+    if pipeline.output.format != "delta" or not delta.is_delta(production.output):
+        raise BackfillError(
+            f"{production.output} is not a Delta table: a backfill replaces a range of the production table "
+            "only for `output: {format: delta}`; give publish_to to publish a copy"
+        )
+    if not plan.since:
+        raise BackfillError(
+            "a backfill into the production table needs a date range (since, until): prefixes name no dates"
+        )
+    window = getattr(pipeline, "window", None)
+    if window is None:
+        return  # events: no state, nothing held back; what runs append later comes from later files
+    closes_at = datetime.fromisoformat(plan.until).replace(tzinfo=UTC) + timedelta(days=1, seconds=window.duration_s)
+    checkpoint_log = CheckpointLog(production.checkpoint, production.output)
+    committed = checkpoint_log.committed_batches()
+    watermark_ms = checkpoint_log.next_watermark_ms(committed[-1]) if committed else 0
+    if watermark_ms < closes_at.timestamp() * 1000:
+        reached = datetime.fromtimestamp(watermark_ms / 1000, UTC).isoformat(timespec="seconds")
+        raise BackfillError(
+            f"the range is not closed in the production table yet: its runs still write windows up to "
+            f"{closes_at.isoformat(timespec='seconds')} (their watermark is at {reached}), which would add to the "
+            "replaced rows; backfill it once the watermark has passed, or give publish_to to publish a copy"
+        )
+
+
+def replace_range(
+    spark: SparkSession, pipeline: declare.PipelineBase, plan: BackfillPlan, production: Locations
+) -> dict[str, Any]:
+    """Write the staged rows of the range's dates over the production table's, in one commit."""
+    predicate = range_predicate(pipeline, plan.since, plan.until)
+    staged = spark.read.parquet(plan.stage)
+    inside = staged.filter(predicate)
+    rows, written = staged.count(), inside.count()
+    record = _write(spark, inside, production.output, predicate, {"backfill": plan.backfill_id})
+    record |= {
+        "backfill": plan.backfill_id,
+        "range": {"since": plan.since, "until": plan.until},
+        "predicate": predicate,
+        "rows_written": written,
+        "rows_left_out": rows - written,  # staged rows of other dates
+    }
+    fs.write_json(join(plan.work_root, REPLACED), record)
+    return record
+
+
+def roll_back(spark: SparkSession, work_root: str, backfill_id: str, production: Locations) -> dict[str, Any]:
+    """Write the range as the version before backfill `backfill_id` held it, in one commit."""
+    uri = join(work_root, REPLACED)
+    if not fs.exists(uri):
+        raise BackfillError(f"backfill {backfill_id} replaced nothing in {production.output} (no {uri})")
+    replaced = fs.read_json(uri)
+    if replaced.get("rolled_back"):
+        raise BackfillError(
+            f"backfill {backfill_id} was rolled back already, in version {replaced['rolled_back']['version']}"
+        )
+    later = _later_replacements(production.output, replaced["version"])
+    if later:
+        raise BackfillError(
+            f"the table changed in the range since backfill {backfill_id} (versions {later}, by later backfills "
+            "or rollbacks): roll those back first, latest first"
+        )
+    before = (
+        spark.read.format("delta")
+        .option("versionAsOf", replaced["version_before"])
+        .load(production.output)
+        .filter(replaced["predicate"])
+    )
+    try:
+        done = _write(spark, before, production.output, replaced["predicate"], {"rollback_of": backfill_id})
+    except Exception as error:
+        if "FileNotFound" in str(error) or "DELTA_FILE_NOT_FOUND" in str(error) or "VersionNotFound" in str(error):
+            raise BackfillError(
+                f"version {replaced['version_before']} of {production.output} is no longer readable: its files were "
+                "vacuumed (retention.time_travel); the backfill cannot be rolled back"
+            ) from error
+        raise
+    fs.write_json(uri, replaced | {"rolled_back": done})
+    return done
+
+
+def _write(spark: SparkSession, rows, output: str, predicate: str, says: dict[str, str]) -> dict[str, Any]:
+    """`rows` over the table's rows matching `predicate`, in one commit; its version and the one before."""
+    table = spark.read.format("delta").load(output)
+    columns = [F.col(f"`{f.name}`").cast(f.dataType).alias(f.name) for f in table.schema.fields]
+    metadata = json.dumps(says | {"at": datetime.now(UTC).isoformat(timespec="seconds")})
+    for attempt in range(1, ATTEMPTS + 1):
+        writer = rows.select(*columns).write.format("delta").mode("overwrite").option("replaceWhere", predicate)
+        try:
+            writer.option("userMetadata", metadata).save(output)
+            break
+        except Exception as error:  # Delta's conflict arrives as a JVM exception: told by its name
+            if "ConcurrentAppend" not in str(error) or attempt == ATTEMPTS:
+                raise
+    version = _version_saying(output, metadata)
+    return {"version": version, "version_before": version - 1, "at": json.loads(metadata)["at"]}
+
+
+def _commit_info(output: str, version: int) -> dict[str, Any]:
+    return next((a["commitInfo"] for a in delta.commit(output, version) if "commitInfo" in a), {})
+
+
+def _version_saying(output: str, metadata: str) -> int:
+    """The version whose commit carries `metadata` (the newest first: it was just written)."""
+    for version in reversed(delta.versions(output)):
+        if _commit_info(output, version).get("userMetadata") == metadata:
+            return version
+    raise BackfillError(f"the replacement's commit is not in {output}'s log")
+
+
+def _later_replacements(output: str, version: int) -> list[int]:
+    """Versions after `version` written by a backfill or a rollback."""
+    found = []
+    for later in delta.versions(output):
+        if later > version:
+            said = _commit_info(output, later).get("userMetadata")
+            if said and ('"backfill"' in said or '"rollback_of"' in said):
+                found.append(later)
+    return found
