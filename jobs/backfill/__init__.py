@@ -13,11 +13,12 @@ production table's range, in one commit.
 """
 
 from jobs.backfill.plan import BackfillError, BackfillPlan, backfill_id_for, plan_backfill, publish_roots
-from jobs.backfill.versions import POINTER, PUBLISHED, VERSIONS, current_version, publish
+from jobs.backfill.versions import POINTER, PUBLISHED, REPLACED, VERSIONS, current_version, publish
 
 __all__ = [
     "POINTER",
     "PUBLISHED",
+    "REPLACED",
     "VERSIONS",
     "BackfillError",
     "BackfillPlan",

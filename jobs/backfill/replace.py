@@ -32,10 +32,10 @@ from pyspark.sql import functions as F
 from jobs import declare
 from jobs.accounting.checkpoint import CheckpointLog
 from jobs.backfill.plan import BackfillError, BackfillPlan
+from jobs.backfill.versions import REPLACED
 from jobs.lake import delta, fs
 from jobs.lake.layout import Locations, join
 
-REPLACED = "replaced.json"  # in the backfill's work root
 ATTEMPTS = 3  # a replacement refused because a run appended inside the range meanwhile is tried again
 
 
@@ -78,34 +78,49 @@ def refuse_unless_replaceable(pipeline: declare.PipelineBase, plan: BackfillPlan
 def replace_range(
     spark: SparkSession, pipeline: declare.PipelineBase, plan: BackfillPlan, production: Locations
 ) -> dict[str, Any]:
-    """Write the staged rows of the range's dates over the production table's, in one commit."""
+    """Write the staged rows of the range's dates over the production table's, in one commit.
+    Run again after that commit (a retried task), it finds the commit and writes nothing."""
+    uri = join(plan.work_root, REPLACED)
+    record = fs.read_json(uri) if fs.exists(uri) else {}
+    if record.get("rolled_back"):
+        raise BackfillError(
+            f"backfill {plan.backfill_id} was rolled back; to replace the range again, run a new backfill"
+        )
+    if "version" in record:
+        return record
+    # Where the log was before the commit: a retry looks for the commit it made only after it.
+    after = record.get("log_was_at", delta.versions(production.output)[-1])
+    fs.write_json(uri, {"log_was_at": after})
     predicate = range_predicate(pipeline, plan.since, plan.until)
     staged = spark.read.parquet(plan.stage)
     inside = staged.filter(predicate)
     rows, written = staged.count(), inside.count()
-    record = _write(spark, inside, production.output, predicate, {"backfill": plan.backfill_id})
-    record |= {
+    says = {"backfill": plan.backfill_id}
+    done = _committed(production.output, says, after) or _write(
+        spark, inside, production.output, predicate, says, after
+    )
+    record = done | {
         "backfill": plan.backfill_id,
         "range": {"since": plan.since, "until": plan.until},
         "predicate": predicate,
         "rows_written": written,
         "rows_left_out": rows - written,  # staged rows of other dates
     }
-    fs.write_json(join(plan.work_root, REPLACED), record)
+    fs.write_json(uri, record)
     return record
 
 
 def roll_back(spark: SparkSession, work_root: str, backfill_id: str, production: Locations) -> dict[str, Any]:
     """Write the range as the version before backfill `backfill_id` held it, in one commit."""
     uri = join(work_root, REPLACED)
-    if not fs.exists(uri):
-        raise BackfillError(f"backfill {backfill_id} replaced nothing in {production.output} (no {uri})")
-    replaced = fs.read_json(uri)
+    replaced = fs.read_json(uri) if fs.exists(uri) else {}
+    if "version" not in replaced:
+        raise BackfillError(f"backfill {backfill_id} replaced nothing in {production.output} (see {uri})")
     if replaced.get("rolled_back"):
-        raise BackfillError(
-            f"backfill {backfill_id} was rolled back already, in version {replaced['rolled_back']['version']}"
-        )
-    later = _later_replacements(production.output, replaced["version"])
+        done = replaced["rolled_back"]
+        raise BackfillError(f"backfill {backfill_id} was rolled back already, in version {done['version']}")
+    says, after = {"rollback_of": backfill_id}, replaced["version"]
+    later = [v for v in _later_replacements(production.output, after) if _said(production.output, v) != says]
     if later:
         raise BackfillError(
             f"the table changed in the range since backfill {backfill_id} (versions {later}, by later backfills "
@@ -118,9 +133,11 @@ def roll_back(spark: SparkSession, work_root: str, backfill_id: str, production:
         .filter(replaced["predicate"])
     )
     try:
-        done = _write(spark, before, production.output, replaced["predicate"], {"rollback_of": backfill_id})
+        done = _committed(production.output, says, after) or _write(
+            spark, before, production.output, replaced["predicate"], says, after
+        )
     except Exception as error:
-        if "FileNotFound" in str(error) or "DELTA_FILE_NOT_FOUND" in str(error) or "VersionNotFound" in str(error):
+        if any(sign in str(error) for sign in ("FileNotFound", "DELTA_FILE_NOT_FOUND", "VersionNotFound")):
             raise BackfillError(
                 f"version {replaced['version_before']} of {production.output} is no longer readable: its files were "
                 "vacuumed (retention.time_travel); the backfill cannot be rolled back"
@@ -130,8 +147,9 @@ def roll_back(spark: SparkSession, work_root: str, backfill_id: str, production:
     return done
 
 
-def _write(spark: SparkSession, rows, output: str, predicate: str, says: dict[str, str]) -> dict[str, Any]:
-    """`rows` over the table's rows matching `predicate`, in one commit; its version and the one before."""
+def _write(spark: SparkSession, rows, output: str, predicate: str, says: dict[str, str], after: int) -> dict[str, Any]:
+    """`rows` over the table's rows matching `predicate`, in one commit (after version
+    `after`); its version, the one before and when."""
     table = spark.read.format("delta").load(output)
     columns = [F.col(f"`{f.name}`").cast(f.dataType).alias(f.name) for f in table.schema.fields]
     metadata = json.dumps(says | {"at": datetime.now(UTC).isoformat(timespec="seconds")})
@@ -143,28 +161,35 @@ def _write(spark: SparkSession, rows, output: str, predicate: str, says: dict[st
         except Exception as error:  # Delta's conflict arrives as a JVM exception: told by its name
             if "ConcurrentAppend" not in str(error) or attempt == ATTEMPTS:
                 raise
-    version = _version_saying(output, metadata)
-    return {"version": version, "version_before": version - 1, "at": json.loads(metadata)["at"]}
+    done = _committed(output, says, after)
+    if done is None:
+        raise BackfillError(f"the commit of {says} is not in {output}'s log")
+    return done
 
 
-def _commit_info(output: str, version: int) -> dict[str, Any]:
-    return next((a["commitInfo"] for a in delta.commit(output, version) if "commitInfo" in a), {})
+def _metadata(output: str, version: int) -> dict[str, str]:
+    """A version's userMetadata: what a backfill's commit says of itself ({} for the others)."""
+    info = next((a["commitInfo"] for a in delta.commit(output, version) if "commitInfo" in a), {})
+    try:
+        said = json.loads(info.get("userMetadata") or "{}")
+    except ValueError:  # someone else's words
+        return {}
+    return said if isinstance(said, dict) else {}
 
 
-def _version_saying(output: str, metadata: str) -> int:
-    """The version whose commit carries `metadata` (the newest first: it was just written)."""
-    for version in reversed(delta.versions(output)):
-        if _commit_info(output, version).get("userMetadata") == metadata:
-            return version
-    raise BackfillError(f"the replacement's commit is not in {output}'s log")
+def _said(output: str, version: int) -> dict[str, str]:
+    """Which backfill (or rollback) wrote a version, without when."""
+    return {k: v for k, v in _metadata(output, version).items() if k != "at"}
+
+
+def _committed(output: str, says: dict[str, str], after: int) -> dict[str, Any] | None:
+    """The version after `after` that a backfill's commit (or its rollback's) made; None if none did."""
+    for version in delta.versions(output):
+        if version > after and _said(output, version) == says:
+            return {"version": version, "version_before": version - 1, "at": _metadata(output, version)["at"]}
+    return None
 
 
 def _later_replacements(output: str, version: int) -> list[int]:
     """Versions after `version` written by a backfill or a rollback."""
-    found = []
-    for later in delta.versions(output):
-        if later > version:
-            said = _commit_info(output, later).get("userMetadata")
-            if said and ('"backfill"' in said or '"rollback_of"' in said):
-                found.append(later)
-    return found
+    return [v for v in delta.versions(output) if v > version and {"backfill", "rollback_of"} & set(_said(output, v))]

@@ -20,6 +20,7 @@ from jobs.lake.layout import join, normalize
 
 POINTER = "_CURRENT.json"
 PUBLISHED = "published.json"  # in the backfill's work root
+REPLACED = "replaced.json"  # in the backfill's work root: its commit into a Delta table (replace.py)
 SUMMARY = "_backfill.json"
 KEEP_VERSIONS = 2  # the current one and the one before, which readers may still be reading
 

@@ -20,7 +20,7 @@ from typing import Any
 import jinja2
 
 from jobs import declare
-from jobs.backfill import PUBLISHED, BackfillError, current_version
+from jobs.backfill import PUBLISHED, REPLACED, BackfillError, current_version
 from jobs.lake import fs
 from jobs.lake.layout import Locations, is_s3, join, normalize
 from jobs.quality_report import health
@@ -101,7 +101,8 @@ def stale_checks(runs: list[RunReport], results: list[ValidationResult]) -> dict
 
 
 def backfills(root: str, pipeline_name: str) -> list[dict[str, Any]]:
-    """The pipeline's backfills, newest first: their runs and what each published."""
+    """The pipeline's backfills, newest first: their runs and what each published, or
+    replaced in the production table (and whether that was rolled back)."""
     folder = join(normalize(root), "backfills", pipeline_name)
     found = []
     for backfill_id in reversed(fs.list_names(folder)):
@@ -114,7 +115,16 @@ def backfills(root: str, pipeline_name: str) -> list[dict[str, Any]]:
                 published["current"] = current_version(published["publish_to"]) == published["path"]
             except BackfillError:  # its pointer is gone
                 published["current"] = False
-        found.append({"id": backfill_id, "runs": runs, "published": published, "work_root": work_root})
+        replaced = join(work_root, REPLACED)
+        found.append(
+            {
+                "id": backfill_id,
+                "runs": runs,
+                "published": published,
+                "replaced": fs.read_json(replaced) if fs.exists(replaced) else None,
+                "work_root": work_root,
+            }
+        )
     return found
 
 

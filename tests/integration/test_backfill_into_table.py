@@ -19,11 +19,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from jobs import backfill, declare
-from jobs.backfill.replace import REPLACED, refuse_unless_replaceable, replace_range, roll_back
+from jobs.backfill import REPLACED
+from jobs.backfill.replace import refuse_unless_replaceable, replace_range, roll_back
 from jobs.backfill.stage import stage_closed_range
 from jobs.declare.rules import Rule
 from jobs.lake import delta, fs
 from jobs.lake.layout import Locations, join
+from jobs.quality_report import page as quality_report
 from jobs.validate.suite import load_suite
 from jobs.validate.validation import validate_table
 from tests.helpers import delta_rs_rows, land_in_order, run_pipeline
@@ -155,6 +157,12 @@ def test_a_backfill_replaces_its_dates_in_one_commit_and_the_rollback_keeps_late
     assert rows_of(production.output) == (with_fifth - new) | old
     with pytest.raises(backfill.BackfillError, match="rolled back already"):
         roll_back(spark, plan.work_root, "fix-1", production)
+    # The data quality report's history of the pipeline shows both commits.
+    (listed,) = quality_report.backfills(str(root), "rack_temperatures")
+    assert listed["replaced"]["version"] == done["version"]
+    assert listed["replaced"]["rolled_back"]["version"] == undone["version"]
+    page = quality_report.render(str(root))
+    assert f"replaced in the table: version {done['version']} (rolled back " in page
 
 
 def test_a_range_the_runs_still_write_windows_of_is_refused(spark, tmp_path, shipped):
@@ -259,3 +267,8 @@ def test_an_events_table_s_range_is_replaced_with_the_events_the_fix_lets_throug
         d: rows for d, rows in before.items() if d != "2023-07-29"
     }
     assert done["rows_written"] == 12
+    # Killed after its commit, before its record: run again, it finds the commit, writes nothing.
+    fs.write_json(join(plan.work_root, REPLACED), {"log_was_at": done["version_before"]})
+    versions = delta.versions(production.output)
+    assert replace_range(spark, fixed, plan, production) == done
+    assert delta.versions(production.output) == versions and table() == after
