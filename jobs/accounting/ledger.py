@@ -6,6 +6,7 @@ accounting/N       batch N's exact row account, written once the batch is accoun
 metrics/N          batch N's lines read per source and what only Spark counted, from its progress
 retention.json     how far retention has looked at accounted batches (jobs/run/retention.py)
 quarantined_files.json  landed files quarantined by hand, with the reason (python -m jobs quarantine-file)
+retired.json       the build that replaced this checkpoint's (jobs/change/rebuild.py): no run resumes it
 lock               one run at a time (jobs/lake/locks.py)
 """
 
@@ -73,6 +74,17 @@ class Ledger:
         files = self.quarantined_files() | {path: {"reason": reason, "at": at}}
         fs.write_json(join(self.uri, "quarantined_files.json"), {"files": files})
 
+    # A rebuild's switch retires the checkpoint it replaced; its rollback brings it back.
+    def retired(self) -> dict[str, Any] | None:
+        uri = join(self.uri, "retired.json")
+        return fs.read_json(uri) if fs.exists(uri) else None
+
+    def retire(self, by_build: str, at: str, checkpoint: str) -> None:
+        fs.write_json(join(self.uri, "retired.json"), {"by_build": by_build, "at": at, "checkpoint": checkpoint})
+
+    def unretire(self) -> None:
+        fs.remove_file(join(self.uri, "retired.json"))
+
     # An inferred schema, recorded by the first run and used by every later one.
     def recorded_schema(self) -> dict[str, str] | None:
         uri = join(self.uri, "schema.json")
@@ -129,6 +141,13 @@ def check_contract(
             f"output {checkpoint_log.output} already holds a table written under another checkpoint, "
             f"and checkpoint {checkpoint_log.checkpoint} is new: Spark would skip batches it believes are written. "
             + fresh_start
+        )
+    retired = ledger.retired()
+    if retired:
+        raise IncompatibleCheckpoint(
+            f"checkpoint {checkpoint_log.checkpoint} was retired at {retired['at']} by build {retired['by_build']}, "
+            f"whose checkpoint {retired['checkpoint']} the pipeline's runs use (python -m jobs rebuild "
+            f"{pipeline_name} --rollback goes back)"
         )
     recorded = ledger.recorded_contract()
     if recorded is None:

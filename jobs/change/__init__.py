@@ -1,5 +1,6 @@
 """A pipeline whose declaration changed: what the change means against the checkpoint and
 table it already has.
 
-plan.py   the plan: the run resumes, or every file must be read again (`python -m jobs plan`)
+plan.py      the plan: the run resumes, or every file must be read again (`python -m jobs plan`)
+rebuild.py   every file read again into a new build, the switch to it, and back (`python -m jobs rebuild`)
 """

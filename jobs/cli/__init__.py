@@ -7,6 +7,7 @@ backfill.py        backfill          reprocess a closed range, then publish it
 validate.py        validate          a run's output, or the whole table, with Great Expectations
 maintain.py        maintain          a Delta table compacted and vacuumed
 plan.py            plan              what a changed declaration means against the checkpoint and table
+rebuild.py         rebuild           every landed file read again into a new build, then the switch to it
 quality_report.py  report            the data quality report and Data Docs
 files.py           files             the file ledger, or the table's files
 quarantine_file.py quarantine-file   a landed file's lines quarantined unread

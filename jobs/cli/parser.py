@@ -15,6 +15,7 @@ from jobs.cli import (
     plan,
     quality_report,
     quarantine_file,
+    rebuild,
     run,
     validate,
 )
@@ -27,6 +28,7 @@ COMMANDS = (
     validate,
     maintain,
     plan,
+    rebuild,
     quality_report,
     files,
     quarantine_file,

@@ -1,0 +1,62 @@
+"""`python -m jobs rebuild`: every landed file read again under the declaration as it is
+now, into a new build, then the switch to it at once; `--rollback` goes back."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import UTC, datetime
+
+from jobs import declare
+from jobs.cli.common import add_pipeline, add_root, fail
+from jobs.exit_codes import ExitCode
+from jobs.units import new_run_id
+
+
+def add_parser(commands) -> None:
+    rebuild = commands.add_parser(
+        "rebuild",
+        help="read every landed file again under the declaration into a new build, then switch to it",
+        description=(
+            "For a changed declaration (see `plan`): run the pipeline over every landed file into a new build "
+            "(<root>/builds/<pipeline>/<id>/: its own checkpoint, table, quarantine and run reports) while the "
+            "runs of the build in use go on; then, under that build's lock, take what landed meanwhile and switch: "
+            "runs use the new build from then on, and readers of a Delta table see its rows in one commit (a "
+            "Parquet table's readers resolve <root>/builds/<pipeline>/_CURRENT.json). The same --id resumes an "
+            "interrupted rebuild. --rollback returns to the build in use before the last switch."
+        ),
+    )
+    add_pipeline(rebuild)
+    add_root(rebuild)
+    rebuild.add_argument("--id", metavar="ID", help="the build's id (default: the time); the same id resumes it")
+    rebuild.add_argument("--rollback", action="store_true", help="back to the build in use before the last switch")
+    rebuild.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from jobs.change.rebuild import RebuildError, rebuild, roll_back
+    from jobs.lake.layout import Locations
+    from jobs.run import runner
+    from jobs.session import spark_for
+
+    pipeline = declare.load(args.pipeline)
+    spark = spark_for(
+        Locations.resolve(pipeline.name, root=args.root),
+        f"jobs-rebuild-{pipeline.name}",
+        table_format=pipeline.output.format,
+    )
+    try:
+        if args.rollback:
+            back = roll_back(spark, pipeline, args.root)
+            print(f"{pipeline.name}: back to build {back['build']} (checkpoint {back['checkpoint']})")
+            return ExitCode.OK
+        build_id = args.id or new_run_id(datetime.now(UTC))
+        print(f"{pipeline.name}: rebuild {build_id}")
+        switched = rebuild(spark, pipeline, args.root, build_id)
+    except (RebuildError, runner.RunRefused) as error:
+        return fail(ExitCode.REFUSED, str(error))
+    except runner.RunFailed as error:
+        return fail(ExitCode.FAILED, f"rebuild failed (the same --id resumes it): {error}")
+    print(f"{pipeline.name}: switched to build {switched['build']} at {switched['switched_at']}")
+    print(json.dumps({k: v for k, v in switched.items() if k != "previous"}, indent=2))
+    return ExitCode.OK

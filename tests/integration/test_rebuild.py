@@ -1,0 +1,180 @@
+"""A rebuild: clickstream changed from 1-minute to 5-minute windows, every landed file read
+again into a new build while files keep landing and the build in use keeps running; the
+switch; runs after it; the rollback. Each build's table against the window model of the
+batches that build ran (tests/model.py), each file in each build's file ledger once."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import yaml
+
+from jobs import declare
+from jobs.accounting.checkpoint import CheckpointLog
+from jobs.accounting.file_ledger import taken_files
+from jobs.accounting.ledger import Ledger
+from jobs.change import rebuild
+from jobs.change.plan import REPROCESS
+from jobs.declare.load import pipelines_dir
+from jobs.declare.parts import Window
+from jobs.lake.layout import Locations, current_build
+from jobs.run.runner import RunRefused
+from tests.helpers import all_lines, event, land, run_pipeline, table_rows
+from tests.histories import ordered, table
+from tests.model import ClickstreamModel, SpendingSessionsModel
+
+T0 = datetime(2023, 7, 30, 10, 0, tzinfo=UTC)
+
+
+def arrival(number: int) -> dict[str, list[str]]:
+    """Ten events over four minutes, ten minutes after the previous arrival's."""
+    start = T0 + timedelta(minutes=10 * number)
+    lines = [
+        event(f"u{i % 2}", (start + timedelta(seconds=25 * i)).strftime("%Y-%m-%dT%H:%M:%SZ"), f"e{number}-{i}")
+        for i in range(10)
+    ]
+    return {f"arrival-{number}.json": lines}
+
+
+def ledger_files(locations: Locations) -> list[str]:
+    checkpoint_log = CheckpointLog(locations.checkpoint, locations.output)
+    return [taken["path"].rsplit("/", 1)[1] for taken in taken_files(Ledger(locations.ledger), checkpoint_log)]
+
+
+@pytest.mark.parametrize("table_format", ["parquet", "delta"])
+def test_a_changed_window_rebuilt_while_files_land_then_the_switch_and_the_rollback(
+    spark, clickstream, tmp_path, table_format
+):
+    old = clickstream.model_copy(update={"output": clickstream.output.model_copy(update={"format": table_format})})
+    new = old.model_copy(update={"window": Window(duration_s=300, slide_s=300)})
+    root = str(tmp_path / "root")
+    original = Locations.resolve(old.name, root=root)
+    old_model, new_model = ClickstreamModel(), replace(ClickstreamModel(), window=timedelta(minutes=5))
+    arrivals = {n: arrival(n) for n in range(1, 7)}
+    for n in (1, 2):
+        land(original.landing, arrivals[n])
+        assert run_pipeline(spark, old, original).status == "succeeded"
+        old_model.run([all_lines(arrivals[n])])
+
+    # The rebuild's first run, under the changed declaration; the build in use goes on meanwhile.
+    plan = rebuild.start(spark, new, root, "five-minutes")
+    assert plan.verdict == REPROCESS and "window_duration_s: 60 -> 300" in plan.changes
+    new_model.run([all_lines(arrivals[1]) + all_lines(arrivals[2])])
+    land(original.landing, arrivals[3])
+    assert run_pipeline(spark, old, original).status == "succeeded"  # still the build in use
+    old_model.run([all_lines(arrivals[3])])
+    land(original.landing, arrivals[4])  # landed during the rebuild, taken by no run yet
+
+    switched = rebuild.switch(spark, new, root, "five-minutes", plan)
+    new_model.run([all_lines(arrivals[3]) + all_lines(arrivals[4])])
+
+    build = Locations.resolve(new.name, root=root)  # what runs and readers resolve now
+    assert current_build(original.output.rsplit("/tables/", 1)[0], new.name)["build"] == "five-minutes"
+    assert build.checkpoint == switched["checkpoint"] != original.checkpoint
+    # arrival 4 was read once, by the new build; the old one took 1 to 3, the new one 1 to 4.
+    assert ledger_files(original) == ["arrival-1.json", "arrival-2.json", "arrival-3.json"]
+    assert sorted(ledger_files(build)) == [f"arrival-{n}.json" for n in range(1, 5)]
+    assert table_rows(spark, build.output) == new_model.rows()
+    if table_format == "delta":
+        assert build.output == original.output  # readers read the same table, switched in one commit
+    else:
+        assert table_rows(spark, original.output) == old_model.rows()  # the old build's table, as it was
+    with pytest.raises(RunRefused, match="retired"):
+        run_pipeline(spark, old, original)  # the old checkpoint, named explicitly: refused
+
+    land(original.landing, arrivals[5])
+    assert run_pipeline(spark, new, build).status == "succeeded"
+    new_model.run([all_lines(arrivals[5])])
+    assert table_rows(spark, build.output) == new_model.rows()
+
+    # Back: the old build's checkpoint and table; it takes what the new build took since.
+    back = rebuild.roll_back(spark, new, root)
+    assert back["build"] == rebuild.ORIGINAL
+    resolved = Locations.resolve(old.name, root=root)
+    assert (resolved.checkpoint, resolved.output) == (original.checkpoint, original.output)
+    land(original.landing, arrivals[6])
+    assert run_pipeline(spark, old, resolved).status == "succeeded"
+    old_model.run([all_lines(arrivals[4]) + all_lines(arrivals[5]) + all_lines(arrivals[6])])
+    assert table_rows(spark, original.output) == old_model.rows()
+    assert ledger_files(original) == [f"arrival-{n}.json" for n in range(1, 7)]
+    with pytest.raises(RunRefused, match="retired"):
+        run_pipeline(spark, new, build)
+
+
+def test_a_wrongly_declared_field_fixed_and_rebuilt_uses_the_lines_it_quarantined(spark, clickstream, tmp_path):
+    """event_id declared `long`, sent as text: every event quarantined. Fixed (`string`) and
+    rebuilt, the new build uses them, and its switch counts them."""
+    raw = yaml.safe_load((pipelines_dir() / "clickstream.yaml").read_text())
+    raw["source"]["schema"]["event_id"] = "long"
+    wrong = declare.from_mapping(raw)
+    root = str(tmp_path / "root")
+    original = Locations.resolve(clickstream.name, root=root)
+    arrivals = [arrival(1), arrival(2)]
+    for files in arrivals:
+        land(original.landing, files)
+        report = run_pipeline(spark, wrong, original)
+        assert (report.input_rows, report.quarantined_rows) == (10, 10)
+
+    found = rebuild.start(spark, clickstream, root, "fixed")
+    assert found.verdict == "resumes"  # the field's type is no part of the checkpoint: a rebuild is a choice
+    switched = rebuild.switch(spark, clickstream, root, "fixed", found)
+
+    assert switched["previously_quarantined_now_used"] == 20
+    model = ClickstreamModel()
+    model.run([all_lines(arrivals[0]) + all_lines(arrivals[1])])
+    assert table_rows(spark, Locations.resolve(clickstream.name, root=root).output) == model.rows()
+
+
+def test_a_processor_pipeline_rebuilt_with_a_shorter_gap(spark, tmp_path):
+    """spending_sessions: its sessions made again from every transaction with a 30-minute gap."""
+    shipped = declare.load("spending_sessions")
+    settings = shipped.process.settings.model_copy(update={"gap_s": 1800})
+    shorter = shipped.model_copy(update={"process": shipped.process.model_copy(update={"settings": settings})})
+    root = str(tmp_path / "root")
+    original = Locations.resolve(shipped.name, root=root)
+    lines = []
+    for number in range(3):
+        start = T0 + timedelta(minutes=70 * number)  # a user's pauses: 14 minutes within, 42 between
+        batch = [
+            json.dumps(
+                {
+                    "userId": f"u{i % 2}",
+                    "transactionId": f"t{number}-{i}",
+                    "transactionTime": (start + timedelta(minutes=7 * i)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    "amount": 1.5 * i,
+                }
+            )
+            for i in range(5)
+        ]
+        lines += batch
+        land(original.landing, {f"transactions-{number}.json": batch})
+        assert run_pipeline(spark, shipped, original).status == "succeeded"
+    late = T0 + timedelta(hours=6)  # a transaction hours later closes every session so far
+    closing = [
+        json.dumps(
+            {
+                "userId": u,
+                "transactionId": f"z{u}",
+                "transactionTime": late.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "amount": 0.0,
+            }
+        )
+        for u in ("u0", "u1")
+    ]
+    land(original.landing, {"transactions-late.json": closing})
+
+    switched = rebuild.rebuild(spark, shorter, root, "gap-30m")
+
+    model, hourly = SpendingSessionsModel(gap=timedelta(minutes=30)), SpendingSessionsModel()
+    model.run([lines + closing])
+    hourly.run([lines + closing])
+    assert len(model.rows()) == 6 and len(hourly.rows()) == 2  # the change changes the sessions
+    build = Locations.resolve(shipped.name, root=root)
+    assert build.checkpoint == switched["checkpoint"]
+    assert table(spark, shorter, build) == ordered(model.rows())
+    assert sorted(ledger_files(build)) == sorted(
+        [f"transactions-{n}.json" for n in range(3)] + ["transactions-late.json"]
+    )
