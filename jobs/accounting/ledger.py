@@ -162,7 +162,8 @@ def check_contract(
         raise IncompatibleCheckpoint(
             f"pipeline '{pipeline_name}' changed since checkpoint {checkpoint_log.checkpoint} was started, "
             f"in ways Spark cannot resume from: {'; '.join(changes)}. "
-            f"`python -m jobs plan {pipeline_name}` shows what reprocessing would read. {fresh_start}"
+            f"`python -m jobs rebuild {pipeline_name}` reads every landed file again under the declaration into a new "
+            f"build and switches to it; `python -m jobs plan {pipeline_name}` shows what it would read. {fresh_start}"
         )
 
 

@@ -85,7 +85,7 @@ class Plan:
             RESUMES: f"resumes: the checkpoint ({self.batches:,} batches) describes this declaration's query",
             REPROCESS: (
                 f"reprocess: the checkpoint ({self.batches:,} batches) cannot resume this declaration's query; "
-                "every file read so far must be read again under it"
+                f"every file read so far must be read again under it (python -m jobs rebuild {self.pipeline})"
             ),
         }
         out = [f"{self.pipeline}: {said[self.verdict]}"]
@@ -102,6 +102,10 @@ class Plan:
         else:
             out.append("    columns unchanged: " + _columns(self.schema_after))
         out.append(f"  reprocessing would read {self.reads}: landed {self.landed}, archived {self.archived}")
+        if self.archived.files:
+            out.append(
+                "  (a rebuild does not read the archive yet: it refuses until the archived files are landed again)"
+            )
         if self.lost:
             out.append(
                 f"  lost to reprocessing: {len(self.lost):,} of the files read so far are in neither the landing "

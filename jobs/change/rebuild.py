@@ -65,12 +65,18 @@ def _pointer(root: str, pipeline_name: str) -> str:
     return join(normalize(root), "builds", pipeline_name, CURRENT_BUILD)
 
 
-def rebuild(spark: SparkSession, pipeline: PipelineBase, root: str, build_id: str) -> dict[str, Any]:
-    """Read every landed file into build `build_id` under the declaration, then switch to it."""
-    return switch(spark, pipeline, root, build_id, start(spark, pipeline, root, build_id))
+def rebuild(
+    spark: SparkSession, pipeline: PipelineBase, root: str, build_id: str, options: RunOptions | None = None
+) -> dict[str, Any]:
+    """Read every landed file into build `build_id` under the declaration, then switch to it.
+    `options`: how the build's runs go (e.g. at most N files per batch)."""
+    before = start(spark, pipeline, root, build_id, options)
+    return switch(spark, pipeline, root, build_id, before, options)
 
 
-def start(spark: SparkSession, pipeline: PipelineBase, root: str, build_id: str) -> Plan:
+def start(
+    spark: SparkSession, pipeline: PipelineBase, root: str, build_id: str, options: RunOptions | None = None
+) -> Plan:
     """The plan, then a run of the new build over what has landed; the build in use goes on."""
     in_use = Locations.resolve(pipeline.name, root=root)
     before = plan(spark, pipeline, in_use)
@@ -84,20 +90,28 @@ def start(spark: SparkSession, pipeline: PipelineBase, root: str, build_id: str)
     build = build_locations(root, pipeline.name, build_id)
     if build.checkpoint == in_use.checkpoint:
         raise RebuildError(f"build {build_id} is the one in use already")
-    _run(pipeline, build, spark)  # while the build in use goes on
+    _run(pipeline, build, spark, options)  # while the build in use goes on
     return before
 
 
-def switch(spark: SparkSession, pipeline: PipelineBase, root: str, build_id: str, before: Plan) -> dict[str, Any]:
+def switch(
+    spark: SparkSession,
+    pipeline: PipelineBase,
+    root: str,
+    build_id: str,
+    before: Plan,
+    options: RunOptions | None = None,
+) -> dict[str, Any]:
     """Under the lock of the build in use: the new build takes what landed since, then runs use it."""
     in_use = Locations.resolve(pipeline.name, root=root)
     build = build_locations(root, pipeline.name, build_id)
     with checkpoint_lock(in_use.ledger, pipeline.name):
+        _run(pipeline, build, spark, options)  # what landed meanwhile; no run of the build in use is in flight
         return _switch(spark, pipeline, root, build_id, in_use, build, before)
 
 
-def _run(pipeline: PipelineBase, build: Locations, spark: SparkSession) -> None:
-    report = runner.run(pipeline, build, RunOptions(), spark=spark)
+def _run(pipeline: PipelineBase, build: Locations, spark: SparkSession, options: RunOptions | None) -> None:
+    report = runner.run(pipeline, build, options or RunOptions(), spark=spark)
     log.info(
         "  build: run %s %s, %d files, %d rows", report.run_id, report.status, report.input_files, report.input_rows
     )
@@ -112,7 +126,6 @@ def _switch(
     build: Locations,
     before: Plan,
 ) -> dict[str, Any]:
-    _run(pipeline, build, spark)  # what landed meanwhile; no run of the build in use is in flight
     old = _taken(in_use)
     new = _taken(build)
     missing = sorted(old - new - set(before.lost))

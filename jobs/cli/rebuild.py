@@ -30,6 +30,9 @@ def add_parser(commands) -> None:
     add_root(rebuild)
     rebuild.add_argument("--id", metavar="ID", help="the build's id (default: the time); the same id resumes it")
     rebuild.add_argument("--rollback", action="store_true", help="back to the build in use before the last switch")
+    rebuild.add_argument(
+        "--max-files-per-trigger", type=int, metavar="N", help="at most N files per batch of the build"
+    )
     rebuild.set_defaults(handler=handle)
 
 
@@ -52,7 +55,8 @@ def handle(args: argparse.Namespace) -> int:
             return ExitCode.OK
         build_id = args.id or new_run_id(datetime.now(UTC))
         print(f"{pipeline.name}: rebuild {build_id}")
-        switched = rebuild(spark, pipeline, args.root, build_id)
+        options = runner.RunOptions(max_files_per_trigger=args.max_files_per_trigger)
+        switched = rebuild(spark, pipeline, args.root, build_id, options)
     except (RebuildError, runner.RunRefused) as error:
         return fail(ExitCode.REFUSED, str(error))
     except runner.RunFailed as error:

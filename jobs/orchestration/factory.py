@@ -258,14 +258,8 @@ def backfill_dag(pipelines: list[str]) -> DAG:
                 items={"type": "string"},
                 description="or: folders under the landing location, e.g. dt=2023-07-30/hour=10",
             ),
-            "publish_to": Param(
-                None,
-                type=["null", "string"],
-                description=(
-                    "default: <root>/published/<pipeline>; for a Delta table, none: the range's dates are replaced "
-                    "in the production table"
-                ),
-            ),
+            # For a Delta table, none: the range's dates are replaced in the production table.
+            "publish_to": Param(None, type=["null", "string"], description="default: <root>/published/<pipeline>"),
             "max_files_per_trigger": Param(None, type=["null", "integer"], minimum=1),
         },
         tags=["jobs", "backfill"],

@@ -75,7 +75,12 @@ def test_the_dags_folder_imports_without_errors_quickly_and_without_heavy_import
 
 def test_one_dag_per_declared_pipeline_with_its_schedule_and_settings(dagbag):
     pipelines = declare.load_all()
-    expected_ids = {f"jobs_{name}" for name in pipelines} | {"jobs_backfill", "jobs_data_quality", "jobs_maintenance"}
+    expected_ids = {f"jobs_{name}" for name in pipelines} | {
+        "jobs_backfill",
+        "jobs_data_quality",
+        "jobs_maintenance",
+        "jobs_rebuild",
+    }
     assert set(dagbag["dags"]) == expected_ids
     for name, spec in pipelines.items():
         dag = dagbag["dags"][f"jobs_{name}"]
@@ -201,6 +206,7 @@ def test_one_declaration_that_does_not_load_costs_only_its_own_dag(tmp_path, bro
         "jobs_backfill",
         "jobs_data_quality",
         "jobs_maintenance",
+        "jobs_rebuild",
     }
     for name in set(shipped) - {broken}:
         assert set(found["dags"][f"jobs_{name}"]["tasks"]) == {"run", "validate", "run_report", "table_updated"}
