@@ -22,7 +22,7 @@ import jinja2
 from jobs import declare
 from jobs.backfill import PUBLISHED, REPLACED, BackfillError, current_version
 from jobs.lake import fs
-from jobs.lake.layout import Locations, is_s3, join, normalize
+from jobs.lake.layout import Locations, current_build, is_s3, join, normalize
 from jobs.quality_report import health
 from jobs.quality_report.chart import FATES, run_chart
 from jobs.run.report import RunReport, load_reports
@@ -143,6 +143,7 @@ def _section(root: str, pipeline: declare.PipelineBase, locations: Locations, no
         "table_checks": [v for v in reversed(results) if v.scope == "table"],
         "stale": stale_checks(runs, results),
         "backfills": backfills(root, pipeline.name),
+        "build": current_build(normalize(root), pipeline.name),  # the switch a rebuild made, if any
         "warned_pages": {v.data_docs_page for v in results if v.status == "warned" and v.data_docs_page},
     }
 

@@ -21,6 +21,7 @@ from jobs.change.plan import REPROCESS
 from jobs.declare.load import pipelines_dir
 from jobs.declare.parts import Window
 from jobs.lake.layout import Locations, current_build
+from jobs.quality_report import page as quality_report
 from jobs.run.runner import RunRefused
 from tests.helpers import all_lines, event, land, run_pipeline, table_rows
 from tests.histories import ordered, table
@@ -100,6 +101,7 @@ def test_a_changed_window_rebuilt_while_files_land_then_the_switch_and_the_rollb
     old_model.run([all_lines(arrivals[4]) + all_lines(arrivals[5]) + all_lines(arrivals[6])])
     assert table_rows(spark, original.output) == old_model.rows()
     assert ledger_files(original) == [f"arrival-{n}.json" for n in range(1, 7)]
+    assert "Build <b>original</b> again since" in quality_report.render(root)
     with pytest.raises(RunRefused, match="retired"):
         run_pipeline(spark, new, build)
 
@@ -123,6 +125,8 @@ def test_a_wrongly_declared_field_fixed_and_rebuilt_uses_the_lines_it_quarantine
     switched = rebuild.switch(spark, clickstream, root, "fixed", found)
 
     assert switched["previously_quarantined_now_used"] == 20
+    page = quality_report.render(root)  # the pipeline's history shows the switch
+    assert "Build <b>fixed</b> since" in page and "20 lines build original quarantined are used now" in page
     model = ClickstreamModel()
     model.run([all_lines(arrivals[0]) + all_lines(arrivals[1])])
     assert table_rows(spark, Locations.resolve(clickstream.name, root=root).output) == model.rows()
