@@ -21,6 +21,8 @@
 7. Stages: what each step of the product's flow costs (benchmarks/stages.py).
 8. Maintenance: a Delta table made by 200 small runs, before and after `python -m jobs
    maintain` (benchmarks/maintenance.py).
+9. Rebuild: the backlog run fresh, then `python -m jobs rebuild` of it with 5-minute
+   windows (the plan, the new build's run over every file, the switch).
 
 Every Spark process gets the same driver memory (--memory, default Spark's own 1g).
 Figures, not assertions: README's Performance section quotes what this printed.
@@ -143,6 +145,39 @@ def _as_delta(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "clickstream.yaml").write_text(yaml.safe_dump(declaration))
     return folder
+
+
+def _with_window(folder: Path, duration: str) -> Path:
+    """A pipelines folder with clickstream as shipped but for its window's duration."""
+    import yaml
+
+    from jobs.declare.load import pipelines_dir
+
+    declaration = yaml.safe_load((pipelines_dir() / "clickstream.yaml").read_text())
+    declaration["window"] = {"duration": duration}
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "clickstream.yaml").write_text(yaml.safe_dump(declaration))
+    return folder
+
+
+def rebuild(events: int, files: int, memory: str) -> None:
+    """A rebuild of the backlog against a fresh run of it, one after the other."""
+    data = generate(WORK / f"landing-{events}-{files}", events, files)
+    root = WORK / "rebuild"
+    shutil.rmtree(root, ignore_errors=True)
+    (root / "landing").mkdir(parents=True)
+    (root / "landing" / "clickstream").symlink_to(data)  # the build's landing is the root's
+    env = {"SPARK_DRIVER_MEMORY": memory}
+    fresh = _checked("the fresh run", measure([*_PRODUCT, "--root", str(root)], env=env))
+    changed = {**env, "JOBS_PIPELINES_DIR": str(_with_window(WORK / "five-minutes", "5 minutes"))}
+    command = [PY, "-m", "jobs", "rebuild", "clickstream", "--root", str(root), "--id", "five-minutes"]
+    rebuilt = _checked("the rebuild", measure(command, env=changed))
+    print(
+        f"rebuild: {events:,} events, 1-minute windows rebuilt as 5-minute ones: {rebuilt.seconds:.1f} s "
+        f"(the plan, the new build's run over every file, the switch) against a fresh run of the backlog "
+        f"{fresh.seconds:.1f} s: {rebuilt.seconds / fresh.seconds:.2f}x; peak memory {gib(rebuilt.peak_memory)} "
+        f"against {gib(fresh.peak_memory)}"
+    )
 
 
 def _size(folder: Path) -> int:
@@ -374,7 +409,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--memory", default="1g", help="driver memory of every Spark process (default: %(default)s)")
     parser.add_argument(
-        "--only", choices=("backlog", "nested", "small", "incremental", "state", "rocksdb", "stages", "maintenance")
+        "--only",
+        choices=("backlog", "nested", "small", "incremental", "state", "rocksdb", "stages", "maintenance", "rebuild"),
     )
     args = parser.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
@@ -394,6 +430,8 @@ def main() -> None:
         stages(args.events, args.files, args.memory)
     if args.only in (None, "maintenance"):
         print(_checked("maintenance", measure([PY, "-m", "benchmarks.maintenance"])).stdout)
+    if args.only in (None, "rebuild"):
+        rebuild(args.events, args.files, args.memory)
 
 
 if __name__ == "__main__":
