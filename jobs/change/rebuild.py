@@ -176,9 +176,7 @@ def roll_back(spark: SparkSession, pipeline: PipelineBase, root: str) -> dict[st
     back = pointer["previous"]
     with checkpoint_lock(in_use.ledger, pipeline.name):
         landed = set(fs.list_files(in_use.landing))
-        previous = Locations(
-            **{**in_use.__dict__, **{k: back[k] for k in ("checkpoint", "output", "quarantine", "runs")}}
-        )
+        previous = replace(in_use, **{k: back[k] for k in ("checkpoint", "output", "quarantine", "runs")})
         gone = sorted(_taken(in_use) - _taken(previous) - landed)
         if gone:
             raise RebuildError(
