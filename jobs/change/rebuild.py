@@ -9,7 +9,8 @@ The rebuild runs the pipeline into its build as often as it is started (an inter
 rebuild resumes from the build's checkpoint, as any run does). The switch takes the lock
 of the build in use, so no run of it is in flight, runs the new build once more (what
 landed meanwhile), checks that it has taken every file the build in use took (less those
-deleted since, which the plan named), and then, in this order:
+deleted since, which the plan named) and validates its whole table (a failed `fail` check
+stops here), and then, in this order:
 
     1. retires the old checkpoint: a run of it is refused from here on (the ledger's retired.json);
     2. for a Delta table, writes the new build's rows over the table in one commit (readers see
@@ -43,6 +44,7 @@ from jobs.lake.locks import checkpoint_lock
 from jobs.run import runner
 from jobs.run.context import RunOptions
 from jobs.units import UsageError
+from jobs.validate.validation import validate_table
 
 ORIGINAL = "original"  # the build a pipeline starts with: <root>/checkpoints/<pipeline> and the rest
 log = logging.getLogger("jobs.rebuild")
@@ -131,6 +133,9 @@ def _switch(
     missing = sorted(old - new - set(before.lost))
     if missing:
         raise RebuildError(f"build {build_id} has not taken {len(missing)} files the build in use took: {missing[:3]}")
+    verdict = validate_table(spark, pipeline, build)
+    if verdict.status == "failed":  # as a backfill's staged result: not made current
+        raise RebuildError(f"build {build_id}'s table failed its suite's `fail` checks: not switched to it")
     in_use_ledger = Ledger(in_use.ledger)
     if not in_use_ledger.retired():  # (started again after this step: as it was)
         now = datetime.now(UTC).isoformat(timespec="seconds")
