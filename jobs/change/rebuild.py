@@ -38,8 +38,8 @@ from jobs.accounting.file_ledger import taken_files
 from jobs.accounting.ledger import Ledger
 from jobs.change.plan import Plan, plan
 from jobs.declare import PipelineBase
-from jobs.lake import delta, fs
-from jobs.lake.layout import CURRENT_BUILD, Locations, current_build, join, normalize
+from jobs.lake import builds, delta, fs
+from jobs.lake.layout import CURRENT_BUILD, Locations, join, normalize
 from jobs.lake.locks import checkpoint_lock
 from jobs.run import runner
 from jobs.run.context import RunOptions
@@ -80,7 +80,7 @@ def start(
     spark: SparkSession, pipeline: PipelineBase, root: str, build_id: str, options: RunOptions | None = None
 ) -> Plan:
     """The plan, then a run of the new build over what has landed; the build in use goes on."""
-    in_use = Locations.resolve(pipeline.name, root=root)
+    in_use = builds.in_use(pipeline.name, root)
     before = plan(spark, pipeline, in_use)
     if before.archived.files:
         raise RebuildError(
@@ -105,7 +105,7 @@ def switch(
     options: RunOptions | None = None,
 ) -> dict[str, Any]:
     """Under the lock of the build in use: the new build takes what landed since, then runs use it."""
-    in_use = Locations.resolve(pipeline.name, root=root)
+    in_use = builds.in_use(pipeline.name, root)
     build = build_locations(root, pipeline.name, build_id)
     with checkpoint_lock(in_use.ledger, pipeline.name):
         _run(pipeline, build, spark, options)  # what landed meanwhile; no run of the build in use is in flight
@@ -141,7 +141,7 @@ def _switch(
         now = datetime.now(UTC).isoformat(timespec="seconds")
         in_use_ledger.retire(by_build=build_id, at=now, checkpoint=build.checkpoint)
     now = in_use_ledger.retired()["at"]
-    previous = current_build(normalize(root), pipeline.name) or {"build": ORIGINAL}
+    previous = builds.current_build(root, pipeline.name) or {"build": ORIGINAL}
     output, table_version = build.output, None
     if pipeline.output.format == "delta":
         output = in_use.output  # the table readers read: the new rows go there, in one commit
@@ -174,10 +174,10 @@ def _switch(
 
 def roll_back(spark: SparkSession, pipeline: PipelineBase, root: str) -> dict[str, Any]:
     """Back to the build in use before the last switch: its checkpoint, and its table."""
-    pointer = current_build(normalize(root), pipeline.name)
+    pointer = builds.current_build(root, pipeline.name)
     if not pointer or not pointer.get("previous"):
         raise RebuildError(f"pipeline {pipeline.name!r} has no switch to roll back under {root}")
-    in_use = Locations.resolve(pipeline.name, root=root)
+    in_use = builds.in_use(pipeline.name, root)
     back = pointer["previous"]
     with checkpoint_lock(in_use.ledger, pipeline.name):
         landed = set(fs.list_files(in_use.landing))

@@ -30,6 +30,7 @@ import threading
 from pydantic import ValidationError as SettingsError
 
 from jobs.exit_codes import ExitCode
+from jobs.lake.layout import StorageError, StorageUnavailable
 from jobs.units import UsageError
 
 _deadline: threading.Timer | None = None
@@ -90,6 +91,8 @@ def _handled(args) -> int:
         return fail(ExitCode.USAGE, f"{setting} (environment): {problem['msg']}")
     except KeyboardInterrupt:
         return ExitCode.STOPPED
+    except StorageError as error:  # a location found unusable before anything ran (as a run says it)
+        return fail(ExitCode.FAILED if isinstance(error, StorageUnavailable) else ExitCode.REFUSED, str(error))
     except BrokenPipeError:  # the reader went away (e.g. `jobs list | head`): nothing more to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return ExitCode.OK

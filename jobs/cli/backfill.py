@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from jobs import declare
 from jobs.cli.common import add_pipeline, add_root, fail
 from jobs.exit_codes import ExitCode
+from jobs.lake.builds import in_use
 from jobs.lake.layout import Locations
 from jobs.units import new_run_id
 from jobs.validate.suite import load_suite
@@ -163,7 +164,7 @@ def _replace(plan, pipeline: declare.PipelineBase, spark=None) -> int:
 
 
 def _production(plan) -> Locations:
-    return Locations.resolve(plan.pipeline, root=plan.root)
+    return in_use(plan.pipeline, plan.root)
 
 
 def _roll_back(args: argparse.Namespace) -> int:
@@ -178,7 +179,7 @@ def _roll_back(args: argparse.Namespace) -> int:
     from jobs.lake.layout import normalize
 
     pipeline = declare.load(args.pipeline)
-    production = Locations.resolve(pipeline.name, root=args.root)
+    production = in_use(pipeline.name, args.root)
     work_root = work_root_of(normalize(args.root), pipeline.name, args.id)
     spark = spark_for(production, f"jobs-backfill-rollback-{pipeline.name}", table_format=pipeline.output.format)
     try:

@@ -42,10 +42,13 @@ def check_link(text: str | None) -> str | None:
 
 
 def locations_of(args: argparse.Namespace, pipeline_name: str) -> Locations:
-    """The pipeline's locations: under --root, each as an option gives it."""
-    return Locations.resolve(
+    """The pipeline's locations: under --root, the build in use's (jobs/lake/builds.py), each
+    as an option gives it."""
+    from jobs.lake.builds import in_use
+
+    return in_use(
         pipeline_name,
-        root=args.root,
+        args.root,
         landing=getattr(args, "landing", None),
         output=getattr(args, "output", None),
         checkpoint=getattr(args, "checkpoint", None),

@@ -10,7 +10,7 @@ import sys
 from jobs import declare
 from jobs.cli.common import add_pipeline, add_root, fail, parse_moment
 from jobs.exit_codes import ExitCode
-from jobs.lake.layout import Locations
+from jobs.lake.builds import in_use
 
 
 def add_parser(commands) -> None:
@@ -45,7 +45,7 @@ def handle(args: argparse.Namespace) -> int:
     from jobs.accounting.ledger import Ledger
 
     pipeline = declare.load(args.pipeline)
-    where = Locations.resolve(pipeline.name, root=args.root, output=args.table, checkpoint=args.checkpoint)
+    where = in_use(pipeline.name, args.root, output=args.table, checkpoint=args.checkpoint)
     checkpoint_log = CheckpointLog(where.checkpoint, where.output)
     if args.output:
         listed = file_ledger.table_files(checkpoint_log)

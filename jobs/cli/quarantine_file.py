@@ -8,6 +8,7 @@ import argparse
 from jobs import declare
 from jobs.cli.common import add_pipeline, add_root, fail
 from jobs.exit_codes import ExitCode
+from jobs.lake.builds import in_use
 from jobs.lake.layout import Locations
 
 
@@ -35,7 +36,7 @@ def add_parser(commands) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     pipeline = declare.load(args.pipeline)
-    where = Locations.resolve(pipeline.name, root=args.root, checkpoint=args.checkpoint)
+    where = in_use(pipeline.name, args.root, checkpoint=args.checkpoint)
     return quarantine(pipeline, where, args.file, args.reason) or ExitCode.OK
 
 

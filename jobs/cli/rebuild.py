@@ -38,13 +38,13 @@ def add_parser(commands) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from jobs.change.rebuild import RebuildError, rebuild, roll_back
-    from jobs.lake.layout import Locations
+    from jobs.lake.builds import in_use
     from jobs.run import runner
     from jobs.session import spark_for
 
     pipeline = declare.load(args.pipeline)
     spark = spark_for(
-        Locations.resolve(pipeline.name, root=args.root),
+        in_use(pipeline.name, args.root),
         f"jobs-rebuild-{pipeline.name}",
         table_format=pipeline.output.format,
     )

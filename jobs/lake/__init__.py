@@ -2,6 +2,7 @@
 atomic landing. No Spark.
 
     layout.py   locations under a root; local paths and s3a:// URIs
+    builds.py   which build of a pipeline is in use (after a rebuild's switch): its locations
     fs.py       read, write, list, remove (pyarrow.fs)
     delta.py    Delta tables: Spark's settings for them, what their transaction log says
     s3.py       S3 clients, Spark's s3a settings, S3 errors in one line

@@ -91,6 +91,20 @@ def read_bytes(uri: str) -> bytes:
         return _read_again_if_misread(read)
 
 
+def read_json_if_there(uri: str) -> Any:
+    """A JSON file's value, or None when there is none. On S3 one GET (pyarrow asks with a
+    HEAD first, whose error has no body: a refused credential would read as a server error)."""
+    if is_s3(uri):
+        return s3.read_json_if_there(uri)
+    filesystem, path = _resolve(uri)
+    with _errors(uri):
+        try:
+            with filesystem.open_input_stream(path) as stream:
+                return json.loads(stream.read())
+        except FileNotFoundError:
+            return None
+
+
 def read_chunks(uri: str, end: int, size: int = 8 * 2**20) -> Iterator[bytes]:
     """The first `end` bytes of a file (fewer if it is shorter), in chunks of `size`."""
     filesystem, path = _resolve(uri)

@@ -12,7 +12,7 @@ The layout (the product's contract, see README "Data layout"):
     <root>/archive/<pipeline>/      landed files a `retention: {landed: archive}` moved out of the landing
     <root>/builds/<pipeline>/       rebuilds (jobs/change/rebuild.py): each <id>/ a root of its own for the
                                     build's checkpoint, table, quarantine and runs; _CURRENT.json, once a
-                                    rebuild switched, names the build runs use (and readers of a Parquet table)
+                                    rebuild switched, names the build runs use (jobs/lake/builds.py)
 """
 
 from __future__ import annotations
@@ -113,18 +113,12 @@ class Locations:
         from jobs.settings import settings  # here: Spark's Python workers import this module, without pydantic
 
         base = normalize(root)
-        # After a rebuild's switch, its build's locations are the pipeline's (unless given).
-        build = current_build(base, pipeline_name) or {}
         return cls(
             landing=normalize(landing) if landing else join(base, "landing", pipeline_name),
-            output=normalize(output) if output else build.get("output") or join(base, "tables", pipeline_name),
-            checkpoint=normalize(checkpoint)
-            if checkpoint
-            else build.get("checkpoint") or join(base, "checkpoints", pipeline_name),
-            quarantine=normalize(quarantine)
-            if quarantine
-            else build.get("quarantine") or join(base, "quarantine", pipeline_name),
-            runs=normalize(runs) if runs else build.get("runs") or join(base, "runs", pipeline_name),
+            output=normalize(output) if output else join(base, "tables", pipeline_name),
+            checkpoint=normalize(checkpoint) if checkpoint else join(base, "checkpoints", pipeline_name),
+            quarantine=normalize(quarantine) if quarantine else join(base, "quarantine", pipeline_name),
+            runs=normalize(runs) if runs else join(base, "runs", pipeline_name),
             # Great Expectations keeps its project in a local folder, also when the root is a bucket.
             quality=join(base, "quality")
             if not is_s3(base)
@@ -142,11 +136,3 @@ class Locations:
     def ledger(self) -> str:
         """The pipeline's own files beside Spark's, in the checkpoint (jobs/accounting/ledger.py)."""
         return join(self.checkpoint, "_pipeline")
-
-
-def current_build(root: str, pipeline_name: str) -> dict | None:
-    """The build a rebuild switched the pipeline to (its locations), if one did."""
-    from jobs.lake import fs
-
-    pointer = join(root, "builds", pipeline_name, CURRENT_BUILD)
-    return fs.read_json(pointer) if fs.exists(pointer) else None

@@ -13,7 +13,9 @@ the conditional PUTs behind atomic landing and the checkpoint lease.
 from __future__ import annotations
 
 import functools
+import json
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 from jobs.lake.layout import StorageError, StorageUnavailable, split_bucket
@@ -155,6 +157,21 @@ def bucket_exists(bucket: str) -> bool:
         return filesystem().get_file_info(bucket).type != fs.FileType.NotFound
     except OSError:
         return True  # cannot tell: say what the original error said
+
+
+def read_json_if_there(uri: str) -> Any:
+    """An object's JSON, or None when there is no such object (one GET)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    bucket, key = split_bucket(uri)
+    try:
+        return json.loads(client().get_object(Bucket=bucket, Key=key)["Body"].read())
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+            return None
+        raise explain(error, uri) from None
+    except BotoCoreError as error:
+        raise explain(error, uri) from None
 
 
 def put_new_object(source: Path, uri: str) -> bool:

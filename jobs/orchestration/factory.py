@@ -39,7 +39,6 @@ from jobs import declare
 from jobs.declare.groups import own_schedule
 from jobs.declare.operations import Orchestration
 from jobs.exit_codes import ExitCode
-from jobs.lake.layout import Locations
 from jobs.orchestration import environment
 from jobs.orchestration.operators import BackfillStepOperator, RunPipelineOperator, ValidateTableOperator
 from jobs.orchestration.reports import (
@@ -294,12 +293,13 @@ def data_docs(root: str) -> str:
 def verdict(pipelines: list[str], root: str) -> None:
     """Fails the DAG run when a table failed validation (its task is red too); says which
     pipelines' runs warn (a watermark ahead of now, most rows late, a quarantine jump)."""
+    from jobs.lake.builds import in_use
     from jobs.run.report import recent_reports
     from jobs.run.warnings import HISTORY_RUNS, run_warnings
 
     with environment.task_environment(log):
         for name in pipelines:
-            runs = recent_reports(Locations.resolve(name, root=root).runs, HISTORY_RUNS)
+            runs = recent_reports(in_use(name, root).runs, HISTORY_RUNS)
             for warning in run_warnings(runs, datetime.now(UTC)):
                 log.warning("%s: %s", name, warning)
     log.info("every validated table passed its `fail` expectations")

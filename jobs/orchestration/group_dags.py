@@ -22,7 +22,6 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from jobs import declare
 from jobs.declare.groups import each_group, group_orchestration, group_spark_conf
-from jobs.lake.layout import Locations
 from jobs.orchestration import environment
 from jobs.orchestration.factory import DAG_PREFIX, START_DATE, broken_dag, built
 from jobs.orchestration.operators import GroupRunOperator, RunPipelineOperator
@@ -37,8 +36,9 @@ GROUP_DAG_PREFIX = f"{DAG_PREFIX}group_"
 def _final_run_id(pipeline_name: str, root: str, group_run_id: str) -> str:
     """The member's last run of this DAG run: the group's, or its latest rerun's."""
     from jobs.lake import fs
+    from jobs.lake.builds import in_use
 
-    runs = Locations.resolve(pipeline_name, root=root).runs
+    runs = in_use(pipeline_name, root).runs
     tries = [re.fullmatch(rf"{re.escape(group_run_id)}\.r(\d+)\.json", name) for name in fs.list_names(runs)]
     last = max((int(found.group(1)) for found in tries if found), default=None)
     return group_run_id if last is None else f"{group_run_id}.r{last}"

@@ -186,7 +186,7 @@ class RunPipelineOperator(JobsSubmitOperator):
         process, and its report is stored as any run's. Otherwise how much is new (a small
         increment starts lean) and False."""
         from jobs import declare
-        from jobs.lake.layout import Locations
+        from jobs.lake.builds import in_use
         from jobs.launch import Member, run_and_validate
         from jobs.run.context import RunOptions
         from jobs.run.pending import pending_input
@@ -195,13 +195,13 @@ class RunPipelineOperator(JobsSubmitOperator):
         if context["params"].get("quarantine_file"):
             return False
         pipeline = declare.load(self.pipeline_name)
-        member = Member(
-            pipeline,
-            Locations.resolve(self.pipeline_name, root=self.root),
-            load_suite(pipeline) if "--no-validate" not in self.jobs_args else None,
-        )
         options = RunOptions(run_id=self.run_id, link=context["ti"].log_url, start_spark=False)
         with environment.task_environment(self.log):
+            member = Member(
+                pipeline,
+                in_use(self.pipeline_name, self.root),  # the build a rebuild switched to, if any
+                load_suite(pipeline) if "--no-validate" not in self.jobs_args else None,
+            )
             pending = pending_input(pipeline, member.locations, options)
             self.new_bytes = None if pending.needs_spark else pending.bytes
             if not pending.nothing_new:
@@ -215,12 +215,12 @@ class RunPipelineOperator(JobsSubmitOperator):
         return True
 
     def _run_error(self) -> str | None:
-        from jobs.lake.layout import Locations
+        from jobs.lake.builds import in_use
         from jobs.run.report import load_report
 
         try:
             with environment.task_environment(self.log):
-                return load_report(Locations.resolve(self.pipeline_name, root=self.root).runs, self.run_id).error
+                return load_report(in_use(self.pipeline_name, self.root).runs, self.run_id).error
         except Exception:  # noqa: BLE001 - no report (the run never started): the exit code says enough
             return None
 
@@ -248,7 +248,7 @@ class GroupRunOperator(JobsSubmitOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:
         from jobs import declare
-        from jobs.lake.layout import Locations
+        from jobs.lake.builds import in_use
         from jobs.launch import Member, run_group
         from jobs.run.context import RunOptions
         from jobs.run.pending import pending_input
@@ -256,9 +256,9 @@ class GroupRunOperator(JobsSubmitOperator):
 
         self.run_id = new_run_id(datetime.now(UTC))
         pipelines = [declare.load(name) for name in self.pipeline_names]
-        members = [Member(p, Locations.resolve(p.name, root=self.root), load_suite(p)) for p in pipelines]
         options = RunOptions(run_id=self.run_id, link=context["ti"].log_url, start_spark=False)
         with environment.task_environment(self.log):
+            members = [Member(p, in_use(p.name, self.root), load_suite(p)) for p in pipelines]
             pending = [pending_input(m.pipeline, m.locations, options) for m in members]
             if all(p.nothing_new for p in pending):  # no Spark application: each run here, in this process
                 self.log.info("nothing new for any member: running them here, without Spark")
@@ -310,12 +310,12 @@ class ValidateTableOperator(JobsSubmitOperator):
         self.root = root
 
     def execute(self, context: Any) -> Any:
-        from jobs.lake.layout import Locations
+        from jobs.lake.builds import in_use
         from jobs.run.report import has_committed_batches, load_reports
         from jobs.validate.result import current_table_check, load_results
 
-        runs = Locations.resolve(self.pipeline_name, root=self.root).runs
         with environment.task_environment(self.log):
+            runs = in_use(self.pipeline_name, self.root).runs
             reports, results = load_reports(runs), load_results(runs)
         current = current_table_check(reports, results)
         if not has_committed_batches(reports):

@@ -32,11 +32,12 @@ def run_summary(pipeline_name: str, root: str, jobs_run_id: str) -> dict[str, An
     """What a run's task log and XCom show of its report, with its validation verdict (None
     when nothing new was validated) and where the whole report is."""
     from jobs.lake import fs
+    from jobs.lake.builds import in_use
     from jobs.run.report import load_report, report_uri
     from jobs.validate.result import result_uri
 
-    locations = Locations.resolve(pipeline_name, root=root)
     with environment.task_environment(log):
+        locations = in_use(pipeline_name, root)
         report = load_report(locations.runs, jobs_run_id)
         results = result_uri(locations.runs, jobs_run_id)
         validation = fs.read_json(results) if fs.exists(results) else None
@@ -74,11 +75,12 @@ def validation_verdict(pipeline_name: str, root: str, jobs_run_id: str) -> str:
     task fails on a failed `fail` expectation, and is skipped when the run committed no
     batch (nothing new landed)."""
     from jobs.lake import fs
+    from jobs.lake.builds import in_use
     from jobs.run.report import load_report
     from jobs.validate.result import ValidationResult, result_uri
 
-    runs = Locations.resolve(pipeline_name, root=root).runs
     with environment.task_environment(log):
+        runs = in_use(pipeline_name, root).runs
         report = load_report(runs, jobs_run_id)
         results = result_uri(runs, jobs_run_id)
         result = ValidationResult.model_validate(fs.read_json(results)) if fs.exists(results) else None

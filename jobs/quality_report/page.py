@@ -22,7 +22,8 @@ import jinja2
 from jobs import declare
 from jobs.backfill import PUBLISHED, REPLACED, BackfillError, current_version
 from jobs.lake import fs
-from jobs.lake.layout import Locations, current_build, is_s3, join, normalize
+from jobs.lake.builds import current_build, in_use
+from jobs.lake.layout import Locations, is_s3, join, normalize
 from jobs.quality_report import health
 from jobs.quality_report.chart import FATES, run_chart
 from jobs.run.report import RunReport, load_reports
@@ -143,7 +144,7 @@ def _section(root: str, pipeline: declare.PipelineBase, locations: Locations, no
         "table_checks": [v for v in reversed(results) if v.scope == "table"],
         "stale": stale_checks(runs, results),
         "backfills": backfills(root, pipeline.name),
-        "build": current_build(normalize(root), pipeline.name),  # the switch a rebuild made, if any
+        "build": current_build(root, pipeline.name),  # the switch a rebuild made, if any
         "warned_pages": {v.data_docs_page for v in results if v.status == "warned" and v.data_docs_page},
     }
 
@@ -155,7 +156,7 @@ def sections(
     now = now or datetime.now(UTC)
     declared = declared or declare.load_each()
     found = [
-        _section(root, pipeline, Locations.resolve(name, root=root, reports=reports), now)
+        _section(root, pipeline, in_use(name, root, reports=reports), now)
         for name, pipeline in declared.pipelines.items()
     ]
     return sorted(found, key=lambda s: (s["health"].rank, s["pipeline"].name))

@@ -30,6 +30,7 @@ def test_local_airflow_serves_the_dags_on_loopback_only_and_stops_cleanly(tmp_pa
             "jobs_backfill",
             "jobs_data_quality",
             "jobs_maintenance",
+            "jobs_rebuild",
             *(f"jobs_{name}" for name in declare.load_all()),
         ]
         assert f"DAGs: {', '.join(sorted(dag_ids))}; import errors: none" in started.stdout

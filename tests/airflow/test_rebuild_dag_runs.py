@@ -15,7 +15,8 @@ import pytest
 
 from jobs import declare
 from jobs.accounting.checkpoint import CheckpointLog
-from jobs.lake.layout import Locations, current_build
+from jobs.lake.builds import current_build, in_use
+from jobs.lake.layout import Locations
 from tests.airflow.dag_runs import arrivals, dags_test
 from tests.helpers import all_lines, declaration_copy, land_in_order, run_pipeline, table_rows
 from tests.model import ClickstreamModel
@@ -63,7 +64,7 @@ def test_a_rebuild_killed_and_retried_then_the_pipeline_dag_runs_the_new_build(a
     pointer = current_build(str(root), "clickstream")
     model = replace(ClickstreamModel(), window=timedelta(minutes=5))
     model.run([all_lines({name: lines}) for name, lines in first.items()])  # a file per batch, the kill between
-    build = Locations.resolve("clickstream", root=str(root))
+    build = in_use("clickstream", str(root))
     assert build.checkpoint == pointer["checkpoint"] and table_rows(spark, build.output) == model.rows()
 
     land_in_order(original.landing, later)

@@ -20,7 +20,8 @@ from jobs.change import rebuild
 from jobs.change.plan import REPROCESS
 from jobs.declare.load import pipelines_dir
 from jobs.declare.parts import Window
-from jobs.lake.layout import Locations, current_build
+from jobs.lake.builds import current_build, in_use
+from jobs.lake.layout import Locations
 from jobs.quality_report import page as quality_report
 from jobs.run.runner import RunRefused
 from tests.helpers import all_lines, event, land, run_pipeline, table_rows
@@ -72,8 +73,8 @@ def test_a_changed_window_rebuilt_while_files_land_then_the_switch_and_the_rollb
     switched = rebuild.switch(spark, new, root, "five-minutes", plan)
     new_model.run([all_lines(arrivals[3]) + all_lines(arrivals[4])])
 
-    build = Locations.resolve(new.name, root=root)  # what runs and readers resolve now
-    assert current_build(original.output.rsplit("/tables/", 1)[0], new.name)["build"] == "five-minutes"
+    build = in_use(new.name, root)  # what runs and readers resolve now
+    assert current_build(root, new.name)["build"] == "five-minutes"
     assert build.checkpoint == switched["checkpoint"] != original.checkpoint
     # arrival 4 was read once, by the new build; the old one took 1 to 3, the new one 1 to 4.
     assert ledger_files(original) == ["arrival-1.json", "arrival-2.json", "arrival-3.json"]
@@ -94,7 +95,7 @@ def test_a_changed_window_rebuilt_while_files_land_then_the_switch_and_the_rollb
     # Back: the old build's checkpoint and table; it takes what the new build took since.
     back = rebuild.roll_back(spark, new, root)
     assert back["build"] == rebuild.ORIGINAL
-    resolved = Locations.resolve(old.name, root=root)
+    resolved = in_use(old.name, root)
     assert (resolved.checkpoint, resolved.output) == (original.checkpoint, original.output)
     land(original.landing, arrivals[6])
     assert run_pipeline(spark, old, resolved).status == "succeeded"
@@ -129,7 +130,7 @@ def test_a_wrongly_declared_field_fixed_and_rebuilt_uses_the_lines_it_quarantine
     assert "Build <b>fixed</b> since" in page and "20 lines build original quarantined are used now" in page
     model = ClickstreamModel()
     model.run([all_lines(arrivals[0]) + all_lines(arrivals[1])])
-    assert table_rows(spark, Locations.resolve(clickstream.name, root=root).output) == model.rows()
+    assert table_rows(spark, in_use(clickstream.name, root).output) == model.rows()
 
 
 def test_a_processor_pipeline_rebuilt_with_a_shorter_gap(spark, tmp_path):
@@ -176,7 +177,7 @@ def test_a_processor_pipeline_rebuilt_with_a_shorter_gap(spark, tmp_path):
     model.run([lines + closing])
     hourly.run([lines + closing])
     assert len(model.rows()) == 6 and len(hourly.rows()) == 2  # the change changes the sessions
-    build = Locations.resolve(shipped.name, root=root)
+    build = in_use(shipped.name, root)
     assert build.checkpoint == switched["checkpoint"]
     assert table(spark, shorter, build) == ordered(model.rows())
     assert sorted(ledger_files(build)) == sorted(
@@ -202,6 +203,6 @@ def test_a_rebuild_in_a_bucket(spark, clickstream, s3_root, table_format):
 
     model = replace(ClickstreamModel(), window=timedelta(minutes=5))
     model.run([all_lines(arrivals[0]) + all_lines(arrivals[1])])
-    build = Locations.resolve(new.name, root=s3_root)
+    build = in_use(new.name, s3_root)
     assert build.checkpoint == switched["checkpoint"] and build.checkpoint.startswith("s3a://")
     assert table_rows(spark, build.output) == model.rows()

@@ -172,7 +172,12 @@ def test_wrong_credentials_give_a_clear_error_and_no_secret(tmp_path):
         while socket.socket().connect_ex(("127.0.0.1", port)) != 0:
             assert time.monotonic() < deadline, "moto server did not start"
             time.sleep(0.2)
-        env = {**os.environ, "AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "wrong-key"}
+        env = {
+            **os.environ,
+            "AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{port}",
+            "AWS_ACCESS_KEY_ID": "wrong-key",
+            "AWS_SECRET_ACCESS_KEY": S3_SECRET,  # a key the server does not know, with a secret that must not leak
+        }
         result = subprocess.run(
             python_cmd("run", "clickstream", "--root", "s3a://lake/wrong"),
             cwd=REPO,
