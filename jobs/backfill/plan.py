@@ -76,8 +76,8 @@ class BackfillPlan:
     def locations(self) -> Locations:
         """The production landing location and dimensions; everything else under the work root."""
         production = Locations.resolve(self.pipeline, root=self.root)
-        own = Locations.resolve(self.pipeline, root=self.work_root, landing=production.landing)
-        return replace(own, dimensions=production.dimensions)
+        own = Locations.resolve(self.pipeline, root=self.work_root)
+        return replace(own, landing=production.landing, dimensions=production.dimensions)
 
     def to_params(self) -> dict[str, Any]:
         params: dict[str, Any] = {"pipeline": self.pipeline}

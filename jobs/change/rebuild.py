@@ -59,8 +59,10 @@ def build_locations(root: str, pipeline_name: str, build_id: str) -> Locations:
     and dimensions."""
     base = normalize(root)
     shared = Locations.resolve(pipeline_name, root=base)
-    own = Locations.resolve(pipeline_name, root=join(base, "builds", pipeline_name, build_id), landing=shared.landing)
-    return replace(own, dimensions=shared.dimensions, archive=shared.archive)
+    own = Locations.resolve(pipeline_name, root=join(base, "builds", pipeline_name, build_id))
+    # The same landing, named as the build in use names it (resolving it again would follow
+    # a symlink, and the two file ledgers would name one file two ways).
+    return replace(own, landing=shared.landing, dimensions=shared.dimensions, archive=shared.archive)
 
 
 def _pointer(root: str, pipeline_name: str) -> str:
@@ -156,7 +158,7 @@ def _switch(
         "switched_at": now,
         "why": before.changes,
         "files": len(new),
-        "previously_quarantined_now_used": _now_used(in_use.quarantine, build.quarantine, new),
+        "previously_quarantined_now_used": _now_used(spark, in_use.quarantine, build.quarantine, new),
         "table_version": table_version,
         "previous": {
             **{k: v for k, v in previous.items() if k != "previous"},
@@ -238,14 +240,19 @@ def _move_output(ledger: Ledger, output: str) -> None:
     fs.write_json(join(ledger.uri, "declaration.json"), contract | {"output": output})
 
 
-def _now_used(old_quarantine: str, new_quarantine: str, taken: set[str]) -> int:
+def _now_used(spark: SparkSession, old_quarantine: str, new_quarantine: str, taken: set[str]) -> int:
     """Lines the build in use quarantined that the new build used: quarantined by the old
     declaration, of a file the new build read, and not quarantined by the new one."""
 
-    def lines(quarantine: str) -> set[tuple[str, int]]:
-        table = fs.read_columns(quarantine, ["source_file", "line_number"], "json")
-        if table is None:
-            return set()
-        return set(zip(table.column("source_file").to_pylist(), table.column("line_number").to_pylist(), strict=True))
+    def lines(quarantine: str):
+        if not fs.exists(quarantine):
+            return None
+        found = spark.read.schema("source_file string, line_number long").json(quarantine)
+        return found.select("source_file", "line_number").distinct()
 
-    return len({(f, n) for f, n in lines(old_quarantine) - lines(new_quarantine) if f in taken})
+    old, new = lines(old_quarantine), lines(new_quarantine)
+    if old is None:
+        return 0
+    used = old if new is None else old.join(new, ["source_file", "line_number"], "left_anti")
+    read = spark.createDataFrame([(path,) for path in sorted(taken)], "source_file string")
+    return used.join(read, "source_file", "left_semi").count()

@@ -250,6 +250,33 @@ def _parquet_footer(uri: str):
         return _read_again_if_misread(read)
 
 
+def _json_columns(uri: str, columns: list[str]):
+    """read_columns of JSON lines, file by file: pyarrow 26's dataset scan of JSON files
+    never returned on a quarantine of 10 files, 22 MB (one file's read_json takes 14 ms)."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    filesystem, _ = _resolve(uri)
+    parts = []
+    for location, info in _files_under(uri):
+        with filesystem.open_input_stream(info.path) as stream:
+            table = pj.read_json(stream)
+        folders = dict(
+            part.split("=", 1) for part in location.removeprefix(uri).strip("/").split("/")[:-1] if "=" in part
+        )
+        found = {}
+        for name in columns:
+            if name in table.column_names:
+                found[name] = table.column(name)
+            elif name in folders:
+                value = int(folders[name]) if folders[name].isdigit() else folders[name]
+                found[name] = pa.array([value] * table.num_rows)
+            else:
+                found[name] = pa.nulls(table.num_rows)
+        parts.append(pa.table(found))
+    return pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({c: [] for c in columns})
+
+
 def read_columns(uri: str, columns: list[str], file_format: str):
     """Some columns of every file under a folder (Parquet, or JSON lines), its hive
     partitions (`name=value` folders) as columns too, as a pyarrow Table; None when the
@@ -259,6 +286,8 @@ def read_columns(uri: str, columns: list[str], file_format: str):
     filesystem, path = _resolve(uri)
 
     def read():
+        if file_format == "json":
+            return _json_columns(uri, columns)
         dataset = ds.dataset(path, filesystem=filesystem, format=file_format, partitioning="hive")
         return dataset.to_table(columns=columns)
 
