@@ -75,9 +75,7 @@ class BackfillPlan:
     @property
     def locations(self) -> Locations:
         """The production landing location and dimensions; everything else under the work root."""
-        production = Locations.resolve(self.pipeline, root=self.root)
-        own = Locations.resolve(self.pipeline, root=self.work_root)
-        return replace(own, landing=production.landing, dimensions=production.dimensions)
+        return Locations.resolve(self.pipeline, root=self.root).with_own_root(self.pipeline, self.work_root)
 
     def to_params(self) -> dict[str, Any]:
         params: dict[str, Any] = {"pipeline": self.pipeline}

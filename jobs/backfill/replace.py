@@ -167,26 +167,16 @@ def _write(spark: SparkSession, rows, output: str, predicate: str, says: dict[st
     return done
 
 
-def _metadata(output: str, version: int) -> dict[str, str]:
-    """A version's userMetadata: what a backfill's commit says of itself ({} for the others)."""
-    info = next((a["commitInfo"] for a in delta.commit(output, version) if "commitInfo" in a), {})
-    try:
-        said = json.loads(info.get("userMetadata") or "{}")
-    except ValueError:  # someone else's words
-        return {}
-    return said if isinstance(said, dict) else {}
-
-
 def _said(output: str, version: int) -> dict[str, str]:
     """Which backfill (or rollback) wrote a version, without when."""
-    return {k: v for k, v in _metadata(output, version).items() if k != "at"}
+    return {k: v for k, v in delta.user_metadata(output, version).items() if k != "at"}
 
 
 def _committed(output: str, says: dict[str, str], after: int) -> dict[str, Any] | None:
     """The version after `after` that a backfill's commit (or its rollback's) made; None if none did."""
     for version in delta.versions(output):
         if version > after and _said(output, version) == says:
-            return {"version": version, "version_before": version - 1, "at": _metadata(output, version)["at"]}
+            return {"version": version, "version_before": version - 1, "at": delta.user_metadata(output, version)["at"]}
     return None
 
 

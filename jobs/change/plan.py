@@ -198,8 +198,7 @@ def table_schema(checkpoint_log: CheckpointLog) -> dict[str, str] | None:
     if written is None:
         return None
     columns = {f.name: f.dataType.simpleString() for f in StructType.fromJson(json.loads(written)).fields}
-    # Partition columns live in folder names (dt=2024-01-01), which Spark reads back as dates.
+    # Partition columns live in folder names: the product partitions by a UTC date only.
     for part in newest.removeprefix(output).strip("/").split("/")[:-1]:
-        name, _, value = part.partition("=")
-        columns[name] = "date" if len(value) == 10 and value[4] == "-" else "string"
+        columns[part.partition("=")[0]] = "date"
     return columns

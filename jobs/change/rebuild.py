@@ -26,6 +26,7 @@ did not is still in the landing (the old checkpoint then takes it on its next ru
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -39,7 +40,7 @@ from jobs.accounting.ledger import Ledger
 from jobs.change.plan import Plan, plan
 from jobs.declare import PipelineBase
 from jobs.lake import builds, delta, fs
-from jobs.lake.layout import CURRENT_BUILD, Locations, join, normalize
+from jobs.lake.layout import Locations, join, normalize
 from jobs.lake.locks import checkpoint_lock
 from jobs.run import runner
 from jobs.run.context import RunOptions
@@ -59,14 +60,8 @@ def build_locations(root: str, pipeline_name: str, build_id: str) -> Locations:
     and dimensions."""
     base = normalize(root)
     shared = Locations.resolve(pipeline_name, root=base)
-    own = Locations.resolve(pipeline_name, root=join(base, "builds", pipeline_name, build_id))
-    # The same landing, named as the build in use names it (resolving it again would follow
-    # a symlink, and the two file ledgers would name one file two ways).
-    return replace(own, landing=shared.landing, dimensions=shared.dimensions, archive=shared.archive)
-
-
-def _pointer(root: str, pipeline_name: str) -> str:
-    return join(normalize(root), "builds", pipeline_name, CURRENT_BUILD)
+    own = shared.with_own_root(pipeline_name, join(base, "builds", pipeline_name, build_id))
+    return replace(own, archive=shared.archive)
 
 
 def rebuild(
@@ -115,7 +110,10 @@ def switch(
 
 
 def _run(pipeline: PipelineBase, build: Locations, spark: SparkSession, options: RunOptions | None) -> None:
-    report = runner.run(pipeline, build, options or RunOptions(), spark=spark)
+    # Retention is the build in use's until the switch: a file the build read may not be read
+    # by it yet, and must stay where it landed.
+    keep = pipeline.model_copy(update={"retention": pipeline.retention.model_copy(update={"landed": "keep"})})
+    report = runner.run(keep, build, options or RunOptions(), spark=spark)
     log.info(
         "  build: run %s %s, %d files, %d rows", report.run_id, report.status, report.input_files, report.input_rows
     )
@@ -170,7 +168,7 @@ def _switch(
             "table_version": table_version - 1 if table_version is not None else None,
         },
     }
-    fs.write_json(_pointer(root, pipeline.name), pointer)
+    fs.write_json(builds.pointer(root, pipeline.name), pointer)
     return pointer
 
 
@@ -196,7 +194,7 @@ def roll_back(spark: SparkSession, pipeline: PipelineBase, root: str) -> dict[st
             says = {"rollback_from": pointer["build"], "switched_at": pointer["switched_at"]}
             _copy_table(spark, in_use.output, in_use.output, says, back["table_version"])
         Ledger(previous.ledger).unretire()
-        fs.write_json(_pointer(root, pipeline.name), {**back, "rolled_back_from": pointer["build"], "at": now})
+        fs.write_json(builds.pointer(root, pipeline.name), {**back, "rolled_back_from": pointer["build"], "at": now})
     return back
 
 
@@ -209,29 +207,18 @@ def _copy_table(spark: SparkSession, source: str, target: str, says: dict[str, s
     """The rows of Delta table `source` (as of `version`) over the whole of `target`, in one
     commit (schema and partitioning as the source has them); that commit's version. Done
     already (a switch started again): that commit's version, nothing written."""
-    import json
-
     for existing in reversed(delta.versions(target)):
-        info = next((a["commitInfo"] for a in delta.commit(target, existing) if "commitInfo" in a), {})
-        if info.get("userMetadata") == json.dumps(says):
+        if delta.user_metadata(target, existing) == says:
             return existing
     reader = spark.read.format("delta")
     if version is not None:
         reader = reader.option("versionAsOf", version)
     rows = reader.load(source)
-    partitions = _partition_columns(source)
+    partitions = delta.partition_columns(source)
     writer = rows.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
     writer = writer.option("partitionOverwriteMode", "static")  # the whole table, whatever the session says
-    writer.partitionBy(*partitions).option("userMetadata", json.dumps(says)).save(target)
+    writer.partitionBy(*partitions).option("userMetadata", json.dumps(says)).save(target)  # as user_metadata reads
     return delta.versions(target)[-1]
-
-
-def _partition_columns(output: str) -> list[str]:
-    for version in reversed(delta.versions(output)):
-        for action in delta.commit(output, version):
-            if "metaData" in action:
-                return list(action["metaData"].get("partitionColumns") or [])
-    return []
 
 
 def _move_output(ledger: Ledger, output: str) -> None:

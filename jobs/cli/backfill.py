@@ -86,22 +86,23 @@ def handle(args: argparse.Namespace) -> int:
     print(f"{plan.pipeline}: backfill {plan.backfill_id} of {plan.to_params()}")
     print(f"  work root {plan.work_root} (own checkpoint), staging {plan.stage}")
     check_java()
-    if plan.into_table:
+    production = in_use(plan.pipeline, plan.root) if plan.into_table else None  # the table a range replaces
+    if production is not None:
         from jobs.backfill.replace import refuse_unless_replaceable
 
         try:
-            refuse_unless_replaceable(pipeline, plan, _production(plan))  # before any Spark work
+            refuse_unless_replaceable(pipeline, plan, production)  # before any Spark work
         except backfill.BackfillError as error:
             return fail(ExitCode.REFUSED, str(error))
-        print(f"  then replaces {plan.since} .. {plan.until} in the production table {_production(plan).output}")
+        print(f"  then replaces {plan.since} .. {plan.until} in the production table {production.output}")
     elif args.replace_only:
         return fail(ExitCode.USAGE, "--replace-only is for a Delta table's backfill without --publish-to")
     if args.replace_only:
-        return _replace(plan, pipeline)
+        return _replace(plan, pipeline, production)
     refused = _reprocess(plan)
     if refused is not None:
         return refused
-    return _stage_and_publish(plan, pipeline, suite, stage_only=args.stage_only)
+    return _stage_and_publish(plan, pipeline, suite, production, stage_only=args.stage_only)
 
 
 def _reprocess(plan) -> int | None:
@@ -122,7 +123,9 @@ def _reprocess(plan) -> int | None:
     return None
 
 
-def _stage_and_publish(plan, pipeline: declare.PipelineBase, suite, *, stage_only: bool) -> int:
+def _stage_and_publish(
+    plan, pipeline: declare.PipelineBase, suite, production: Locations | None, *, stage_only: bool
+) -> int:
     from jobs import backfill
     from jobs.backfill.stage import stage_closed_range
     from jobs.session import spark_for
@@ -140,19 +143,18 @@ def _stage_and_publish(plan, pipeline: declare.PipelineBase, suite, *, stage_onl
     staged = Locations.resolve(pipeline.name, root=plan.work_root, output=plan.stage)
     if validate_table(spark, pipeline, staged, suite).status == "failed":
         return fail(ExitCode.INVALID, f"the staged result failed validation; not published ({plan.stage})")
-    if plan.into_table:
-        return _replace(plan, pipeline, spark)
+    if production is not None:
+        return _replace(plan, pipeline, production, spark)
     pointer = backfill.publish(plan)
     print(f"  published: {plan.publish_to}/{backfill.POINTER} -> {pointer['path']}")
     return ExitCode.OK
 
 
-def _replace(plan, pipeline: declare.PipelineBase, spark=None) -> int:
+def _replace(plan, pipeline: declare.PipelineBase, production: Locations, spark=None) -> int:
     """The staged range written over the production table's, in one commit."""
     from jobs.backfill.replace import replace_range
     from jobs.session import spark_for
 
-    production = _production(plan)
     spark = spark or spark_for(production, f"jobs-backfill-{pipeline.name}", table_format="delta")
     done = replace_range(spark, pipeline, plan, production)
     print(
@@ -161,10 +163,6 @@ def _replace(plan, pipeline: declare.PipelineBase, spark=None) -> int:
         f"undo: python -m jobs backfill {pipeline.name} --root {plan.root} --id {plan.backfill_id} --rollback"
     )
     return ExitCode.OK
-
-
-def _production(plan) -> Locations:
-    return in_use(plan.pipeline, plan.root)
 
 
 def _roll_back(args: argparse.Namespace) -> int:

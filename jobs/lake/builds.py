@@ -18,9 +18,14 @@ from jobs.lake.layout import CURRENT_BUILD, Locations, join, normalize
 BUILT = ("checkpoint", "output", "quarantine", "runs")  # what a build has of its own
 
 
+def pointer(root: str, pipeline_name: str) -> str:
+    """Where the build in use is named, once a rebuild switched."""
+    return join(normalize(root), "builds", pipeline_name, CURRENT_BUILD)
+
+
 def current_build(root: str, pipeline_name: str) -> dict[str, Any] | None:
     """The build a rebuild switched the pipeline to (its locations, when, why), if one did."""
-    return fs.read_json_if_there(join(normalize(root), "builds", pipeline_name, CURRENT_BUILD))
+    return fs.read_json_if_there(pointer(root, pipeline_name))
 
 
 def in_use(pipeline_name: str, root: str, **given: str | None) -> Locations:

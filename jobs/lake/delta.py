@@ -53,6 +53,26 @@ def commit(output: str, version: int) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
+def user_metadata(output: str, version: int) -> dict[str, Any]:
+    """What the writer of a version said of it (its commitInfo's userMetadata, as the product
+    writes it: a JSON object); {} for a version that says nothing, or not in those words."""
+    info = next((a["commitInfo"] for a in commit(output, version) if "commitInfo" in a), {})
+    try:
+        said = json.loads(info.get("userMetadata") or "{}")
+    except ValueError:
+        return {}
+    return said if isinstance(said, dict) else {}
+
+
+def partition_columns(output: str) -> list[str]:
+    """The table's partition columns, as its newest metadata action says."""
+    for version in reversed(versions(output)):
+        for action in commit(output, version):
+            if "metaData" in action:
+                return list(action["metaData"].get("partitionColumns") or [])
+    return []
+
+
 def _batch_of(actions: list[dict[str, Any]], query_id: str) -> int | None:
     """The batch id a version committed for the query, if it is one of its batches."""
     for action in actions:

@@ -17,7 +17,7 @@ The layout (the product's contract, see README "Data layout"):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -127,6 +127,13 @@ class Locations:
             dimensions=join(base, "dimensions"),
             archive=join(base, "archive", pipeline_name),
         )
+
+    def with_own_root(self, pipeline_name: str, root: str) -> Locations:
+        """A checkpoint, table, quarantine and runs of their own under `root` (a backfill's, a
+        build's), reading this landing and these dimensions, named as here (normalizing them
+        again would follow a symlink, and two file ledgers would name one file two ways)."""
+        own = Locations.resolve(pipeline_name, root=root)
+        return replace(own, landing=self.landing, dimensions=self.dimensions)
 
     @property
     def uses_s3(self) -> bool:

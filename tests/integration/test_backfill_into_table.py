@@ -74,6 +74,18 @@ def land_day(locations: Locations, day: datetime) -> None:
     land_in_order(join(locations.landing, f"dt={day.date()}"), {f"readings-{day.date()}.json": lines})
 
 
+def plan_of(pipeline: declare.PipelineBase, root, backfill_id: str, check_landing: bool = True, **params):
+    """A backfill of `pipeline` (as given, not as shipped) under `root`."""
+    return backfill.plan_backfill(
+        {"pipeline": pipeline.name, **params},
+        root=str(root),
+        allowed_roots=[str(root)],
+        backfill_id=backfill_id,
+        pipelines={pipeline.name: pipeline},
+        check_landing=check_landing,
+    )
+
+
 @pytest.fixture
 def shipped():
     return declare.load("rack_temperatures")
@@ -99,13 +111,7 @@ def test_a_backfill_replaces_its_dates_in_one_commit_and_the_rollback_keeps_late
         assert on(day, before) == model(day_readings(day), hottest=60)
 
     # The second day, backfilled under the fixed declaration.
-    plan = backfill.plan_backfill(
-        {"pipeline": "rack_temperatures", "since": "2023-07-29", "until": "2023-07-29"},
-        root=str(root),
-        allowed_roots=[str(root)],
-        backfill_id="fix-1",
-        pipelines={"rack_temperatures": shipped},
-    )
+    plan = plan_of(shipped, root, "fix-1", since="2023-07-29", until="2023-07-29")
     assert plan.into_table and plan.stage == join(plan.work_root, "staged")
     refuse_unless_replaceable(shipped, plan, production)
     run_pipeline(spark, shipped, plan.locations, landing_since=DAYS[1].date(), landing_until=DAYS[1].date())
@@ -171,34 +177,16 @@ def test_a_range_the_runs_still_write_windows_of_is_refused(spark, tmp_path, shi
     for day in DAYS[:2]:
         land_day(production, day)
     assert run_pipeline(spark, shipped, production).status == "succeeded"
-    plan = backfill.plan_backfill(
-        {"pipeline": "rack_temperatures", "since": "2023-07-29", "until": "2023-07-29"},
-        root=str(root),
-        allowed_roots=[str(root)],
-        backfill_id="too-soon",
-        pipelines={"rack_temperatures": shipped},
-    )
+    plan = plan_of(shipped, root, "too-soon", since="2023-07-29", until="2023-07-29")
     with pytest.raises(backfill.BackfillError, match="not closed in the production table yet"):
         refuse_unless_replaceable(shipped, plan, production)
 
 
 def test_prefixes_name_no_dates_to_replace(tmp_path, shipped):
     with pytest.raises(backfill.BackfillError, match="give a date range"):
-        backfill.plan_backfill(
-            {"pipeline": "rack_temperatures", "prefixes": ["dt=2023-07-29"]},
-            root=str(tmp_path),
-            allowed_roots=[str(tmp_path)],
-            backfill_id="b",
-            pipelines={"rack_temperatures": shipped},
-            check_landing=False,
-        )
-    copy = backfill.plan_backfill(
-        {"pipeline": "rack_temperatures", "prefixes": ["dt=2023-07-29"], "publish_to": str(tmp_path / "copy")},
-        root=str(tmp_path),
-        allowed_roots=[str(tmp_path)],
-        backfill_id="b",
-        pipelines={"rack_temperatures": shipped},
-        check_landing=False,
+        plan_of(shipped, tmp_path, "b", check_landing=False, prefixes=["dt=2023-07-29"])
+    copy = plan_of(
+        shipped, tmp_path, "b", check_landing=False, prefixes=["dt=2023-07-29"], publish_to=str(tmp_path / "copy")
     )
     assert not copy.into_table  # a copy is published, as for Parquet
 
@@ -249,13 +237,7 @@ def test_an_events_table_s_range_is_replaced_with_the_events_the_fix_lets_throug
 
     before = table()
     assert before["2023-07-29"] == expected(DAYS[1], ("click",))
-    plan = backfill.plan_backfill(
-        {"pipeline": "clickstream_enriched", "since": "2023-07-29", "until": "2023-07-29"},
-        root=str(root),
-        allowed_roots=[str(root)],
-        backfill_id="fix-events",
-        pipelines={"clickstream_enriched": fixed},
-    )
+    plan = plan_of(fixed, root, "fix-events", since="2023-07-29", until="2023-07-29")
     refuse_unless_replaceable(fixed, plan, production)  # events: nothing held back, nothing to wait for
     run_pipeline(spark, fixed, plan.locations, landing_since=DAYS[1].date(), landing_until=DAYS[1].date())
     stage_closed_range(spark, fixed, plan.locations, plan.stage)
