@@ -7,6 +7,7 @@ metrics/N          batch N's lines read per source and what only Spark counted, 
 retention.json     how far retention has looked at accounted batches (jobs/run/retention.py)
 quarantined_files.json  landed files quarantined by hand, with the reason (python -m jobs quarantine-file)
 retired.json       the build that replaced this checkpoint's (jobs/change/rebuild.py): no run resumes it
+previous_builds.json  builds this one replaced, kept for a rollback until retention removes them
 lock               one run at a time (jobs/lake/locks.py)
 """
 
@@ -84,6 +85,13 @@ class Ledger:
 
     def unretire(self) -> None:
         fs.remove_file(join(self.uri, "retired.json"))
+
+    # Builds this one replaced (jobs/change/rebuild.py), until retention removes them (jobs/run/retention.py).
+    def previous_builds(self) -> list[dict[str, Any]]:
+        return fs.read_json_if_there(join(self.uri, "previous_builds.json")) or []
+
+    def record_previous_builds(self, builds: list[dict[str, Any]]) -> None:
+        fs.write_json(join(self.uri, "previous_builds.json"), builds)
 
     # An inferred schema, recorded by the first run and used by every later one.
     def recorded_schema(self) -> dict[str, str] | None:

@@ -19,7 +19,7 @@ from jobs.accounting.file_ledger import taken_files
 from jobs.accounting.ledger import Ledger, contract_changes, with_recorded_schema
 from jobs.declare import PipelineBase
 from jobs.lake import delta, fs
-from jobs.lake.layout import Locations, is_inside, join
+from jobs.lake.layout import Locations, is_inside
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -102,10 +102,6 @@ class Plan:
         else:
             out.append("    columns unchanged: " + _columns(self.schema_after))
         out.append(f"  reprocessing would read {self.reads}: landed {self.landed}, archived {self.archived}")
-        if self.archived.files:
-            out.append(
-                "  (a rebuild does not read the archive yet: it refuses until the archived files are landed again)"
-            )
         if self.lost:
             out.append(
                 f"  lost to reprocessing: {len(self.lost):,} of the files read so far are in neither the landing "
@@ -172,12 +168,9 @@ def _files(locations: Locations, ledger: Ledger, checkpoint_log: CheckpointLog) 
         on_hand.add(path)
     for path, (size, _) in fs.sizes_and_times(locations.archive).items():
         archived.add(size)
-        on_hand.add(join(locations.landing, path.removeprefix(locations.archive).lstrip("/")))
-    lost = [
-        taken["path"]
-        for taken in taken_files(ledger, checkpoint_log)
-        if is_inside(taken["path"], locations.landing) and taken["path"] not in on_hand
-    ]
+        on_hand.add(locations.landed_name(path))
+    taken = {locations.landed_name(taken["path"]) for taken in taken_files(ledger, checkpoint_log)}
+    lost = [path for path in taken if is_inside(path, locations.landing) and path not in on_hand]
     return landed, archived, sorted(set(lost))
 
 

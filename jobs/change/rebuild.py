@@ -39,12 +39,14 @@ from jobs.accounting.file_ledger import taken_files
 from jobs.accounting.ledger import Ledger
 from jobs.change.plan import Plan, plan
 from jobs.declare import PipelineBase
+from jobs.flow.query import source_landings
+from jobs.flow.source import new_files_path
 from jobs.lake import builds, delta, fs
-from jobs.lake.layout import Locations, join, normalize
+from jobs.lake.layout import Locations, is_inside, join, normalize
 from jobs.lake.locks import checkpoint_lock
 from jobs.run import runner
 from jobs.run.context import RunOptions
-from jobs.units import UsageError
+from jobs.units import UsageError, duration_words
 from jobs.validate.validation import validate_table
 
 ORIGINAL = "original"  # the build a pipeline starts with: <root>/checkpoints/<pipeline> and the rest
@@ -79,16 +81,12 @@ def start(
     """The plan, then a run of the new build over what has landed; the build in use goes on."""
     in_use = builds.in_use(pipeline.name, root)
     before = plan(spark, pipeline, in_use)
-    if before.archived.files:
-        raise RebuildError(
-            f"{before.archived} are in retention's archive ({in_use.archive}), which a rebuild does not read yet: "
-            "move them back into the landing first"
-        )
     for line in before.lines():
         log.info("%s", line)
     build = build_locations(root, pipeline.name, build_id)
     if build.checkpoint == in_use.checkpoint:
         raise RebuildError(f"build {build_id} is the one in use already")
+    _read_archive(pipeline, build, spark, options)  # first: what retention moved out of the landing
     _run(pipeline, build, spark, options)  # while the build in use goes on
     return before
 
@@ -105,7 +103,10 @@ def switch(
     in_use = builds.in_use(pipeline.name, root)
     build = build_locations(root, pipeline.name, build_id)
     with checkpoint_lock(in_use.ledger, pipeline.name):
-        _run(pipeline, build, spark, options)  # what landed meanwhile; no run of the build in use is in flight
+        # No run of the build in use is in flight: first what its retention moved before the
+        # build listed the landing (in the order they landed), then what landed meanwhile.
+        _read_archive(pipeline, build, spark, options)
+        _run(pipeline, build, spark, options)
         return _switch(spark, pipeline, root, build_id, in_use, build, before)
 
 
@@ -117,6 +118,39 @@ def _run(pipeline: PipelineBase, build: Locations, spark: SparkSession, options:
     log.info(
         "  build: run %s %s, %d files, %d rows", report.run_id, report.status, report.input_files, report.input_rows
     )
+
+
+def _read_archive(pipeline: PipelineBase, build: Locations, spark: SparkSession, options: RunOptions | None) -> None:
+    """Runs of the build over the files in retention's archive it has taken under neither
+    name: as archived, or as landed (a file the build read before retention moved it)."""
+    taken = _taken(build, as_landed=False)
+    sources = [build.archived_name(landing) for landing in source_landings(pipeline, build.landing)]
+    wanted: dict[int, list[str]] = {}
+    for source, archive in enumerate(sources):
+        for path in fs.list_files(archive):
+            if path not in taken and build.landed_name(path) not in taken:
+                wanted.setdefault(source, []).append(path)
+    if not any(is_inside(path, build.landing) for path in taken):
+        # Nothing read from the landing yet, so nothing retention moves meanwhile was read:
+        # each archive listed whole (Spark passes over what the build took from it).
+        runs = [{source: sources[source] for source in wanted}]
+    else:  # by name, a run per folder (a pattern of names across folders matches more)
+        runs = [
+            {source: new_files_path(folder, tuple(files)) or folder}
+            for source, paths in wanted.items()
+            for folder, files in _by_folder(paths).items()
+        ]
+    for paths in runs if wanted else []:
+        listed = tuple(paths.get(source, join(archive, "{_}")) for source, archive in enumerate(sources))  # {_}: none
+        log.info("  build: reading %d file(s) in retention's archive: %s", sum(map(len, wanted.values())), listed)
+        _run(pipeline, build, spark, replace(options or RunOptions(), from_archive=listed))
+
+
+def _by_folder(paths: list[str]) -> dict[str, list[str]]:
+    folders: dict[str, list[str]] = {}
+    for path in sorted(paths):
+        folders.setdefault(path.rpartition("/")[0], []).append(path)
+    return folders
 
 
 def _switch(
@@ -156,7 +190,7 @@ def _switch(
         "switched_at": now,
         "why": before.changes,
         "files": len(new),
-        "previously_quarantined_now_used": _now_used(spark, in_use.quarantine, build.quarantine, new),
+        "previously_quarantined_now_used": _now_used(spark, in_use, build, new),
         "table_version": table_version,
         "previous": {
             **{k: v for k, v in previous.items() if k != "previous"},
@@ -169,7 +203,25 @@ def _switch(
         },
     }
     fs.write_json(builds.pointer(root, pipeline.name), pointer)
+    _keep(Ledger(build.ledger), in_use_ledger, previous.get("build", ORIGINAL), in_use, pipeline, now)
+    if pipeline.output.format == "delta":
+        fs.remove_tree(build_locations(root, pipeline.name, build_id).output)  # copied: the build's runs write `output`
     return pointer
+
+
+def _keep(ledger: Ledger, replaced: Ledger, name: str, locations: Locations, pipeline: PipelineBase, at: str) -> None:
+    """The replaced build, kept for a rollback until the new one's retention removes it
+    (jobs/run/retention.py), with those the replaced build was still keeping."""
+    shared_table = pipeline.output.format == "delta"  # one table: its versions are time travel's to keep
+    kept = {
+        "build": name,
+        "checkpoint": locations.checkpoint,
+        "quarantine": locations.quarantine,
+        "output": None if shared_table else locations.output,
+        "since": at,
+    }
+    before = [b for b in replaced.previous_builds() if b["checkpoint"] not in (kept["checkpoint"], ledger.uri)]
+    ledger.record_previous_builds([*before, kept])
 
 
 def roll_back(spark: SparkSession, pipeline: PipelineBase, root: str) -> dict[str, Any]:
@@ -179,6 +231,13 @@ def roll_back(spark: SparkSession, pipeline: PipelineBase, root: str) -> dict[st
         raise RebuildError(f"pipeline {pipeline.name!r} has no switch to roll back under {root}")
     in_use = builds.in_use(pipeline.name, root)
     back = pointer["previous"]
+    for kept in Ledger(in_use.ledger).previous_builds():
+        if kept["checkpoint"] == back["checkpoint"] and kept.get("removed_at"):
+            raise RebuildError(
+                f"build {back['build']} was removed at {kept['removed_at']}, kept "
+                f"{duration_words(pipeline.retention.previous_build_s)} after the switch (retention.previous_build): "
+                "there is nothing to roll back to"
+            )
     with checkpoint_lock(in_use.ledger, pipeline.name):
         landed = set(fs.list_files(in_use.landing))
         previous = replace(in_use, **{k: back[k] for k in ("checkpoint", "output", "quarantine", "runs")})
@@ -195,12 +254,15 @@ def roll_back(spark: SparkSession, pipeline: PipelineBase, root: str) -> dict[st
             _copy_table(spark, in_use.output, in_use.output, says, back["table_version"])
         Ledger(previous.ledger).unretire()
         fs.write_json(builds.pointer(root, pipeline.name), {**back, "rolled_back_from": pointer["build"], "at": now})
+        _keep(Ledger(previous.ledger), Ledger(in_use.ledger), pointer["build"], in_use, pipeline, now)
     return back
 
 
-def _taken(locations: Locations) -> set[str]:
+def _taken(locations: Locations, as_landed: bool = True) -> set[str]:
+    """The files a build took, named where they landed (or as read: from the archive too)."""
     checkpoint_log = CheckpointLog(locations.checkpoint, locations.output)
-    return {taken["path"] for taken in taken_files(Ledger(locations.ledger), checkpoint_log)}
+    taken = {taken["path"] for taken in taken_files(Ledger(locations.ledger), checkpoint_log)}
+    return {locations.landed_name(path) for path in taken} if as_landed else taken
 
 
 def _copy_table(spark: SparkSession, source: str, target: str, says: dict[str, str], version: int | None = None) -> int:
@@ -227,17 +289,24 @@ def _move_output(ledger: Ledger, output: str) -> None:
     fs.write_json(join(ledger.uri, "declaration.json"), contract | {"output": output})
 
 
-def _now_used(spark: SparkSession, old_quarantine: str, new_quarantine: str, taken: set[str]) -> int:
+def _now_used(spark: SparkSession, in_use: Locations, build: Locations, taken: set[str]) -> int:
     """Lines the build in use quarantined that the new build used: quarantined by the old
-    declaration, of a file the new build read, and not quarantined by the new one."""
+    declaration, of a file the new build read, and not quarantined by the new one (files
+    named where they landed: either build may have read one from retention's archive)."""
+    from pyspark.sql import functions as F
 
-    def lines(quarantine: str):
-        if not fs.exists(quarantine):
+    def lines(locations: Locations):
+        if not fs.exists(locations.quarantine):
             return None
-        found = spark.read.schema("source_file string, line_number long").json(quarantine)
-        return found.select("source_file", "line_number").distinct()
+        found = spark.read.schema("source_file string, line_number long").json(locations.quarantine)
+        archived = locations.archive.rstrip("/") + "/"
+        landed = F.concat(
+            F.lit(locations.landing.rstrip("/") + "/"), F.col("source_file").substr(len(archived) + 1, 1 << 20)
+        )
+        file = F.when(F.col("source_file").startswith(archived), landed).otherwise(F.col("source_file"))
+        return found.select(file.alias("source_file"), "line_number").distinct()
 
-    old, new = lines(old_quarantine), lines(new_quarantine)
+    old, new = lines(in_use), lines(build)
     if old is None:
         return 0
     used = old if new is None else old.join(new, ["source_file", "line_number"], "left_anti")

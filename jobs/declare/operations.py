@@ -26,6 +26,9 @@ class Retention(Part):
     # A Delta table only: how far back it can still be read as it was (time travel, RESTORE).
     # `python -m jobs maintain` (VACUUM) removes the files no version that recent needs.
     time_travel_s: Literal[0] | Duration = Field(7 * 24 * 3600, alias="time_travel")
+    # How long a build a rebuild switched away from is kept for `rebuild --rollback`: then
+    # its checkpoint, quarantine and (Parquet) table are removed (jobs/run/retention.py).
+    previous_build_s: Literal[0] | Duration = Field(7 * 24 * 3600, alias="previous_build")
 
 
 STATE_STORES = {

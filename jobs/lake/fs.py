@@ -213,10 +213,13 @@ def move_file(uri: str, to: str) -> None:
 
 
 def remove_tree(uri: str) -> None:
-    """Delete a folder and everything under it (on S3: every object under the prefix)."""
+    """Delete a folder and everything under it (on S3: every object under the prefix), or a file."""
     filesystem, path = _resolve(uri)
     with _errors(uri):
-        if filesystem.get_file_info(path).type != pafs.FileType.NotFound:
+        kind = filesystem.get_file_info(path).type
+        if kind == pafs.FileType.File:
+            filesystem.delete_file(path)
+        elif kind != pafs.FileType.NotFound:
             filesystem.delete_dir(path)
 
 

@@ -135,6 +135,16 @@ class Locations:
         own = Locations.resolve(pipeline_name, root=root)
         return replace(own, landing=self.landing, dimensions=self.dimensions)
 
+    def landed_name(self, path: str) -> str:
+        """Where a file landed: `path`, or for one in retention's archive, its place in the landing."""
+        if self.archive and is_inside(path, self.archive) and path != self.archive:
+            return join(self.landing, path.removeprefix(self.archive.rstrip("/")))
+        return path
+
+    def archived_name(self, path: str) -> str:
+        """Where retention archives a landed file (jobs/run/retention.py)."""
+        return join(self.archive, path.removeprefix(self.landing.rstrip("/")))
+
     @property
     def uses_s3(self) -> bool:
         return any(is_s3(uri) for uri in (self.landing, self.output, self.checkpoint, self.quarantine, self.runs))

@@ -40,6 +40,9 @@ class RunOptions:
     landing_glob: str | None = None
     landing_since: date | None = None
     landing_until: date | None = None
+    # Per source, what the run lists in retention's archive instead of the landing: a
+    # rebuild reading the files retention moved (jobs/change/rebuild.py).
+    from_archive: tuple[str, ...] | None = None
     # Chosen by the caller (the Airflow DAG) so that later steps find this run's report.
     run_id: str | None = None
     link: str | None = None  # where the run was started from (an Airflow task's page)
@@ -56,7 +59,7 @@ class RunOptions:
     @property
     def lists_all(self) -> bool:
         """Whether the run lists the whole landing (what it does not list is not skipped)."""
-        return not (self.landing_glob or self.landing_since)
+        return not (self.landing_glob or self.landing_since or self.from_archive)
 
 
 @dataclass(frozen=True, kw_only=True)

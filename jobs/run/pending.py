@@ -67,6 +67,8 @@ def pending_input(pipeline: PipelineBase, locations: Locations, options: RunOpti
         return Pending(0, 0, "a processing-time trigger waits for files")
     if options.landing_glob:
         return Pending(0, 0, "the run lists the landing by a pattern")
+    if options.from_archive:
+        return Pending(0, 0, "the run reads retention's archive")
     checkpoint_log = CheckpointLog(locations.checkpoint, locations.output)
     in_flight = checkpoint_log.batch_in_flight()
     if in_flight is not None:

@@ -34,11 +34,14 @@ class RetentionDone(BaseModel):
     already_gone: int = 0  # named by the ledger, but no longer landed
     through_batch: int | None = None  # every batch up to this one has been seen to
     archive: str | None = None
+    builds_removed: list[str] = []  # builds a rebuild switched away from, kept long enough
 
     def describe(self) -> str:
         done = [f"{n} {what}" for what, n in (("deleted", self.deleted), ("archived", self.archived)) if n]
         where = f" to {self.archive}" if self.archived else ""
-        return f"retention: {', '.join(done)} landed file(s){where}, of batches up to {self.through_batch}"
+        landed = f"{', '.join(done)} landed file(s){where}, of batches up to {self.through_batch}" if done else ""
+        removed = f"build(s) {', '.join(self.builds_removed)} removed" if self.builds_removed else ""
+        return "retention: " + "; ".join(part for part in (landed, removed) if part)
 
 
 class RuleCount(BaseModel):

@@ -1,7 +1,10 @@
 """Retention of landed files, as the declaration says (its `retention:` block).
 
 After a run, the landed files of batches accounted more than `landed_after` ago are
-deleted, or archived (moved to the archive location under the same relative path).
+deleted, or archived (moved to the archive location under the same relative path); and
+the builds a rebuild switched away from more than `previous_build` ago are removed (their
+checkpoint, quarantine and Parquet table; the checkpoint's `retired.json` stays, so that
+nothing resumes it).
 Only files the ledger names are touched, so never one whose batch is not committed and
 accounted: recovering an interrupted run, which reads the files of batches committed
 but not yet accounted, never needs a file retention removed. `_pipeline/retention.json`
@@ -13,6 +16,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from jobs.accounting.file_ledger import accounts_after, files_of
+from jobs.accounting.ledger import Ledger
 from jobs.lake import fs
 from jobs.lake.layout import is_inside, join
 from jobs.run.context import RunContext
@@ -20,12 +24,45 @@ from jobs.run.report import RetentionDone
 
 
 def apply_retention(run: RunContext, *, now: datetime | None = None) -> RetentionDone:
-    """Delete or archive the landed files of the accounted batches old enough; returns what it did."""
+    """Delete or archive the landed files of the accounted batches old enough, and remove
+    the previous builds kept long enough; returns what it did."""
+    now = now or datetime.now(UTC)
+    done = RetentionDone(archive=run.locations.archive if run.pipeline.retention.landed == "archive" else None)
+    if run.pipeline.retention.landed != "keep":
+        _landed_files(run, now, done)
+    _previous_builds(run, now, done)
+    if done.deleted or done.archived or done.builds_removed:
+        run.log.info("  %s", done.describe())
+    return done
+
+
+def _previous_builds(run: RunContext, now: datetime, done: RetentionDone) -> None:
+    kept = run.ledger.previous_builds()
+    cutoff = now - timedelta(seconds=run.pipeline.retention.previous_build_s)
+    for build in kept:
+        if build.get("removed_at") or datetime.fromisoformat(build["since"]) > cutoff:
+            continue
+        checkpoint, ledger = build["checkpoint"], join(build["checkpoint"], "_pipeline")
+        if checkpoint == run.locations.checkpoint or not Ledger(ledger).retired():
+            continue  # in use again (a rollback): never one a run may resume
+        for name in fs.list_names(checkpoint):  # all but the ledger's retired.json (and its lock)
+            if name != "_pipeline":
+                fs.remove_tree(join(checkpoint, name))
+        for name in fs.list_names(ledger):
+            if name not in ("retired.json", "lock"):
+                fs.remove_tree(join(ledger, name))
+        for folder in (build["quarantine"], build.get("output")):
+            if folder and folder != run.locations.output:
+                fs.remove_tree(folder)
+        build["removed_at"] = now.isoformat(timespec="seconds")
+        done.builds_removed.append(build["build"])
+    if done.builds_removed:
+        run.ledger.record_previous_builds(kept)
+
+
+def _landed_files(run: RunContext, now: datetime, done: RetentionDone) -> None:
     retention, ledger, checkpoint_log, locations = run.pipeline.retention, run.ledger, run.checkpoint_log, run.locations
-    done = RetentionDone(archive=locations.archive if retention.landed == "archive" else None)
-    if retention.landed == "keep":
-        return done
-    cutoff = (now or datetime.now(UTC)) - timedelta(seconds=retention.landed_after_s)
+    cutoff = now - timedelta(seconds=retention.landed_after_s)
     seen_through = ledger.retention_mark()
     for expected, account in enumerate(accounts_after(ledger, seen_through), start=seen_through + 1):
         if account["batch_id"] != expected:
@@ -42,12 +79,9 @@ def apply_retention(run: RunContext, *, now: datetime | None = None) -> Retentio
                 done.deleted += removed
                 done.already_gone += not removed
             elif fs.exists(path):
-                fs.move_file(path, join(locations.archive, path.removeprefix(locations.landing).lstrip("/")))
+                fs.move_file(path, locations.archived_name(path))
                 done.archived += 1
             else:
                 done.already_gone += 1
         ledger.record_retention_mark(account["batch_id"])
         done.through_batch = account["batch_id"]
-    if done.deleted or done.archived:
-        run.log.info("  %s", done.describe())
-    return done

@@ -220,7 +220,8 @@ def _start(run: RunContext, report: RunReport, pending: Pending) -> StreamingQue
     )
     report.batch_limits = asdict(limits)
     run.log.info("  start: %s", limits.describe())
-    landings = [options.listed(landing) for landing in source_landings(run.pipeline, run.locations.landing)]
+    landed = source_landings(run.pipeline, run.locations.landing)
+    landings = list(options.from_archive or [options.listed(landing) for landing in landed])
     return start_query(
         run.spark,
         run.pipeline,

@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 import yaml
 
+from demo import samples
 from jobs import declare
 from jobs.accounting.checkpoint import CheckpointLog
 from jobs.accounting.file_ledger import taken_files
@@ -25,8 +27,8 @@ from jobs.lake.layout import Locations
 from jobs.quality_report import page as quality_report
 from jobs.run.runner import RunRefused
 from tests.helpers import all_lines, event, land, run_pipeline, table_rows
-from tests.histories import ordered, table
-from tests.model import ClickstreamModel, SpendingSessionsModel
+from tests.histories import USERS, ordered, table, write_users
+from tests.model import AdJoinModel, ClickstreamModel, EventsModel, RuleBook, SpendingSessionsModel, enriched_row
 
 T0 = datetime(2023, 7, 30, 10, 0, tzinfo=UTC)
 
@@ -206,3 +208,114 @@ def test_a_rebuild_in_a_bucket(spark, clickstream, s3_root, table_format):
     build = in_use(new.name, s3_root)
     assert build.checkpoint == switched["checkpoint"] and build.checkpoint.startswith("s3a://")
     assert table_rows(spark, build.output) == model.rows()
+
+
+def test_a_rebuild_reads_retention_s_archive_and_each_file_once(spark, clickstream, tmp_path):
+    """Retention archives each file once its batch is accounted. The rebuild reads the archive,
+    then the landing; a file it read from the landing and retention archived since is not read
+    again, one archived before the build listed the landing is (at the switch, by name). The
+    build it replaced is kept `previous_build` long (here 0): the next run removes it."""
+    archiving = clickstream.model_copy(
+        update={"retention": clickstream.retention.model_copy(update={"landed": "archive", "landed_after_s": 0})}
+    )
+    new = archiving.model_copy(
+        update={
+            "window": Window(duration_s=300, slide_s=300),
+            "retention": archiving.retention.model_copy(update={"previous_build_s": 0}),
+        }
+    )
+    root = str(tmp_path / "root")
+    original = Locations.resolve(archiving.name, root=root)
+    arrivals = {n: arrival(n) for n in range(1, 6)}
+    for n in (1, 2):
+        land(original.landing, arrivals[n])
+        assert run_pipeline(spark, archiving, original).status == "succeeded"
+    land(original.landing, arrivals[3])
+    assert sorted(p.name for p in Path(original.archive).iterdir()) == ["arrival-1.json", "arrival-2.json"]
+
+    plan = rebuild.start(spark, new, root, "archive-too")  # reads 1 and 2 archived, 3 landed
+    assert (plan.landed.files, plan.archived.files, plan.lost) == (1, 2, [])
+    assert run_pipeline(spark, archiving, original).status == "succeeded"  # takes 3, archives it
+    land(original.landing, arrivals[4])
+    assert run_pipeline(spark, archiving, original).status == "succeeded"  # takes 4, archives it
+    land(original.landing, arrivals[5])
+    rebuild.switch(spark, new, root, "archive-too", plan)
+
+    build = in_use(new.name, root)
+    assert ledger_files(original) == [f"arrival-{n}.json" for n in range(1, 5)]  # the build's runs moved none
+    taken = ledger_files(build)
+    assert sorted(taken) == [f"arrival-{n}.json" for n in range(1, 6)]  # each once, under one name
+    model = replace(ClickstreamModel(), window=timedelta(minutes=5))
+    model.run([[line for n in range(1, 6) for line in all_lines(arrivals[n])]])
+    assert table_rows(spark, build.output) == model.rows()
+
+    # Runs of the new build archive what they read; the first removes the build it replaced.
+    land(original.landing, arrival(6))
+    report = run_pipeline(spark, new, build)
+    assert report.retention.builds_removed == ["original"]
+    # 5 and 6 archived; 3 too, by the old build after the new one read it from the landing.
+    assert (report.retention.archived, report.retention.already_gone) == (2, 1)
+    assert [p.relative_to(original.checkpoint).as_posix() for p in Path(original.checkpoint).rglob("*.json")] == [
+        "_pipeline/retired.json"
+    ]
+    assert not Path(original.output).exists() and not Path(original.quarantine).exists()
+    with pytest.raises(RunRefused, match="retired"):
+        run_pipeline(spark, archiving, original)  # nothing resumes it
+    with pytest.raises(rebuild.RebuildError, match=r"build original was removed at .* \(retention.previous_build\)"):
+        rebuild.roll_back(spark, new, root)
+
+
+def test_an_events_pipeline_rebuilt_keeps_the_events_it_quarantined_unmatched(spark, tmp_path):
+    """clickstream_enriched (events, Delta): events of users the dimension lacks were
+    quarantined; declared `unmatched: keep` and rebuilt, they are in the table, with nulls."""
+    shipped = declare.load("clickstream_enriched")
+    keeping = shipped.model_copy(update={"enrich": shipped.enrich.model_copy(update={"unmatched": "keep"})})
+    root = str(tmp_path / "root")
+    original = Locations.resolve(shipped.name, root=root)
+    write_users(original, USERS)
+    arrivals = samples.arrivals(shipped.name)
+    for files in arrivals:
+        land(original.landing, files)
+        assert run_pipeline(spark, shipped, original).status == "succeeded"
+
+    switched = rebuild.rebuild(spark, keeping, root, "keep-unmatched")
+
+    lines = [line for files in arrivals for line in all_lines(files)]
+    before = EventsModel(lambda line: enriched_row(line, USERS), RuleBook.of(shipped.name))
+    after = EventsModel(lambda line: enriched_row(line, USERS, unmatched="keep"), RuleBook.of(shipped.name))
+    before.run([lines])
+    after.run([lines])
+    assert len(after.rows()) > len(before.rows())  # the samples have users the dimension lacks
+    assert switched["previously_quarantined_now_used"] == len(after.rows()) - len(before.rows())
+    build = in_use(shipped.name, root)
+    assert build.output == original.output  # Delta: the same table, switched in one commit
+    assert table(spark, keeping, build) == ordered(after.rows())
+
+
+def test_a_join_pipeline_rebuilt_with_a_longer_interval(spark, tmp_path):
+    """ad_clicks (a stream-stream join, Delta): clicks matched to impressions up to 2 hours
+    before them instead of 1; the join's state is made again from every file."""
+    shipped = declare.load("ad_clicks")
+    longer = shipped.model_copy(update={"join": shipped.join.model_copy(update={"within_s": 7200})})
+    root = str(tmp_path / "root")
+    original = Locations.resolve(shipped.name, root=root)
+    arrivals = samples.arrivals(shipped.name)
+    for files in arrivals:
+        land(original.landing, files)
+        assert run_pipeline(spark, shipped, original).status == "succeeded"
+
+    found = rebuild.start(spark, longer, root, "two-hours")
+    # Spark keeps the join's state whatever the interval: runs would go on, matching by the
+    # new interval from then on; a rebuild matches every click again.
+    assert found.verdict == "resumes"
+    switched = rebuild.switch(spark, longer, root, "two-hours", found)
+
+    lines = [line for files in arrivals for line in all_lines(files)]
+    model, one_hour = AdJoinModel(within=timedelta(hours=2)), AdJoinModel()
+    model.run([lines])  # the build's one batch
+    one_hour.run([lines])
+    assert len(model.rows()) > len(one_hour.rows())  # the samples have clicks 1 to 2 hours after their ad
+    build = in_use(shipped.name, root)
+    assert build.checkpoint == switched["checkpoint"]
+    assert table(spark, longer, build) == ordered(model.rows())
+    assert len(ledger_files(build)) == sum(len(files) for files in arrivals)

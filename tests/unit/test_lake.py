@@ -35,6 +35,17 @@ def test_a_bucket_root_puts_every_location_in_it_but_the_gx_project():
     assert not Locations.resolve("clickstream", root="/tmp/x").uses_s3
 
 
+def test_an_archived_file_is_named_where_it_landed():
+    """A rebuild reads the archive: a file there and in the landing are one file."""
+    locations = Locations.resolve("clickstream", root="s3://lake/prod")
+    landed = "s3a://lake/prod/landing/clickstream/dt=2023-07-30/a.json"
+    archived = locations.archived_name(landed)
+    assert archived == "s3a://lake/prod/archive/clickstream/dt=2023-07-30/a.json"
+    assert locations.landed_name(archived) == landed
+    assert locations.landed_name(landed) == landed
+    assert locations.landed_name("s3a://lake/prod/archive/clickstream-old/a.json").startswith("s3a://lake/prod/archive")
+
+
 def test_landing_limits(tmp_path):
     for day in ("dt=2023-07-28", "dt=2023-07-30", "dt=2023-08-01", "other"):
         (tmp_path / day).mkdir()
