@@ -181,7 +181,7 @@ LONGEST_FIRST = (
     "tests/integration/test_s3_busy.py",  # 200 s
     "tests/integration/test_s3.py",  # 227 s
     "tests/airflow/test_pipeline_dag_runs.py",  # 193 s
-    "tests/integration/test_rebuild.py",  # about 240 s alone (2026-11-26): six rebuilds, two in a bucket
+    "tests/integration/test_rebuild.py",  # about 330 s alone (2026-11-26): nine rebuilds, two in a bucket
     "tests/airflow/test_rebuild_dag_runs.py",  # 122 s alone: two `airflow dags test` runs, one killed
     "tests/integration/test_backfill_into_table.py",  # about 100 s alone
     "tests/integration/test_window_and_event_pipelines.py",  # 163 s

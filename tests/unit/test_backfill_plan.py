@@ -176,7 +176,7 @@ def test_files_a_date_range_cannot_select_are_warned_about(tmp_path):
 
 @pytest.mark.parametrize("pipeline", ["spending_sessions", "ad_clicks"])
 def test_only_window_and_events_pipelines_can_be_backfilled(tmp_path, pipeline):
-    with pytest.raises(backfill.BackfillError, match="backfills cover window and events pipelines"):
+    with pytest.raises(backfill.BackfillError, match="backfills cover window and events pipelines") as refused:
         backfill.plan_backfill(
             {"pipeline": pipeline, "since": "2023-07-30", "until": "2023-07-30"},
             root=str(tmp_path),
@@ -184,3 +184,4 @@ def test_only_window_and_events_pipelines_can_be_backfilled(tmp_path, pipeline):
             backfill_id="20260101T000000Z-abc",
             check_landing=False,
         )
+    assert f"`python -m jobs rebuild {pipeline}`" in str(refused.value)  # the command that works

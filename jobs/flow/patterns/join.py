@@ -60,7 +60,8 @@ class JoinPattern(Pattern):
     def backfill_refusal(self) -> str | None:
         return (
             "a range leaves unmatched events in the join's state, and nothing finalizes them: "
-            "run it on a fresh --root over the landing range instead (--landing-since/--landing-until)"
+            f"to make its table again from every file, `python -m jobs rebuild {self.pipeline.name}` "
+            "(docs/changes.md); for a range on its own, a run on a fresh --root with --landing-since/--landing-until"
         )
 
     def table(self, *events: DataFrame, tally: Tally | None = None) -> DataFrame:

@@ -62,7 +62,8 @@ class ProcessPattern(Pattern):
     def backfill_refusal(self) -> str | None:
         return (
             f"a range leaves {self.processor.name}'s state open (e.g. sessions, statuses), and nothing finalizes it: "
-            "run it on a fresh --root over the landing range instead (--landing-since/--landing-until)"
+            f"to make its table again from every file, `python -m jobs rebuild {self.pipeline.name}` "
+            "(docs/changes.md); for a range on its own, a run on a fresh --root with --landing-since/--landing-until"
         )
 
     def refusals(self) -> list[tuple[Column, str, Column]]:
