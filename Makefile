@@ -21,7 +21,7 @@ help:
 	@echo "make bench    the product against a minimal Spark stream, a Spark batch job and DuckDB (BENCH_ARGS='--events N ...')"
 	@echo "make bench-cluster  the same pipeline on local[2] and on the standalone cluster (BENCH_ARGS='--events N ...')"
 	@echo "make bench-ledger  how long python -m jobs files takes with 100,000 files taken"
-	@echo "make bench-small   small increments against a bare PySpark floor: one file, nothing new, ten pipelines, DAGs"
+	@echo "make bench-small   small increments against a bare PySpark floor: one file, nothing new, ten pipelines, DAGs, on arrival"
 	@echo "make bench-dags    what the pipeline and data quality DAG runs cost (airflow dags test)"
 	@echo "make docs     the reference site (docs/, MkDocs) on http://127.0.0.1:8000; make test builds it strictly"
 	@echo "make lint     ruff check and format check"
@@ -121,6 +121,7 @@ bench-ledger: venv
 # Small increments against a bare PySpark floor: one file, nothing new, ten pipelines, DAG runs (~15 minutes).
 bench-small: venv assets jvm-archive
 	$(PY) -m benchmarks.small $(BENCH_ARGS)
+	$(PY) -m benchmarks.arrival $(ARRIVAL_ARGS)
 
 # A small increment, nothing new and the data quality DAG, each timed whole (a few minutes).
 bench-dags: venv assets

@@ -39,8 +39,8 @@ from pathlib import Path
 
 from benchmarks.dag_runs import AIRFLOW, _dag_run, _environment
 from benchmarks.measure import REPO, measure
-from benchmarks.scheduled import Scheduler
 from demo import samples
+from infra.airflow.running import Scheduler
 from jobs import declare
 from jobs.lake import fs
 from jobs.lake.landing import land_lines

@@ -118,12 +118,13 @@ def _column(value: str) -> str:
 
 # Airflow's own presets (airflow.utils.dates.cron_presets, and the two of its own timetables).
 SCHEDULE_PRESETS = ("@hourly", "@daily", "@weekly", "@monthly", "@quarterly", "@yearly", "@once", "@continuous")
+ON_ARRIVAL = "on_arrival"  # the product's own: a run when files land (jobs/orchestration/arrival.py)
 
 
 def _schedule(value: str) -> str:
     """A schedule Airflow takes: one of its presets, or a cron expression croniter reads, as
     Airflow checks it when it bags a DAG (a schedule it refuses would fail the DAG file)."""
-    if value in SCHEDULE_PRESETS:
+    if value in SCHEDULE_PRESETS or value == ON_ARRIVAL:
         return value
     from croniter import CroniterError, croniter
 
@@ -132,8 +133,8 @@ def _schedule(value: str) -> str:
     except (CroniterError, ValueError) as error:
         presets = ", ".join(SCHEDULE_PRESETS)
         raise ValueError(
-            f"{value!r} is not a schedule Airflow reads: a preset ({presets}) or a cron expression "
-            f"like '0 * * * *' ({error})"
+            f"{value!r} is not a schedule Airflow reads: {ON_ARRIVAL}, a preset ({presets}) or a cron "
+            f"expression like '0 * * * *' ({error})"
         ) from None
     return value
 

@@ -92,7 +92,7 @@ def _get(path: str, token: str | None = None) -> dict:
 
 
 def token(url: str = URL, passwords: Path = PASSWORDS) -> str:
-    """An API token for the generated admin user (benchmarks/scheduled.py: another home and port)."""
+    """An API token for the generated admin user (infra/airflow/running.py: another home and port)."""
     username, password = next(iter(json.loads(passwords.read_text()).items()))
     body = json.dumps({"username": username, "password": password}).encode()
     request = urllib.request.Request(

@@ -18,7 +18,7 @@ from jobs.declare.load import DeclarationError
 from jobs.declare.operations import Orchestration
 from jobs.declare.pipeline import PipelineBase
 from jobs.settings import settings
-from jobs.units import parse_size
+from jobs.units import ON_ARRIVAL, parse_size
 
 
 def schedule_group(schedule: str) -> str:
@@ -31,7 +31,7 @@ def schedule_group(schedule: str) -> str:
 def group_of(pipeline: PipelineBase) -> str | None:
     if pipeline.group:
         return pipeline.group
-    if settings().group_by_schedule and pipeline.schedule:
+    if settings().group_by_schedule and pipeline.schedule and pipeline.schedule != ON_ARRIVAL:
         return schedule_group(pipeline.schedule)
     return None
 
@@ -55,7 +55,11 @@ def each_group(pipelines: dict[str, PipelineBase]) -> tuple[dict[str, list[Pipel
             found.setdefault(name, []).append(pipeline)
     refused = {}
     for name, members in list(found.items()):
-        if len({m.schedule for m in members}) > 1:
+        if any(m.schedule == ON_ARRIVAL for m in members):  # one watcher per landing: not yet one run for all
+            each = ", ".join(m.name for m in members if m.schedule == ON_ARRIVAL)
+            refused[name] = f"group {name!r}: a pipeline run on arrival runs by its own DAG, not in a group: {each}"
+            del found[name]
+        elif len({m.schedule for m in members}) > 1:
             each = ", ".join(f"{m.name} {m.schedule or 'none'}" for m in members)
             refused[name] = f"group {name!r}: its pipelines must share one schedule, not: {each}"
             del found[name]

@@ -37,6 +37,20 @@ STATE_STORES = {
 }
 
 
+class Arrival(Part):
+    """How a pipeline declared `schedule: on_arrival` runs (its optional `on_arrival:` block;
+    jobs/orchestration/arrival.py): when files have landed and nothing more for
+    `quiet_period` (a producer's burst is one run), and at least every `at_least_every`
+    whatever was heard (a landing the watcher missed costs latency, never data)."""
+
+    quiet_period_s: Duration = Field(30, alias="quiet_period")
+    at_least_every_s: Duration = Field(3600, alias="at_least_every")
+    listing_every_s: Duration = Field(10, alias="listing_every")  # how often the watcher lists the landing
+    # An SQS queue the landing's bucket notifies of the objects created in it (its URL): the
+    # watcher looks when told, and lists every `listing_every` only to catch a lost notification.
+    queue: str | None = None
+
+
 class SparkSettings(Part):
     """Sizes for big backlogs (the declaration's optional `spark:` block). They reach both
     `python -m jobs run` and the spark-submit of the pipeline's Airflow DAG."""

@@ -19,7 +19,7 @@ from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import Discriminator, Field, PositiveInt, Tag, field_validator, model_validator
 
-from jobs.declare.operations import Orchestration, Retention, SparkSettings
+from jobs.declare.operations import Arrival, Orchestration, Retention, SparkSettings
 from jobs.declare.parts import (
     Aggregate,
     Enrichment,
@@ -33,7 +33,7 @@ from jobs.declare.parts import (
 )
 from jobs.declare.rules import Rule, check_rules
 from jobs.schema import spelled, with_type_at
-from jobs.units import Duration, FieldPath, Name, Schedule
+from jobs.units import ON_ARRIVAL, Duration, FieldPath, Name, Schedule
 
 PATTERNS = ("window", "process", "join", "events")
 WATERMARK_NEEDED = "missing 'watermark' (windows, deduplication, joins and timeouts keep state until it passes)"
@@ -44,6 +44,7 @@ class PipelineBase(Part):
     name: Name
     description: str = ""
     schedule: Schedule | None = None  # when Airflow runs it (the DAG jobs_<name>); none: only by hand
+    on_arrival: Arrival = Arrival()  # with `schedule: on_arrival`: how it waits for files
     # Runs with the other pipelines of this group in one Spark application, on their one
     # schedule (the DAG jobs_group_<group>; jobs/declare/groups.py).
     group: Name | None = None
@@ -87,6 +88,8 @@ class PipelineBase(Part):
             )
         if self.output.format == "parquet" and "time_travel_s" in self.retention.model_fields_set:
             raise ValueError("retention.time_travel is for a Delta table (output format: delta)")
+        if "on_arrival" in self.model_fields_set and self.schedule != ON_ARRIVAL:
+            raise ValueError(f"an on_arrival block is for `schedule: {ON_ARRIVAL}`, not {self.schedule!r}")
         if self.enrich is not None:
             clashes = [c for c in self.enrich.columns if c in self.source.fields]
             if clashes:

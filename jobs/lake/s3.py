@@ -55,6 +55,28 @@ def client():
     return _client(settings().aws_endpoint_url, settings().aws_region)
 
 
+def created_objects(queue_url: str, wait_s: int) -> list[str]:
+    """The objects a bucket's notifications say were created (s3a:// locations), from an SQS
+    queue, waiting up to `wait_s` for the first; what was read is deleted from the queue.
+    The queue's endpoint: AWS_ENDPOINT_URL_SQS, or the S3 endpoint's (one server locally)."""
+    import os
+    from urllib.parse import unquote_plus
+
+    import boto3
+
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_SQS") or settings().aws_endpoint_url
+    queue = boto3.client("sqs", endpoint_url=endpoint, region_name=settings().aws_region)
+    found = queue.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=wait_s)
+    created = []
+    for message in found.get("Messages", []):
+        for record in json.loads(message["Body"]).get("Records", []):  # (a test event has none)
+            if record.get("eventName", "").startswith("ObjectCreated"):
+                bucket, key = record["s3"]["bucket"]["name"], unquote_plus(record["s3"]["object"]["key"])
+                created.append(f"s3a://{bucket}/{key}")
+        queue.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+    return created
+
+
 @functools.cache
 def _filesystem(endpoint: str | None, region: str):
     from pyarrow import fs

@@ -5,6 +5,7 @@
     group_dags.py  one DAG per group of pipelines, its members in one Spark application
     maintenance_dag.py  the daily maintenance of the Delta tables
     rebuild_dag.py the rebuild of a pipeline (or its rollback), by hand
+    arrival.py     `schedule: on_arrival`: the landing's Asset, and its watcher in the triggerer
     reports.py     what a run's tasks hand on: its report's summary, its verdict, its table's Asset event
     operators.py   spark-submit of `python -m jobs ...` with the project's environment
     retries.py     how Airflow retries a DAG's tasks (exponential backoff, outlasting an S3 lease)

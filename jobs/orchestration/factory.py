@@ -36,10 +36,9 @@ from airflow.sdk import (
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from jobs import declare
-from jobs.declare.groups import own_schedule
 from jobs.declare.operations import Orchestration
 from jobs.exit_codes import ExitCode
-from jobs.orchestration import environment
+from jobs.orchestration import arrival, environment
 from jobs.orchestration.operators import BackfillStepOperator, RunPipelineOperator, ValidateTableOperator
 from jobs.orchestration.reports import (
     location_asset,
@@ -67,7 +66,7 @@ def pipeline_dag(pipeline: declare.PipelineBase, root: str) -> DAG:
         dag_id=f"{DAG_PREFIX}{pipeline.name}",
         auto_register=False,
         description=pipeline.description,
-        schedule=own_schedule(pipeline),
+        schedule=arrival.schedule(pipeline, root),  # a cron, a preset, or on arrival
         start_date=START_DATE,
         catchup=False,
         max_active_runs=1,  # two runs never share the checkpoint (the run also locks it)

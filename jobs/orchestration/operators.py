@@ -18,7 +18,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
 from jobs.exit_codes import ExitCode
-from jobs.orchestration import environment
+from jobs.orchestration import arrival, environment
 from jobs.settings import package_file, settings
 from jobs.units import new_run_id
 
@@ -166,6 +166,7 @@ class RunPipelineOperator(JobsSubmitOperator):
         return args
 
     def execute(self, context: Any) -> str:
+        arrival.log_arrivals(context, self.log)
         self.run_id = new_run_id(datetime.now(UTC))
         if self.group_task:
             group_run = context["ti"].xcom_pull(task_ids=self.group_task)["run_id"]

@@ -253,6 +253,32 @@ def test_a_schedule_loads_exactly_when_airflow_takes_it(schedule):
     assert loads == airflow_takes
 
 
+def test_a_dag_on_arrival_is_scheduled_on_its_landing_s_watcher_or_its_clock(tmp_path):
+    import yaml
+
+    from jobs.declare.load import pipelines_dir
+    from jobs.orchestration.arrival import LandingArrivals
+    from jobs.orchestration.factory import pipeline_dag
+
+    raw = yaml.safe_load((pipelines_dir() / "clickstream.yaml").read_text())
+    pipeline = declare.from_mapping({**raw, "schedule": "on_arrival", "on_arrival": {"quiet_period": "1 minute"}})
+    timetable = pipeline_dag(pipeline, str(tmp_path)).timetable
+    assert type(timetable).__name__ == "AssetOrTimeSchedule" and timetable.timetable.delta.total_seconds() == 3600
+    (landing,) = timetable.asset_condition.objects
+    assert landing.uri == f"file://{tmp_path}/landing/clickstream"
+    (watcher,) = landing.watchers
+    assert isinstance(watcher.trigger, LandingArrivals)
+    assert watcher.trigger.serialize()[1] == {
+        "pipeline_name": "clickstream",
+        "root": str(tmp_path),
+        "quiet_period_s": 60,
+        "listing_every_s": 10,
+        "queue": None,
+    }
+    with pytest.raises(declare.DeclarationError, match="an on_arrival block is for `schedule: on_arrival`"):
+        declare.from_mapping({**raw, "on_arrival": {"quiet_period": "1 minute"}})
+
+
 def test_a_group_dag_takes_its_members_largest_memory_and_most_retries(tmp_path):
     folder = tmp_path / "pipelines"
     declaration_copy(folder, "clickstream", group="pair", spark={"driver_memory": "4g"}, airflow={"retries": 4})

@@ -38,6 +38,13 @@ def test_without_a_group_a_pipeline_keeps_its_own_schedule():
     assert groups(declare.load_all()) == {}
 
 
+def test_a_pipeline_run_on_arrival_is_in_no_group(by_schedule):
+    on_arrival = declare.load("clickstream").model_copy(update={"schedule": "on_arrival"})
+    assert group_of(on_arrival) is None and own_schedule(on_arrival) == "on_arrival"
+    with pytest.raises(declare.DeclarationError, match="a pipeline run on arrival runs by its own DAG"):
+        groups({"clickstream": on_arrival.model_copy(update={"group": "g"})})
+
+
 def test_a_group_with_two_schedules_is_refused():
     hourly = declare.load("clickstream").model_copy(update={"group": "g"})
     daily = declare.load("device_steps").model_copy(update={"group": "g", "schedule": "@daily"})

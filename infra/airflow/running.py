@@ -1,4 +1,6 @@
-"""DAG runs under a running Airflow (scheduler, API server, LocalExecutor): what production pays.
+"""A running Airflow (scheduler, DAG processor, triggerer, API server; LocalExecutor) on a
+scratch home and port, driven by its REST API: the benchmarks' DAG runs (what production
+pays) and the tests of what lives in the scheduler and triggerer (run on arrival).
 
 `airflow dags test` starts Airflow in its own process for every run (its imports, a parse of
 the DAG folder, an in-process execution API): about 8 s before the first task of even a
@@ -19,7 +21,6 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from benchmarks.measure import REPO
 from infra.airflow import local
 
 POLL_S = 0.5  # often enough for a figure in seconds; the API server shares the 2 cores
@@ -44,7 +45,7 @@ class Scheduler:
     def _local(self, command: str) -> None:
         done = subprocess.run(
             [sys.executable, "-m", "infra.airflow.local", command],
-            cwd=REPO,
+            cwd=local.REPO,
             env=self.env,
             capture_output=True,
             text=True,
@@ -73,6 +74,16 @@ class Scheduler:
         seconds = time.monotonic() - started
         instances = self._call("GET", f"{path}/taskInstances")["task_instances"]
         return seconds, state, {f"{i['task_id']} ({i['state']})": i["duration"] or 0.0 for i in instances}
+
+    def runs(self, dag_id: str) -> list[dict]:
+        """The DAG's runs, oldest first (their run_type, state, ...)."""
+        found = self._call("GET", f"/api/v2/dags/{dag_id}/dagRuns?order_by=run_after&limit=100")["dag_runs"]
+        return sorted(found, key=lambda run: run["run_after"])
+
+    def triggering_events(self, dag_id: str, run_id: str) -> list[dict]:
+        """The Asset events that started a run (each with its `extra`)."""
+        path = f"/api/v2/dags/{dag_id}/dagRuns/{urllib.request.quote(run_id, safe='')}/upstreamAssetEvents"
+        return self._call("GET", path)["asset_events"]
 
     def _call(self, method: str, path: str, body: dict | None = None) -> dict:
         request = urllib.request.Request(
