@@ -34,6 +34,12 @@ if "JOBS_QUALITY_DIR" not in os.environ:
     _quality_home = tempfile.mkdtemp(prefix="jobs-tests-")
     atexit.register(shutil.rmtree, _quality_home, ignore_errors=True)
     os.environ["JOBS_QUALITY_DIR"] = os.path.join(_quality_home, "quality")
+# Spark's scratch (a driver's copies of the jars, about 0.7 GB; shuffle files) in one folder the
+# session removes at its exit: a driver a test kills leaves its scratch behind.
+if "SPARK_LOCAL_DIRS" not in os.environ:
+    _spark_scratch = tempfile.mkdtemp(prefix="jobs-tests-spark-")
+    atexit.register(shutil.rmtree, _spark_scratch, ignore_errors=True)
+    os.environ["SPARK_LOCAL_DIRS"] = _spark_scratch
 # Hypothesis keeps what it learns (examples, constants) in the cache, not in a folder of its own
 # in the checkout.
 os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(Path(os.environ["JOBS_CACHE_DIR"]) / "hypothesis"))
