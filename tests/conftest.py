@@ -189,6 +189,7 @@ LONGEST_FIRST = (
     "tests/airflow/test_pipeline_dag_runs.py",  # 193 s
     "tests/integration/test_rebuild.py",  # about 330 s alone (2026-11-26): nine rebuilds, two in a bucket
     "tests/airflow/test_rebuild_dag_runs.py",  # 122 s alone: two `airflow dags test` runs, one killed
+    "tests/airflow/test_on_arrival.py",  # 140 s alone (2026-11-26): a running Airflow, three DAG runs
     "tests/integration/test_backfill_into_table.py",  # about 100 s alone
     "tests/integration/test_window_and_event_pipelines.py",  # 163 s
     "tests/integration/test_poison_records.py",  # about 150 s (2026-11-24)

@@ -21,6 +21,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import psutil
+
 from infra.airflow import local
 
 POLL_S = 0.5  # often enough for a figure in seconds; the API server shares the 2 cores
@@ -74,6 +76,27 @@ class Scheduler:
         seconds = time.monotonic() - started
         instances = self._call("GET", f"{path}/taskInstances")["task_instances"]
         return seconds, state, {f"{i['task_id']} ({i['state']})": i["duration"] or 0.0 for i in instances}
+
+    def group(self) -> list[psutil.Process]:
+        """The processes of the running Airflow (one process group)."""
+        pgid = int((self.home / "airflow.pid").read_text())
+        found = []
+        for process in psutil.process_iter():
+            try:
+                if os.getpgid(process.pid) == pgid:
+                    found.append(process)
+            except (ProcessLookupError, psutil.Error):
+                continue
+        return found
+
+    def kill_and_restart(self, component: psutil.Process) -> subprocess.Popen:
+        """A component killed (SIGKILL, as by the OOM killer), and the same command started again
+        (in a session of its own: the caller stops it; `stop` stops the first group only)."""
+        command, env = component.cmdline(), component.environ()
+        component.kill()
+        component.wait(30)
+        with (self.home / "airflow.log").open("ab") as log:
+            return subprocess.Popen(command, env=env, stdout=log, stderr=log, start_new_session=True)
 
     def runs(self, dag_id: str) -> list[dict]:
         """The DAG's runs, oldest first (their run_type, state, ...)."""

@@ -1,16 +1,19 @@
 """Run on arrival, under a running Airflow (scheduler, DAG processor, triggerer and API
 server, as `make airflow` starts them): clickstream declared `schedule: on_arrival`. An idle
 landing starts no run; a file landing starts exactly one, which takes it; a burst of files
-makes one run; each run's Asset event names the files. The table against the window model."""
+makes one run; each run's Asset event names the files; a triggerer killed and replaced
+loses no landing. The table against the window model."""
 
 from __future__ import annotations
 
 import re
+import signal
 import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from infra import processes
 from infra.airflow.running import Scheduler
 from jobs.declare.load import pipelines_dir
 from jobs.lake.layout import Locations
@@ -63,6 +66,7 @@ def test_files_landing_start_one_run_a_burst_one_and_an_idle_landing_none(spark,
         return sorted(name for e in events for name in e["extra"]["payload"]["named"])
 
     airflow.start([DAG_ID])
+    restarted = None
     try:
         # Unpaused, the DAG runs once by its `at_least_every` clock; then an idle landing starts nothing.
         deadline = time.monotonic() + 300
@@ -89,12 +93,25 @@ def test_files_landing_start_one_run_a_burst_one_and_an_idle_landing_none(spark,
 
         time.sleep(3 * QUIET_S)  # every file taken: nothing more starts
         assert len(on_arrival_runs()) == 2
+
+        # The triggerer killed: a file landing meanwhile starts one run once another triggerer
+        # takes the watcher over (Airflow hands a dead triggerer's triggers on).
+        triggerers = [p for p in airflow.group() if "airflow triggerer" in " ".join(p.cmdline())]
+        (triggerer,) = [p for p in triggerers if p.ppid() not in {t.pid for t in triggerers}]  # not its runner
+        restarted = airflow.kill_and_restart(triggerer)
+        last = arrival("after-restart", 30)
+        land(locations.landing, last)
+        runs = ended(3)
+        assert [run["state"] for run in runs] == ["success"] * 3
+        assert named(runs[2]) == ["after-restart.json"]
     finally:
+        if restarted is not None:
+            processes.stop_group(restarted.pid, ((signal.SIGTERM, 8), (signal.SIGKILL, 5)))
         airflow.stop()
 
     taken = [report.input_files for report in load_reports(locations.runs) if report.input_files]
-    assert taken == [1, 3]  # one run took the file, one the burst
+    assert taken == [1, 3, 1]  # one run took the file, one the burst, one the file after the restart
     model = ClickstreamModel()
-    model.run([all_lines(first)])
-    model.run([all_lines(burst)])
+    for files in (first, burst, last):
+        model.run([all_lines(files)])
     assert table_rows(spark, locations.output) == model.rows()
