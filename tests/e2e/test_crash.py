@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from infra import processes
 from jobs.lake.layout import Locations
 from jobs.run.report import RunReport, load_reports
 from tests.helpers import REPO, declaration_copy, delta_rs_rows, event, land_in_order, python_cmd, table_rows
@@ -41,6 +42,7 @@ def declared(root: Path, table_format: str) -> dict[str, str]:
 
 
 def start_run(root: Path, table_format: str = "parquet") -> subprocess.Popen:
+    """The run in a session of its own: killed, its JVM dies with it (`crash`)."""
     return subprocess.Popen(
         python_cmd("run", "clickstream", "--root", str(root), "--max-files-per-trigger", "1"),
         cwd=REPO,
@@ -48,7 +50,19 @@ def start_run(root: Path, table_format: str = "parquet") -> subprocess.Popen:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        start_new_session=True,
     )
+
+
+def crash(run: subprocess.Popen) -> None:
+    """SIGKILL to the run's process and its JVM at once, as a lost node or the OOM killer of its
+    container: the JVM of a driver killed alone lives on until it notices, and may commit the
+    batch meanwhile."""
+    os.killpg(run.pid, signal.SIGKILL)
+    run.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while processes.group_alive(run.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def table(spark, root: Path) -> list[tuple]:
@@ -139,8 +153,7 @@ def test_a_killed_run_resumes_without_loss_or_duplicates(spark, tmp_path, baseli
     while not kill_when(crashed) and victim.poll() is None and time.monotonic() < deadline:
         time.sleep(0.002)  # a batch's write and its commit can be milliseconds apart
     assert victim.poll() is None, "the run finished before it could be killed:\n" + victim.stdout.read()
-    victim.send_signal(signal.SIGKILL)
-    victim.wait(timeout=30)
+    crash(victim)
     assert victim.returncode == -signal.SIGKILL
     left_behind = written_not_committed(crashed)
     assert left_behind or kill_when is just_committed
