@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import statistics
 import tempfile
@@ -67,17 +66,8 @@ def _wait(done, within_s: float) -> None:
 
 
 def _components(airflow: Scheduler) -> list[psutil.Process]:
-    """The long-lived components of the running Airflow (its process group)."""
-    group = int((airflow.home / "airflow.pid").read_text())
-    found = []
-    for process in psutil.process_iter(["cmdline"]):
-        try:
-            command = " ".join(process.info["cmdline"] or ())
-            if os.getpgid(process.pid) == group and any(f"airflow {c}" in command for c in COMPONENTS):
-                found.append(process)
-        except (psutil.Error, ProcessLookupError):
-            continue
-    return found
+    """The long-lived components of the running Airflow."""
+    return [p for p in airflow.group() if any(f"airflow {c}" in " ".join(p.cmdline()) for c in COMPONENTS)]
 
 
 def _cpu_s(processes: list[psutil.Process]) -> float:

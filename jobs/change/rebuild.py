@@ -130,6 +130,8 @@ def _read_archive(pipeline: PipelineBase, build: Locations, spark: SparkSession,
         for path in fs.list_files(archive):
             if path not in taken and build.landed_name(path) not in taken:
                 wanted.setdefault(source, []).append(path)
+    if not wanted:
+        return
     if not any(is_inside(path, build.landing) for path in taken):
         # Nothing read from the landing yet, so nothing retention moves meanwhile was read:
         # each archive listed whole (Spark passes over what the build took from it).
@@ -140,7 +142,7 @@ def _read_archive(pipeline: PipelineBase, build: Locations, spark: SparkSession,
             for source, paths in wanted.items()
             for folder, files in _by_folder(paths).items()
         ]
-    for paths in runs if wanted else []:
+    for paths in runs:
         listed = tuple(paths.get(source, join(archive, "{_}")) for source, archive in enumerate(sources))  # {_}: none
         log.info("  build: reading %d file(s) in retention's archive: %s", sum(map(len, wanted.values())), listed)
         _run(pipeline, build, spark, replace(options or RunOptions(), from_archive=listed))

@@ -106,7 +106,7 @@ def test_a_bucket_s_notifications_start_it_and_the_listing_catches_a_lost_one(s3
 
     listing_every_s = 30
 
-    async def watch() -> list[tuple[float, dict]]:
+    async def watch() -> None:
         events: asyncio.Queue = asyncio.Queue()
 
         async def listen() -> None:
@@ -132,11 +132,9 @@ def test_a_bucket_s_notifications_start_it_and_the_listing_catches_a_lost_one(s3
         queue.send_message(QueueUrl=queue_url, MessageBody=json.dumps(duplicate))
         notify(False)  # from here on, notifications are lost
         land(landing, lines("unnotified"))
-        listed, second = await asyncio.wait_for(events.get(), listing_every_s + 2 * QUIET_S + 10)
+        _, second = await asyncio.wait_for(events.get(), listing_every_s + 2 * QUIET_S + 10)
         assert second["named"] == ["first.json", "unnotified.json"]  # nothing taken them yet
         assert events.empty()
         listening.cancel()
-        return [(told - landed, first), (listed - landed, second)]
 
-    heard = asyncio.run(watch())
-    assert len(heard) == 2
+    asyncio.run(watch())
