@@ -2,10 +2,12 @@
 
     python -m benchmarks.arrival [--rounds 3] [--idle-minutes 5]
 
-- latency: clickstream declared `schedule: on_arrival` (quiet period 10 s, the landing
-  listed every 10 s); a one-file increment landed, then the time until the run that took
-  it has committed and stored its report (the file's rows are in the table by then), less
-  the quiet period: what arrival costs beyond the wait the declaration asks for. Local folder.
+- latency: clickstream declared `schedule: on_arrival` (quiet period 10 s); a one-file
+  increment landed, then the time until the run that took it has committed and stored its
+  report (the file's rows are in the table by then), less the quiet period: what arrival
+  costs beyond the wait the declaration asks for. In a local folder (listed every 10 s),
+  then in S3 with bucket notifications (moto's server on 127.0.0.1, S3 notifying an SQS
+  queue of each object created; the listing every 10 minutes, so the queue is what tells).
 - idle: the scheduler's, DAG processor's and triggerer's CPU (their children included)
   over `--idle-minutes` with nothing landing: ten pipelines on arrival (ten watchers in the
   triggerer, their clocks at 1 hour), then the same ten `@hourly`, to which an idle hour
@@ -16,45 +18,88 @@
 from __future__ import annotations
 
 import argparse
-import re
+import logging
+import os
 import statistics
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
 
-from benchmarks.small import TEN, _land_increment, _prepare_root
+from benchmarks.small import TEN, _land_increment, _prepare_root, declarations
 from infra.airflow.running import Scheduler
-from jobs.declare.load import pipelines_dir
 from jobs.lake.layout import Locations
 from jobs.run.report import load_reports
 
 QUIET_S = 10
+QUIET = {"quiet_period": f"{QUIET_S} seconds"}  # the on_arrival block (listing every 10 s, its default)
 COMPONENTS = ("scheduler", "dag-processor", "triggerer")
 
 
-def _declarations(folder: Path, names: list[str], on_arrival: bool) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        declared = (pipelines_dir() / f"{name}.yaml").read_text()
-        if on_arrival:
-            schedule = f"schedule: on_arrival\non_arrival: {{quiet_period: {QUIET_S} seconds}}"
-            declared = re.sub(r"^schedule: .*$", schedule, declared, flags=re.M)
-        (folder / f"{name}.yaml").write_text(declared)
-    return folder
-
-
-def _airflow(scratch: Path, key: str, names: list[str], on_arrival: bool) -> tuple[Scheduler, Path]:
-    root = scratch / key / "root"
+def _airflow(
+    scratch: Path, key: str, names: list[str], on_arrival: dict | None, root: str | None = None
+) -> tuple[Scheduler, str]:
+    """A running Airflow whose DAGs of `names` are on arrival (`on_arrival`: the block) or
+    @hourly, each having run once by its clock over a first arrival."""
+    root = root or str(scratch / key / "root")
     _prepare_root(root, names)
     airflow = Scheduler(scratch / key / "home", root)
-    airflow.env["JOBS_PIPELINES_DIR"] = str(_declarations(scratch / key / "pipelines", names, on_arrival))
+    schedule = ("on_arrival", on_arrival) if on_arrival else ("@hourly", None)
+    airflow.env["JOBS_PIPELINES_DIR"] = str(declarations(scratch / key / "pipelines", names, *schedule))
     airflow.env.pop("JOBS_GROUP_BY_SCHEDULE", None)
     airflow.start([f"jobs_{name}" for name in names])
     for name in names:  # unpaused, each runs once by its clock (the first arrival): let them end
         _wait(lambda name=name: any(r["state"] in ("success", "failed") for r in airflow.runs(f"jobs_{name}")), 900)
     return airflow, root
+
+
+@contextmanager
+def _notifying_bucket(key: str) -> Iterator[tuple[str, str]]:
+    """moto's server on 127.0.0.1 (S3 and SQS), its settings in the environment (Airflow's
+    components and Spark read them there): a root in a bucket whose clickstream landing
+    notifies an SQS queue of each object created. Yields the root and the queue's URL."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    from jobs.lake import s3
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{server._server.server_port}"
+    settings = {
+        "AWS_ACCESS_KEY_ID": "bench-access-key",
+        "AWS_SECRET_ACCESS_KEY": "bench-secret-key",
+        "AWS_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL_S3": endpoint,
+    }
+    before = {name: os.environ.get(name) for name in settings}
+    os.environ.update(settings)
+    s3.reset()
+    try:
+        root = f"s3a://lake/{key}"
+        s3.client().create_bucket(Bucket="lake")
+        sqs = boto3.client("sqs", endpoint_url=endpoint, region_name="us-east-1")
+        queue = sqs.create_queue(QueueName="landing")["QueueUrl"]
+        arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        prefix = Locations.resolve("clickstream", root=root).landing.removeprefix("s3a://lake/") + "/"
+        rules = {"FilterRules": [{"Name": "prefix", "Value": prefix}]}
+        created = {"QueueArn": arn, "Events": ["s3:ObjectCreated:*"], "Filter": {"Key": rules}}
+        s3.client().put_bucket_notification_configuration(
+            Bucket="lake", NotificationConfiguration={"QueueConfigurations": [created]}
+        )
+        yield root, queue
+    finally:
+        server.stop()
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        s3.reset()
 
 
 def _wait(done, within_s: float) -> None:
@@ -81,9 +126,9 @@ def _cpu_s(processes: list[psutil.Process]) -> float:
     return total
 
 
-def latency(scratch: Path, rounds: int) -> list[float]:
-    airflow, root = _airflow(scratch, "latency", ["clickstream"], on_arrival=True)
-    runs = Locations.resolve("clickstream", root=str(root)).runs
+def latency(scratch: Path, rounds: int, on_arrival: dict, root: str | None = None) -> list[float]:
+    airflow, root = _airflow(scratch, "latency", ["clickstream"], on_arrival, root)
+    runs = Locations.resolve("clickstream", root=root).runs
     found = []
     try:
         for number in range(rounds):
@@ -103,7 +148,7 @@ def idle(scratch: Path, minutes: float) -> dict[str, float]:
     """CPU seconds per hour of the scheduler, DAG processor and triggerer."""
     per_hour = {}
     for key, on_arrival in (("on arrival", True), ("hourly", False)):
-        airflow, _ = _airflow(scratch, key.replace(" ", "-"), TEN, on_arrival)
+        airflow, _ = _airflow(scratch, key.replace(" ", "-"), TEN, QUIET if on_arrival else None)
         try:
             components = _components(airflow)
             time.sleep(30)  # the first runs' last tasks and the DAG processor's next parse
@@ -130,14 +175,19 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-arrival-") as scratch:
         print("on arrival: latency (local folder)...", flush=True)
-        found = latency(Path(scratch), args.rounds)
+        found = {"a local folder": latency(Path(scratch) / "folder", args.rounds, QUIET)}
+        print("on arrival: latency (S3, bucket notifications to SQS)...", flush=True)
+        with _notifying_bucket("bench-arrival") as (root, queue):
+            notified = {**QUIET, "listing_every": "10 minutes", "queue": queue}
+            found["S3 with notifications"] = latency(Path(scratch) / "s3", args.rounds, notified, root)
         print(f"on arrival: idle CPU over {args.idle_minutes} minutes, ten pipelines...", flush=True)
         cpu = idle(Path(scratch), args.idle_minutes)
     print("\non arrival")
-    print(
-        f"  landing to committed, beyond the {QUIET_S} s quiet period: median {statistics.median(found):.1f} s "
-        f"[{', '.join(f'{s:.1f}' for s in found)}]"
-    )
+    for where, seconds in found.items():
+        print(
+            f"  landing to committed, {where}, beyond the {QUIET_S} s quiet period: "
+            f"median {statistics.median(seconds):.1f} s [{', '.join(f'{s:.1f}' for s in seconds)}]"
+        )
     for key, seconds in cpu.items():
         print(f"  scheduler + DAG processor + triggerer CPU per idle hour, ten pipelines {key}: {seconds:.0f} s")
 

@@ -30,7 +30,7 @@ RUN_TIMEOUT_S = 1800
 
 
 class Scheduler:
-    def __init__(self, home: Path, root: Path):
+    def __init__(self, home: Path, root: Path | str):
         self.home = home
         with socket.socket() as probe:  # a free port on loopback
             probe.bind(("127.0.0.1", 0))
@@ -107,6 +107,15 @@ class Scheduler:
         """The Asset events that started a run (each with its `extra`)."""
         path = f"/api/v2/dags/{dag_id}/dagRuns/{urllib.request.quote(run_id, safe='')}/upstreamAssetEvents"
         return self._call("GET", path)["asset_events"]
+
+    def assets(self) -> list[dict]:
+        """The Assets Airflow knows (each with its watchers and the DAGs scheduled on it), as the UI shows them."""
+        return self._call("GET", "/api/v2/assets?limit=100")["assets"]
+
+    def task_log(self, dag_id: str, run_id: str, task_id: str) -> str:
+        """What a task's attempts logged (AIRFLOW_HOME/logs, where the API server reads them)."""
+        folder = self.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}" / f"task_id={task_id}"
+        return "".join(path.read_text(errors="replace") for path in sorted(folder.glob("attempt=*.log")))
 
     def _call(self, method: str, path: str, body: dict | None = None) -> dict:
         request = urllib.request.Request(

@@ -6,7 +6,7 @@ import argparse
 
 from jobs import declare
 from jobs.exit_codes import ExitCode
-from jobs.units import duration_words
+from jobs.units import ON_ARRIVAL, duration_words
 from jobs.validate.suite import load_suite
 
 
@@ -42,7 +42,14 @@ def _describe(pipeline: declare.PipelineBase, suite) -> None:
     for number, rule in enumerate(pipeline.rules):
         print(f"  {'rules' if number == 0 else '':10} {rule.name} ({rule.on_violation}): {rule.check}")
     print(f"  output     {pipeline.output.format}, partitioned by {pipeline.output.partition_by or 'nothing'}")
-    print(f"  schedule   {pipeline.schedule or 'none'}")
+    schedule = pipeline.schedule or "none"
+    if schedule == ON_ARRIVAL:
+        arrival = pipeline.on_arrival
+        schedule += (
+            f" (quiet {duration_words(arrival.quiet_period_s)}, at least every "
+            f"{duration_words(arrival.at_least_every_s)}{', S3 notifications' if arrival.queue else ''})"
+        )
+    print(f"  schedule   {schedule}{f', group {pipeline.group}' if pipeline.group else ''}")
     kept = pipeline.retention
     landed = (
         "kept" if kept.landed == "keep" else f"{kept.landed}d {duration_words(kept.landed_after_s)} after accounting"

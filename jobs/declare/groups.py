@@ -1,9 +1,11 @@
 """Groups: pipelines Airflow runs together, in one Spark application per DAG run.
 
 A pipeline joins a group by declaring `group: <name>`, or, with JOBS_GROUP_BY_SCHEDULE
-set, by its schedule alone (`@hourly` -> the group `hourly`). A group runs on its members'
-one schedule as the DAG jobs_group_<name>; each member keeps a DAG of its own, run by
-hand only (a one-off run, a file to quarantine).
+set, by its schedule alone (`@hourly` -> the group `hourly`; a pipeline on arrival joins
+a group only by declaring it). A group runs on its members' one schedule as the DAG
+jobs_group_<name> (on arrival: when any member's landing has new files, every member
+runs); each member keeps a DAG of its own, run by hand only (a one-off run, a file to
+quarantine).
 
 What a group runs with is decided here, once, for the command line and the group DAG
 alike: its application's Spark settings (each member's, the largest memory of each kind)
@@ -55,11 +57,7 @@ def each_group(pipelines: dict[str, PipelineBase]) -> tuple[dict[str, list[Pipel
             found.setdefault(name, []).append(pipeline)
     refused = {}
     for name, members in list(found.items()):
-        if any(m.schedule == ON_ARRIVAL for m in members):  # one watcher per landing: not yet one run for all
-            each = ", ".join(m.name for m in members if m.schedule == ON_ARRIVAL)
-            refused[name] = f"group {name!r}: a pipeline run on arrival runs by its own DAG, not in a group: {each}"
-            del found[name]
-        elif len({m.schedule for m in members}) > 1:
+        if len({m.schedule for m in members}) > 1:
             each = ", ".join(f"{m.name} {m.schedule or 'none'}" for m in members)
             refused[name] = f"group {name!r}: its pipelines must share one schedule, not: {each}"
             del found[name]

@@ -34,15 +34,27 @@ def schedule(pipeline: PipelineBase, root: str) -> str | AssetOrTimeSchedule | N
     """The DAG's schedule: the declared one, or for `on_arrival` the landing's Asset (its
     watcher) or `at_least_every`, whichever comes first."""
     own = own_schedule(pipeline)
-    if own != ON_ARRIVAL:
-        return own
-    arrival = pipeline.on_arrival
-    trigger = LandingArrivals(pipeline.name, root, arrival.quiet_period_s, arrival.listing_every_s, arrival.queue)
-    watcher = AssetWatcher(name=f"jobs_{pipeline.name}_arrivals", trigger=trigger)
+    return members_schedule([pipeline], root) if own == ON_ARRIVAL else own
+
+
+def members_schedule(members: list[PipelineBase], root: str) -> AssetOrTimeSchedule:
+    """On arrival at any member's landing (each watched as its own declaration says), or
+    every shortest `at_least_every` of theirs: a group's DAG, or one pipeline's."""
+    landings = [
+        landing_asset(
+            member.name, root, [AssetWatcher(name=f"jobs_{member.name}_arrivals", trigger=watcher(member, root))]
+        )
+        for member in members
+    ]
     return AssetOrTimeSchedule(
-        timetable=DeltaTriggerTimetable(timedelta(seconds=arrival.at_least_every_s)),
-        assets=AssetAny(landing_asset(pipeline.name, root, [watcher])),
+        timetable=DeltaTriggerTimetable(timedelta(seconds=min(m.on_arrival.at_least_every_s for m in members))),
+        assets=AssetAny(*landings),
     )
+
+
+def watcher(pipeline: PipelineBase, root: str) -> LandingArrivals:
+    arrival = pipeline.on_arrival
+    return LandingArrivals(pipeline.name, root, arrival.quiet_period_s, arrival.listing_every_s, arrival.queue)
 
 
 def landing_asset(pipeline_name: str, root: str, watchers: list[AssetWatcher] | None = None) -> Asset:

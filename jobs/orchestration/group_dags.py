@@ -3,7 +3,8 @@ Spark application per DAG run.
 
     run (the members in one spark-submit, each validated in it) -> members_to_rerun ->
     rerun (mapped: each failed member alone) -> run_reports (an Asset event per member
-    that appended rows) -> members_verdict, on the members' one schedule
+    that appended rows) -> members_verdict, on the members' one schedule (on arrival: when
+    files land in any member's landing, each watched as its declaration says)
 
 The group's settings are the group's own (jobs/declare/groups.py): its spark-submit takes
 the largest memory of its members, its tasks the most retries and the longest timeout any
@@ -22,11 +23,12 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from jobs import declare
 from jobs.declare.groups import each_group, group_orchestration, group_spark_conf
-from jobs.orchestration import environment
+from jobs.orchestration import arrival, environment
 from jobs.orchestration.factory import DAG_PREFIX, START_DATE, broken_dag, built
 from jobs.orchestration.operators import GroupRunOperator, RunPipelineOperator
 from jobs.orchestration.reports import run_summary, table_asset
 from jobs.orchestration.retries import retry_args
+from jobs.units import ON_ARRIVAL
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +93,7 @@ def group_dag(group: str, members: list[declare.PipelineBase], root: str) -> DAG
         dag_id=f"{GROUP_DAG_PREFIX}{group}",
         auto_register=False,
         description=f"{len(names)} pipelines in one Spark application: {', '.join(names)}",
-        schedule=members[0].schedule,
+        schedule=arrival.members_schedule(members, root) if members[0].schedule == ON_ARRIVAL else members[0].schedule,
         start_date=START_DATE,
         catchup=False,
         max_active_runs=1,

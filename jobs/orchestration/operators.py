@@ -53,10 +53,8 @@ def table_formats(args: list[str]) -> set[str]:
 
 
 class JobsSubmitOperator(SparkSubmitOperator):
-    """Runs `python -m jobs <jobs_args...>` through spark-submit.
-
-    `skip_on_exit` lists exit codes that mean "nothing to do here" and skip the task.
-    """
+    """Runs `python -m jobs <jobs_args...>` through spark-submit. `skip_on_exit` lists exit
+    codes that mean "nothing to do here" and skip the task."""
 
     template_fields = (*SparkSubmitOperator.template_fields, "jobs_args")
 
@@ -255,6 +253,7 @@ class GroupRunOperator(JobsSubmitOperator):
         from jobs.run.pending import pending_input
         from jobs.validate.suite import load_suite
 
+        arrival.log_arrivals(context, self.log)
         self.run_id = new_run_id(datetime.now(UTC))
         pipelines = [declare.load(name) for name in self.pipeline_names]
         options = RunOptions(run_id=self.run_id, link=context["ti"].log_url, start_spark=False)

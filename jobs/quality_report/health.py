@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 
 from jobs.run.report import RunReport
 from jobs.run.warnings import run_warnings
-from jobs.units import duration
+from jobs.units import ON_ARRIVAL, duration
 from jobs.validate.result import ValidationResult
 
 STATUSES = ("failing", "stale", "warning", "healthy", "never run")  # worst first: the overview's order
@@ -29,9 +29,11 @@ _PRESETS = {"@hourly": 3600, "@daily": 86400, "@midnight": 86400, "@weekly": 7 *
 _PRESETS |= {"@monthly": 31 * 86400, "@quarterly": 92 * 86400, "@yearly": 366 * 86400, "@annually": 366 * 86400}
 
 
-def schedule_interval_s(schedule: str | None) -> float | None:
-    """The longest gap between two runs of a schedule (a preset or a cron expression);
-    None for a pipeline run only by hand."""
+def schedule_interval_s(schedule: str | None, at_least_every_s: float | None = None) -> float | None:
+    """The longest gap between two runs of a schedule (a preset or a cron expression, or on
+    arrival: its `at_least_every`); None for a pipeline run only by hand."""
+    if schedule == ON_ARRIVAL:
+        return at_least_every_s
     if not schedule or schedule in ("@once", "@continuous"):
         return None
     if schedule in _PRESETS:
@@ -77,9 +79,14 @@ class Health:
 
 
 def assess(
-    name: str, schedule: str | None, runs: list[RunReport], results: list[ValidationResult], now: datetime
+    name: str,
+    schedule: str | None,
+    runs: list[RunReport],
+    results: list[ValidationResult],
+    now: datetime,
+    at_least_every_s: float | None = None,  # on arrival: the declared clock
 ) -> Health:
-    interval = schedule_interval_s(schedule)
+    interval = schedule_interval_s(schedule, at_least_every_s)
     if not runs:
         return Health(name, "never run", "no run yet", None, None, interval, None, None, 0, 0)
     last = max(runs, key=lambda r: r.started_at)
@@ -95,7 +102,10 @@ def assess(
     elif verdict == "failed":
         status, reason = "failing", f"the latest validation ({latest.validation_id}) failed"
     elif interval and age > STALE_AFTER * interval:
-        status, reason = "stale", f"no run for {duration(age)}, scheduled every {duration(interval)}"
+        status, reason = (
+            "stale",
+            f"no run for {duration(age)}, scheduled {'at least ' * (schedule == ON_ARRIVAL)}every {duration(interval)}",
+        )
     elif last.status in ("refused", "stopped"):
         status, reason = "warning", f"the last run was {last.status}" + (f": {last.error}" if last.error else "")
     elif verdict == "warned":

@@ -134,7 +134,9 @@ def _section(root: str, pipeline: declare.PipelineBase, locations: Locations, no
     by_run = {v.validation_id: v for v in results if v.scope == "run"}
     return {
         "pipeline": pipeline,
-        "health": health.assess(pipeline.name, pipeline.schedule, runs, results, now),
+        "health": health.assess(
+            pipeline.name, pipeline.schedule, runs, results, now, pipeline.on_arrival.at_least_every_s
+        ),
         "output": locations.output,
         "chart": run_chart(runs, by_run),
         "runs": [(run, by_run.get(run.run_id)) for run in reversed(runs)],

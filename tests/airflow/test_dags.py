@@ -82,10 +82,14 @@ def test_one_dag_per_declared_pipeline_with_its_schedule_and_settings(dagbag):
         "jobs_rebuild",
     }
     assert set(dagbag["dags"]) == expected_ids
+    assert [name for name, spec in pipelines.items() if spec.schedule == "on_arrival"] == ["rack_alerts"]
     for name, spec in pipelines.items():
         dag = dagbag["dags"][f"jobs_{name}"]
-        assert dag["timetable"] == "CronTriggerTimetable" and spec.schedule == "@hourly"
-        assert dag["summary"] in ("@hourly", "0 * * * *")
+        if spec.schedule == "on_arrival":  # its landing's watcher, or its clock (the test below)
+            assert dag["timetable"] == "AssetOrTimeSchedule"
+        else:
+            assert dag["timetable"] == "CronTriggerTimetable" and spec.schedule == "@hourly"
+            assert dag["summary"] in ("@hourly", "0 * * * *")
         assert dag["catchup"] is False and dag["max_active_runs"] == 1
         tasks = dag["tasks"]
         assert {t: v["type"] for t, v in tasks.items()} == {
@@ -277,6 +281,35 @@ def test_a_dag_on_arrival_is_scheduled_on_its_landing_s_watcher_or_its_clock(tmp
     }
     with pytest.raises(declare.DeclarationError, match="an on_arrival block is for `schedule: on_arrival`"):
         declare.from_mapping({**raw, "on_arrival": {"quiet_period": "1 minute"}})
+
+
+def test_a_group_on_arrival_watches_each_member_s_landing_and_runs_them_all(tmp_path):
+    from jobs.orchestration.arrival import LandingArrivals
+    from jobs.orchestration.group_dags import group_dag
+
+    quick = {"quiet_period": "10 seconds", "at_least_every": "20 minutes"}
+    folder = tmp_path / "pipelines"
+    declaration_copy(folder, "rack_alerts", group="racks")  # shipped on arrival: 30 s quiet, at least hourly
+    declaration_copy(folder, "rack_temperatures", group="racks", schedule="on_arrival", on_arrival=quick)
+    members = [declare.load(name, folder) for name in ("rack_alerts", "rack_temperatures")]
+    timetable = group_dag("racks", members, str(tmp_path)).timetable
+    assert type(timetable).__name__ == "AssetOrTimeSchedule"
+    assert timetable.timetable.delta.total_seconds() == 20 * 60  # the shortest clock of the members
+    landings = timetable.asset_condition.objects
+    assert [landing.uri for landing in landings] == [
+        f"file://{tmp_path}/landing/rack_alerts",
+        f"file://{tmp_path}/landing/rack_temperatures",
+    ]
+    watched = [(w.trigger.pipeline_name, w.trigger.quiet_period_s) for landing in landings for w in landing.watchers]
+    assert watched == [("rack_alerts", 30), ("rack_temperatures", 10)]  # each as its declaration says
+    assert all(isinstance(w.trigger, LandingArrivals) for landing in landings for w in landing.watchers)
+    dags = describe_dags(tmp_path, JOBS_PIPELINES_DIR=str(folder))["dags"]
+    assert dags["jobs_group_racks"]["timetable"] == "AssetOrTimeSchedule"
+    assert dags["jobs_rack_alerts"]["timetable"] == dags["jobs_rack_temperatures"]["timetable"] == "NullTimetable"
+
+    declaration_copy(folder, "clickstream", group="racks")  # @hourly: not one schedule (tests/unit/test_groups.py)
+    found = describe_dags(tmp_path, JOBS_PIPELINES_DIR=str(folder))
+    assert set(found["dags"]["jobs_group_racks"]["tasks"]) == {"declaration"}  # a DAG that fails with why
 
 
 def test_a_group_dag_takes_its_members_largest_memory_and_most_retries(tmp_path):

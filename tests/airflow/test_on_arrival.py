@@ -1,29 +1,32 @@
 """Run on arrival, under a running Airflow (scheduler, DAG processor, triggerer and API
-server, as `make airflow` starts them): clickstream declared `schedule: on_arrival`. An idle
-landing starts no run; a file landing starts exactly one, which takes it; a burst of files
-makes one run; each run's Asset event names the files; a triggerer killed and replaced
-loses no landing. The table against the window model."""
+server, as `make airflow` starts them): clickstream declared `schedule: on_arrival`, and the
+group `racks` (rack_alerts and rack_temperatures) on arrival. Each landing is an Asset with
+its watcher; an idle landing starts no run; a file landing starts exactly one, which takes
+it, and its log names the file; a file in one member's landing runs the whole group in one
+application; a burst of files makes one run; each run's Asset event names the files; a
+triggerer killed and replaced loses no landing. The table against the window model."""
 
 from __future__ import annotations
 
-import re
 import signal
 import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from demo import samples
 from infra import processes
 from infra.airflow.running import Scheduler
-from jobs.declare.load import pipelines_dir
 from jobs.lake.layout import Locations
 from jobs.run.report import load_reports
-from tests.helpers import all_lines, event, land, table_rows
+from tests.helpers import all_lines, declaration_copy, event, land, table_rows
 from tests.model import ClickstreamModel
 
 pytestmark = pytest.mark.slow
 
 DAG_ID = "jobs_clickstream"
+GROUP_DAG_ID = "jobs_group_racks"
+RACKS = ("rack_alerts", "rack_temperatures")
 QUIET_S = 4
 T0 = datetime(2023, 7, 30, 10, 0, tzinfo=UTC)
 
@@ -36,51 +39,84 @@ def arrival(name: str, minute: int) -> dict[str, list[str]]:
     return {f"{name}.json": lines}
 
 
+def watched_landings(airflow: Scheduler) -> dict[str, tuple[list[str], list[str]]]:
+    """Each watched Asset's last path part: its watchers' and scheduled DAGs' names."""
+    return {
+        asset["uri"].rsplit("/", 1)[1]: (
+            [watcher["name"] for watcher in asset["watchers"]],
+            [dag["dag_id"] for dag in asset["scheduled_dags"]],
+        )
+        for asset in airflow.assets()
+        if asset["watchers"]
+    }
+
+
 def test_files_landing_start_one_run_a_burst_one_and_an_idle_landing_none(spark, tmp_path):
-    declared = (pipelines_dir() / "clickstream.yaml").read_text()
-    on_arrival = f"schedule: on_arrival\non_arrival: {{quiet_period: {QUIET_S} seconds, listing_every: 1 second}}"
-    (tmp_path / "pipelines").mkdir()
-    (tmp_path / "pipelines" / "clickstream.yaml").write_text(
-        re.sub(r"^schedule: .*$", on_arrival, declared, flags=re.M)
-    )
+    quick = {"quiet_period": f"{QUIET_S} seconds", "listing_every": "1 second"}
+    folder = tmp_path / "pipelines"
+    declaration_copy(folder, "clickstream", schedule="on_arrival", on_arrival=quick)
+    for name in RACKS:
+        declaration_copy(folder, name, schedule="on_arrival", on_arrival=quick, group="racks")
     root = tmp_path / "root"
     locations = Locations.resolve("clickstream", root=str(root))
-    (root / "landing" / "clickstream").mkdir(parents=True)
+    for name in ("clickstream", *RACKS):
+        (root / "landing" / name).mkdir(parents=True)
     airflow = Scheduler(tmp_path / "home", root)
-    airflow.env["JOBS_PIPELINES_DIR"] = str(tmp_path / "pipelines")
+    airflow.env["JOBS_PIPELINES_DIR"] = str(folder)
 
-    def on_arrival_runs() -> list[dict]:
-        return [run for run in airflow.runs(DAG_ID) if run["run_type"] == "asset_triggered"]
+    def on_arrival_runs(dag_id: str = DAG_ID) -> list[dict]:
+        return [run for run in airflow.runs(dag_id) if run["run_type"] == "asset_triggered"]
 
-    def ended(count: int, within_s: float = 300) -> list[dict]:
+    def ended(count: int, within_s: float = 300, dag_id: str = DAG_ID) -> list[dict]:
         deadline = time.monotonic() + within_s
         while time.monotonic() < deadline:
-            runs = on_arrival_runs()
+            runs = on_arrival_runs(dag_id)
             if len(runs) >= count and all(run["state"] in ("success", "failed") for run in runs):
                 return runs
             time.sleep(1)
-        raise AssertionError(f"{count} on-arrival run(s) had not ended within {within_s} s: {on_arrival_runs()}")
+        raise AssertionError(f"{count} on-arrival run(s) had not ended within {within_s} s: {on_arrival_runs(dag_id)}")
 
-    def named(run: dict) -> list[str]:
-        events = airflow.triggering_events(DAG_ID, run["dag_run_id"])
+    def named(run: dict, dag_id: str = DAG_ID) -> list[str]:
+        events = airflow.triggering_events(dag_id, run["dag_run_id"])
         return sorted(name for e in events for name in e["extra"]["payload"]["named"])
 
-    airflow.start([DAG_ID])
+    airflow.start([DAG_ID, GROUP_DAG_ID])
     restarted = None
     try:
-        # Unpaused, the DAG runs once by its `at_least_every` clock; then an idle landing starts nothing.
+        # Unpaused, each DAG runs once by its `at_least_every` clock; then an idle landing starts nothing.
         deadline = time.monotonic() + 300
-        while not any(run["state"] in ("success", "failed") for run in airflow.runs(DAG_ID)):
-            assert time.monotonic() < deadline, airflow.runs(DAG_ID)
+        for dag_id in (DAG_ID, GROUP_DAG_ID):
+            while not any(run["state"] in ("success", "failed") for run in airflow.runs(dag_id)):
+                assert time.monotonic() < deadline, airflow.runs(dag_id)
+                time.sleep(1)
+        # Each landing is an Asset Airflow shows with its watcher (once the scheduler has
+        # registered its trigger) and the DAG it starts.
+        expected = {
+            "clickstream": (["jobs_clickstream_arrivals"], [DAG_ID]),
+            "rack_alerts": (["jobs_rack_alerts_arrivals"], [GROUP_DAG_ID]),
+            "rack_temperatures": (["jobs_rack_temperatures_arrivals"], [GROUP_DAG_ID]),
+        }
+        while (watched := watched_landings(airflow)) != expected:
+            assert time.monotonic() < deadline + 120, watched
             time.sleep(1)
         time.sleep(3 * QUIET_S)
-        assert on_arrival_runs() == []
+        assert on_arrival_runs() == on_arrival_runs(GROUP_DAG_ID) == []
 
         first = arrival("first", 0)
         land(locations.landing, first)
+        readings = samples.arrivals("rack_alerts")[0]  # one member's landing: the whole group runs
+        land(Locations.resolve("rack_alerts", root=str(root)).landing, readings)
         runs = ended(1)
         assert [run["state"] for run in runs] == ["success"]
         assert named(runs[0]) == ["first.json"]
+        assert "started by files landing at" in airflow.task_log(DAG_ID, runs[0]["dag_run_id"], "run")
+        assert "1 new file(s)" in airflow.task_log(DAG_ID, runs[0]["dag_run_id"], "run")
+        (group_run,) = ended(1, dag_id=GROUP_DAG_ID)
+        assert group_run["state"] == "success" and named(group_run, GROUP_DAG_ID) == sorted(readings)
+        assert ", ".join(sorted(readings)) in airflow.task_log(GROUP_DAG_ID, group_run["dag_run_id"], "run")
+        alerts, temperatures = (load_reports(Locations.resolve(n, root=str(root)).runs)[-1] for n in RACKS)
+        assert alerts.run_id == temperatures.run_id  # one application for both
+        assert (alerts.input_files, temperatures.input_files) == (len(readings), 0)
 
         burst = {}
         for number in range(3):  # closer together than the quiet period: one run
@@ -92,7 +128,7 @@ def test_files_landing_start_one_run_a_burst_one_and_an_idle_landing_none(spark,
         assert named(runs[1]) == ["burst-0.json", "burst-1.json", "burst-2.json"]
 
         time.sleep(3 * QUIET_S)  # every file taken: nothing more starts
-        assert len(on_arrival_runs()) == 2
+        assert len(on_arrival_runs()) == 2 and len(on_arrival_runs(GROUP_DAG_ID)) == 1
 
         # The triggerer killed: a file landing meanwhile starts one run once another triggerer
         # takes the watcher over (Airflow hands a dead triggerer's triggers on).

@@ -321,6 +321,14 @@ def test_list_verbose_says_retention_in_the_declaration_s_own_words(tmp_path, mo
     )
 
 
+def test_list_verbose_says_how_a_pipeline_on_arrival_waits(monkeypatch, capsys):
+    from jobs.cli import main
+
+    monkeypatch.delenv("JOBS_PIPELINES_DIR", raising=False)
+    assert main(["list", "-v"]) == 0
+    assert "  schedule   on_arrival (quiet 30 seconds, at least every 1 hour)\n" in capsys.readouterr().out
+
+
 def test_a_schema_error_is_in_the_user_s_words_never_pydantic_s():
     """A dotted field name in a declared schema: one line naming it, without pydantic's
     own type names (`dict[function-after[...]]`, `[key]`) or the other branch of the union

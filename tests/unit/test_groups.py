@@ -38,11 +38,21 @@ def test_without_a_group_a_pipeline_keeps_its_own_schedule():
     assert groups(declare.load_all()) == {}
 
 
-def test_a_pipeline_run_on_arrival_is_in_no_group(by_schedule):
+def test_a_pipeline_run_on_arrival_joins_a_group_only_by_declaring_it(by_schedule):
     on_arrival = declare.load("clickstream").model_copy(update={"schedule": "on_arrival"})
     assert group_of(on_arrival) is None and own_schedule(on_arrival) == "on_arrival"
-    with pytest.raises(declare.DeclarationError, match="a pipeline run on arrival runs by its own DAG"):
-        groups({"clickstream": on_arrival.model_copy(update={"group": "g"})})
+    declared = on_arrival.model_copy(update={"group": "g"})
+    assert group_of(declared) == "g" and own_schedule(declared) is None
+    alerts = declare.load("rack_alerts").model_copy(update={"group": "g"})  # shipped on arrival
+    assert [m.name for m in groups({"clickstream": declared, "rack_alerts": alerts})["g"]] == [
+        "clickstream",
+        "rack_alerts",
+    ]
+    hourly = declare.load("clickstream").model_copy(update={"group": "g"})
+    with pytest.raises(
+        declare.DeclarationError, match="one schedule, not: clickstream @hourly, rack_alerts on_arrival"
+    ):
+        groups({"clickstream": hourly, "rack_alerts": alerts})
 
 
 def test_a_group_with_two_schedules_is_refused():

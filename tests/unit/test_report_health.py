@@ -66,6 +66,8 @@ def test_each_status_and_its_reason():
     assert status([run(5, "refused", error="held")]) == ("warning", "the last run was refused: held")
     assert status([run(150)]) == ("stale", "no run for 2.5 h, scheduled every 1.0 h")
     assert status([run(150)], schedule=None)[0] == "healthy"  # run by hand: never stale
+    on_arrival = health.assess("p", "on_arrival", [run(150)], [], NOW, at_least_every_s=3600)
+    assert (on_arrival.status, on_arrival.reason) == ("stale", "no run for 2.5 h, scheduled at least every 1.0 h")
     assert status([run(150)], schedule="@daily")[0] == "healthy"
 
 
