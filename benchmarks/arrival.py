@@ -61,9 +61,9 @@ def _notifying_bucket(key: str) -> Iterator[tuple[str, str]]:
     """moto's server on 127.0.0.1 (S3 and SQS), its settings in the environment (Airflow's
     components and Spark read them there): a root in a bucket whose clickstream landing
     notifies an SQS queue of each object created. Yields the root and the queue's URL."""
-    import boto3
     from moto.server import ThreadedMotoServer
 
+    from infra.s3 import notifications
     from jobs.lake import s3
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
@@ -82,15 +82,8 @@ def _notifying_bucket(key: str) -> Iterator[tuple[str, str]]:
     try:
         root = f"s3a://lake/{key}"
         s3.client().create_bucket(Bucket="lake")
-        sqs = boto3.client("sqs", endpoint_url=endpoint, region_name="us-east-1")
-        queue = sqs.create_queue(QueueName="landing")["QueueUrl"]
-        arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        prefix = Locations.resolve("clickstream", root=root).landing.removeprefix("s3a://lake/") + "/"
-        rules = {"FilterRules": [{"Name": "prefix", "Value": prefix}]}
-        created = {"QueueArn": arn, "Events": ["s3:ObjectCreated:*"], "Filter": {"Key": rules}}
-        s3.client().put_bucket_notification_configuration(
-            Bucket="lake", NotificationConfiguration={"QueueConfigurations": [created]}
-        )
+        queue = notifications.queue("landing")
+        notifications.notify(Locations.resolve("clickstream", root=root).landing, queue)
         yield root, queue
     finally:
         server.stop()

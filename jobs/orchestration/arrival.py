@@ -69,7 +69,8 @@ class LandingArrivals(BaseEventTrigger):
     bucket notifies of each object created), it waits on the queue in between, and lists
     `quiet_period_s` after the last notification for the landing: the listing says what is
     new (a notification only says when to look), and the periodic listing catches what a
-    lost notification did not say."""
+    lost notification did not say. An event says which heard the latest change
+    (`heard_by`: notification or listing): notifications that never tell show there."""
 
     def __init__(
         self, pipeline_name: str, root: str, quiet_period_s: int, listing_every_s: int, queue: str | None = None
@@ -95,7 +96,7 @@ class LandingArrivals(BaseEventTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         said = None  # what the last event said: the same again waits for a run to take it
-        heard, since = None, time.monotonic()
+        heard, since, heard_by = None, time.monotonic(), "listing"
         next_listing, notified = time.monotonic(), None  # notified: when the queue last told of a file
         while True:
             if time.monotonic() >= next_listing:
@@ -106,13 +107,14 @@ class LandingArrivals(BaseEventTrigger):
                     continue
                 if now_new != heard:  # quiet since the last notification, or from now
                     heard, since = now_new, notified or now
+                    heard_by = "notification" if notified else "listing"
                 notified = None
                 if heard is None:
                     said = None  # every file taken: the next arrival is news
                 elif heard != said and now - since >= self.quiet_period_s:
                     said = heard
-                    self.log.info("%s: %s", self.pipeline_name, describe(heard))
-                    yield TriggerEvent(heard)
+                    self.log.info("%s: %s", self.pipeline_name, describe({**heard, "heard_by": heard_by}))
+                    yield TriggerEvent({**heard, "heard_by": heard_by})
                 elif heard != said:  # landed, not quiet yet: look again once it may be
                     next_listing = min(next_listing, since + self.quiet_period_s)
             if await self._notified(next_listing - time.monotonic()):
@@ -171,7 +173,8 @@ def new_files(pipeline_name: str, root: str) -> dict[str, Any] | None:
 
 def describe(event: dict[str, Any]) -> str:
     named = ", ".join(event["named"]) + (" ..." if event["files"] > len(event["named"]) else "")
-    return f"{event['files']} new file(s), {event['bytes']:,} bytes: {named}"
+    told = " (told by the bucket's notification)" if event.get("heard_by") == "notification" else ""
+    return f"{event['files']} new file(s), {event['bytes']:,} bytes{told}: {named}"
 
 
 def log_arrivals(context: Any, log: Any) -> None:

@@ -4,7 +4,8 @@ group `racks` (rack_alerts and rack_temperatures) on arrival. Each landing is an
 its watcher; an idle landing starts no run; a file landing starts exactly one, which takes
 it, and its log names the file; a file in one member's landing runs the whole group in one
 application; a burst of files makes one run; each run's Asset event names the files; a
-triggerer killed and replaced loses no landing. The table against the window model."""
+triggerer killed and replaced loses no landing. In S3, a bucket's notification starts a
+run, and the listing catches a lost one. The tables against the window model."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 from demo import samples
 from infra import processes
 from infra.airflow.running import Scheduler
+from infra.s3 import notifications
 from jobs.lake.layout import Locations
 from jobs.run.report import load_reports
 from tests.helpers import all_lines, declaration_copy, event, land, table_rows
@@ -28,6 +30,7 @@ DAG_ID = "jobs_clickstream"
 GROUP_DAG_ID = "jobs_group_racks"
 RACKS = ("rack_alerts", "rack_temperatures")
 QUIET_S = 4
+LISTING_S = 20  # in S3 with notifications: the listing only catches what they lose
 T0 = datetime(2023, 7, 30, 10, 0, tzinfo=UTC)
 
 
@@ -51,6 +54,39 @@ def watched_landings(airflow: Scheduler) -> dict[str, tuple[list[str], list[str]
     }
 
 
+def on_arrival_runs(airflow: Scheduler, dag_id: str = DAG_ID) -> list[dict]:
+    return [run for run in airflow.runs(dag_id) if run["run_type"] == "asset_triggered"]
+
+
+def ended(airflow: Scheduler, count: int, dag_id: str = DAG_ID, within_s: float = 300) -> list[dict]:
+    """The DAG's first `count` runs on arrival, once each has ended."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        runs = on_arrival_runs(airflow, dag_id)
+        if len(runs) >= count and all(run["state"] in ("success", "failed") for run in runs):
+            return runs
+        time.sleep(1)
+    raise AssertionError(f"{count} run(s) on arrival had not ended within {within_s} s: {on_arrival_runs(airflow)}")
+
+
+def said(airflow: Scheduler, run: dict, dag_id: str = DAG_ID) -> list[dict]:
+    """What the Asset events that started the run said (their watchers' payloads)."""
+    return [event["extra"]["payload"] for event in airflow.triggering_events(dag_id, run["dag_run_id"])]
+
+
+def named(airflow: Scheduler, run: dict, dag_id: str = DAG_ID) -> list[str]:
+    return sorted(name for payload in said(airflow, run, dag_id) for name in payload["named"])
+
+
+def started_by_clock(airflow: Scheduler, dag_ids: list[str], within_s: float = 300) -> None:
+    """Unpaused, each DAG runs once by its `at_least_every` clock: until those runs end."""
+    deadline = time.monotonic() + within_s
+    for dag_id in dag_ids:
+        while not any(run["state"] in ("success", "failed") for run in airflow.runs(dag_id)):
+            assert time.monotonic() < deadline, airflow.runs(dag_id)
+            time.sleep(1)
+
+
 def test_files_landing_start_one_run_a_burst_one_and_an_idle_landing_none(spark, tmp_path):
     quick = {"quiet_period": f"{QUIET_S} seconds", "listing_every": "1 second"}
     folder = tmp_path / "pipelines"
@@ -64,31 +100,11 @@ def test_files_landing_start_one_run_a_burst_one_and_an_idle_landing_none(spark,
     airflow = Scheduler(tmp_path / "home", root)
     airflow.env["JOBS_PIPELINES_DIR"] = str(folder)
 
-    def on_arrival_runs(dag_id: str = DAG_ID) -> list[dict]:
-        return [run for run in airflow.runs(dag_id) if run["run_type"] == "asset_triggered"]
-
-    def ended(count: int, within_s: float = 300, dag_id: str = DAG_ID) -> list[dict]:
-        deadline = time.monotonic() + within_s
-        while time.monotonic() < deadline:
-            runs = on_arrival_runs(dag_id)
-            if len(runs) >= count and all(run["state"] in ("success", "failed") for run in runs):
-                return runs
-            time.sleep(1)
-        raise AssertionError(f"{count} on-arrival run(s) had not ended within {within_s} s: {on_arrival_runs(dag_id)}")
-
-    def named(run: dict, dag_id: str = DAG_ID) -> list[str]:
-        events = airflow.triggering_events(dag_id, run["dag_run_id"])
-        return sorted(name for e in events for name in e["extra"]["payload"]["named"])
-
     airflow.start([DAG_ID, GROUP_DAG_ID])
     restarted = None
     try:
-        # Unpaused, each DAG runs once by its `at_least_every` clock; then an idle landing starts nothing.
-        deadline = time.monotonic() + 300
-        for dag_id in (DAG_ID, GROUP_DAG_ID):
-            while not any(run["state"] in ("success", "failed") for run in airflow.runs(dag_id)):
-                assert time.monotonic() < deadline, airflow.runs(dag_id)
-                time.sleep(1)
+        started_by_clock(airflow, [DAG_ID, GROUP_DAG_ID])  # then an idle landing starts nothing
+        deadline = time.monotonic() + 120
         # Each landing is an Asset Airflow shows with its watcher (once the scheduler has
         # registered its trigger) and the DAG it starts.
         expected = {
@@ -97,22 +113,22 @@ def test_files_landing_start_one_run_a_burst_one_and_an_idle_landing_none(spark,
             "rack_temperatures": (["jobs_rack_temperatures_arrivals"], [GROUP_DAG_ID]),
         }
         while (watched := watched_landings(airflow)) != expected:
-            assert time.monotonic() < deadline + 120, watched
+            assert time.monotonic() < deadline, watched
             time.sleep(1)
         time.sleep(3 * QUIET_S)
-        assert on_arrival_runs() == on_arrival_runs(GROUP_DAG_ID) == []
+        assert on_arrival_runs(airflow) == on_arrival_runs(airflow, GROUP_DAG_ID) == []
 
         first = arrival("first", 0)
         land(locations.landing, first)
         readings = samples.arrivals("rack_alerts")[0]  # one member's landing: the whole group runs
         land(Locations.resolve("rack_alerts", root=str(root)).landing, readings)
-        runs = ended(1)
+        runs = ended(airflow, 1)
         assert [run["state"] for run in runs] == ["success"]
-        assert named(runs[0]) == ["first.json"]
+        assert named(airflow, runs[0]) == ["first.json"]
         assert "started by files landing at" in airflow.task_log(DAG_ID, runs[0]["dag_run_id"], "run")
         assert "1 new file(s)" in airflow.task_log(DAG_ID, runs[0]["dag_run_id"], "run")
-        (group_run,) = ended(1, dag_id=GROUP_DAG_ID)
-        assert group_run["state"] == "success" and named(group_run, GROUP_DAG_ID) == sorted(readings)
+        (group_run,) = ended(airflow, 1, GROUP_DAG_ID)
+        assert group_run["state"] == "success" and named(airflow, group_run, GROUP_DAG_ID) == sorted(readings)
         assert ", ".join(sorted(readings)) in airflow.task_log(GROUP_DAG_ID, group_run["dag_run_id"], "run")
         alerts, temperatures = (load_reports(Locations.resolve(n, root=str(root)).runs)[-1] for n in RACKS)
         assert alerts.run_id == temperatures.run_id  # one application for both
@@ -123,12 +139,12 @@ def test_files_landing_start_one_run_a_burst_one_and_an_idle_landing_none(spark,
             burst |= arrival(f"burst-{number}", 5 + 5 * number)
             land(locations.landing, {f"burst-{number}.json": burst[f"burst-{number}.json"]})
             time.sleep(1)
-        runs = ended(2)
+        runs = ended(airflow, 2)
         assert [run["state"] for run in runs] == ["success", "success"]
-        assert named(runs[1]) == ["burst-0.json", "burst-1.json", "burst-2.json"]
+        assert named(airflow, runs[1]) == ["burst-0.json", "burst-1.json", "burst-2.json"]
 
         time.sleep(3 * QUIET_S)  # every file taken: nothing more starts
-        assert len(on_arrival_runs()) == 2 and len(on_arrival_runs(GROUP_DAG_ID)) == 1
+        assert len(on_arrival_runs(airflow)) == 2 and len(on_arrival_runs(airflow, GROUP_DAG_ID)) == 1
 
         # The triggerer killed: a file landing meanwhile starts one run once another triggerer
         # takes the watcher over (Airflow hands a dead triggerer's triggers on).
@@ -137,9 +153,9 @@ def test_files_landing_start_one_run_a_burst_one_and_an_idle_landing_none(spark,
         restarted = airflow.kill_and_restart(triggerer)
         last = arrival("after-restart", 30)
         land(locations.landing, last)
-        runs = ended(3)
+        runs = ended(airflow, 3)
         assert [run["state"] for run in runs] == ["success"] * 3
-        assert named(runs[2]) == ["after-restart.json"]
+        assert named(airflow, runs[2]) == ["after-restart.json"]
     finally:
         if restarted is not None:
             processes.stop_group(restarted.pid, ((signal.SIGTERM, 8), (signal.SIGKILL, 5)))
@@ -149,5 +165,56 @@ def test_files_landing_start_one_run_a_burst_one_and_an_idle_landing_none(spark,
     assert taken == [1, 3, 1]  # one run took the file, one the burst, one the file after the restart
     model = ClickstreamModel()
     for files in (first, burst, last):
+        model.run([all_lines(files)])
+    assert table_rows(spark, locations.output) == model.rows()
+
+
+def test_in_s3_a_notification_starts_a_run_and_the_listing_catches_one_lost(spark, s3_root, tmp_path):
+    """clickstream in S3 (moto's server), its bucket notifying an SQS queue of each object
+    created: a file landing is told (the Asset event says so) and starts one run, which takes
+    it; with the notifications lost from then on, the next file is caught by the periodic
+    listing and starts one run too. The table against the window model."""
+    landing = Locations.resolve("clickstream", root=s3_root).landing
+    queue = notifications.queue(f"landing-{s3_root.rsplit('-', 1)[1]}")
+    block = {"quiet_period": f"{QUIET_S} seconds", "listing_every": f"{LISTING_S} seconds", "queue": queue}
+    folder = declaration_copy(tmp_path / "pipelines", "clickstream", schedule="on_arrival", on_arrival=block)
+    airflow = Scheduler(tmp_path / "home", s3_root)  # the S3 server's settings: in this environment
+    airflow.env["JOBS_PIPELINES_DIR"] = str(folder)
+    # A first file, which the DAG's first run (by its clock) takes: in S3 a landing with no
+    # object does not exist, and a run refuses a landing that does not exist.
+    before = arrival("before", -10)
+    land(landing, before)
+    airflow.start([DAG_ID])
+    try:
+        started_by_clock(airflow, [DAG_ID])
+        deadline = time.monotonic() + 120
+        while "clickstream" not in watched_landings(airflow):
+            assert time.monotonic() < deadline, airflow.assets()
+            time.sleep(1)
+        time.sleep(2 * QUIET_S)  # the triggerer has started the watcher, and listed the landing once
+        # (had it listed before.json before the first run took it, a run of its own took it or nothing)
+        known = len(ended(airflow, 0))
+        notifications.notify(landing, queue)
+
+        told = arrival("told", 0)
+        land(landing, told)
+        first = ended(airflow, known + 1)[-1]
+        assert first["state"] == "success" and named(airflow, first) == ["told.json"]
+        assert [payload["heard_by"] for payload in said(airflow, first)] == ["notification"]
+        assert "told by the bucket's notification" in airflow.task_log(DAG_ID, first["dag_run_id"], "run")
+
+        notifications.stop(landing)  # from here on, every notification is lost
+        lost = arrival("lost", 5)
+        land(landing, lost)
+        second = ended(airflow, known + 2, within_s=LISTING_S + 300)[-1]
+        assert second["state"] == "success" and named(airflow, second) == ["lost.json"]
+        assert [payload["heard_by"] for payload in said(airflow, second)] == ["listing"]
+    finally:
+        airflow.stop()
+
+    locations = Locations.resolve("clickstream", root=s3_root)
+    assert [report.input_files for report in load_reports(locations.runs) if report.input_files] == [1, 1, 1]
+    model = ClickstreamModel()
+    for files in (before, told, lost):
         model.run([all_lines(files)])
     assert table_rows(spark, locations.output) == model.rows()

@@ -43,6 +43,7 @@ def test_one_event_per_quiet_burst_and_none_until_a_run_takes_it(spark, clickstr
 
         first = await next_event(15)
         assert first is not None and first["named"] == ["first.json"] and first["files"] == 1
+        assert first["heard_by"] == "listing"  # no queue: the listing is all there is
         assert await next_event(3 * QUIET_S) is None  # said, not taken yet: not said again
         for number in range(3):  # a burst, closer together than the quiet period
             land(locations.landing, lines(f"burst-{number}"))
@@ -87,24 +88,16 @@ def test_a_bucket_s_notifications_start_it_and_the_listing_catches_a_lost_one(s3
 
     import boto3
 
-    from jobs.lake import s3
+    from infra.s3 import notifications
     from jobs.lake.layout import split_bucket
     from jobs.settings import settings
 
     landing = Locations.resolve("clickstream", root=s3_root).landing
     bucket, prefix = split_bucket(landing)
     queue = boto3.client("sqs", endpoint_url=settings().aws_endpoint_url, region_name="us-east-1")
-    queue_url = queue.create_queue(QueueName=f"landing-{prefix.replace('/', '-')[-60:]}")["QueueUrl"]
-    arn = queue.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    queue_url = notifications.queue(f"landing-{prefix.replace('/', '-')[-60:]}")
 
-    def notify(on: bool) -> None:
-        rules = {"FilterRules": [{"Name": "prefix", "Value": prefix + "/"}]}
-        configuration = {"QueueArn": arn, "Events": ["s3:ObjectCreated:*"], "Filter": {"Key": rules}}
-        s3.client().put_bucket_notification_configuration(
-            Bucket=bucket, NotificationConfiguration={"QueueConfigurations": [configuration]} if on else {}
-        )
-
-    listing_every_s = 30
+    listing_every_s = 16  # told: within the quiet period and a second or two
 
     async def watch() -> None:
         events: asyncio.Queue = asyncio.Queue()
@@ -115,11 +108,12 @@ def test_a_bucket_s_notifications_start_it_and_the_listing_catches_a_lost_one(s3
 
         listening = asyncio.ensure_future(listen())
         await asyncio.sleep(2)  # its first listing: nothing
-        notify(True)
+        notifications.notify(landing, queue_url)
         landed = time.monotonic()
         land(landing, lines("first"))
         told, first = await asyncio.wait_for(events.get(), 20)
         assert first["named"] == ["first.json"] and told - landed < listing_every_s / 2  # told, not listed
+        assert first["heard_by"] == "notification"
 
         duplicate = {
             "Records": [
@@ -130,10 +124,13 @@ def test_a_bucket_s_notifications_start_it_and_the_listing_catches_a_lost_one(s3
             ]
         }
         queue.send_message(QueueUrl=queue_url, MessageBody=json.dumps(duplicate))
-        notify(False)  # from here on, notifications are lost
+        await asyncio.sleep(QUIET_S + 2)  # heard, and listed after it: nothing new, no event
+        assert events.empty()
+        notifications.stop(landing)  # from here on, notifications are lost
         land(landing, lines("unnotified"))
         _, second = await asyncio.wait_for(events.get(), listing_every_s + 2 * QUIET_S + 10)
         assert second["named"] == ["first.json", "unnotified.json"]  # nothing taken them yet
+        assert second["heard_by"] == "listing"
         assert events.empty()
         listening.cancel()
 

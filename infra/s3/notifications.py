@@ -1,0 +1,65 @@
+"""A landing's bucket notifying an SQS queue of each object created in it, on the local
+S3-protocol server (moto speaks SQS on the same endpoint), for `on_arrival: {queue: ...}`.
+
+    .venv/bin/python -m infra.s3.notifications PIPELINE --root s3a://lake/demo
+
+prints the queue's URL for the pipeline's `on_arrival:` block (docs/airflow.md, "Bucket
+notifications"). On AWS, the same is one notification configuration on the bucket (or an
+EventBridge rule); MinIO has no SQS target (its watcher lists instead). The tests and the
+arrival bench set notifications up here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from jobs.lake import s3
+from jobs.lake.layout import Locations, split_bucket
+from jobs.settings import settings
+
+
+def _sqs():
+    import boto3
+
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_SQS") or settings().aws_endpoint_url
+    return boto3.client("sqs", endpoint_url=endpoint, region_name=settings().aws_region)
+
+
+def queue(name: str) -> str:
+    """The URL of the SQS queue of that name (made if missing)."""
+    return _sqs().create_queue(QueueName=name)["QueueUrl"]
+
+
+def notify(landing: str, queue_url: str) -> None:
+    """The landing's bucket sends `s3:ObjectCreated:*` under the landing to the queue.
+    Replaces the bucket's notification set-up."""
+    bucket, prefix = split_bucket(landing)
+    attributes = _sqs().get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]
+    rules = {"FilterRules": [{"Name": "prefix", "Value": prefix.rstrip("/") + "/"}]}
+    created = {"QueueArn": attributes["QueueArn"], "Events": ["s3:ObjectCreated:*"], "Filter": {"Key": rules}}
+    s3.client().put_bucket_notification_configuration(
+        Bucket=bucket, NotificationConfiguration={"QueueConfigurations": [created]}
+    )
+
+
+def stop(landing: str) -> None:
+    """The bucket notifies nothing more (a lost notification, as far as a watcher can tell)."""
+    bucket, _ = split_bucket(landing)
+    s3.client().put_bucket_notification_configuration(Bucket=bucket, NotificationConfiguration={})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("pipeline")
+    parser.add_argument("--root", required=True, help="the pipelines' root in the bucket, s3a://bucket/prefix")
+    parser.add_argument("--queue-name", help="default: <pipeline>-landing")
+    args = parser.parse_args()
+    landing = Locations.resolve(args.pipeline, root=args.root).landing
+    url = queue(args.queue_name or f"{args.pipeline}-landing")
+    notify(landing, url)
+    print(url)
+
+
+if __name__ == "__main__":
+    main()
