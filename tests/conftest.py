@@ -184,12 +184,12 @@ def locations(root: Path, clickstream) -> Locations:
 LONGEST_FIRST = (
     "tests/cluster/test_cluster.py",  # 360 s
     "tests/integration/test_s3_faults.py",  # 410 s (2026-11-25)
+    "tests/airflow/test_on_arrival.py",  # about 300 s alone (2026-11-26): two running Airflows, nine DAG runs
     "tests/integration/test_s3_busy.py",  # 200 s
     "tests/integration/test_s3.py",  # 227 s
     "tests/airflow/test_pipeline_dag_runs.py",  # 193 s
     "tests/integration/test_rebuild.py",  # about 330 s alone (2026-11-26): nine rebuilds, two in a bucket
     "tests/airflow/test_rebuild_dag_runs.py",  # 122 s alone: two `airflow dags test` runs, one killed
-    "tests/airflow/test_on_arrival.py",  # 140 s alone (2026-11-26): a running Airflow, three DAG runs
     "tests/integration/test_backfill_into_table.py",  # about 100 s alone
     "tests/integration/test_window_and_event_pipelines.py",  # 163 s
     "tests/integration/test_poison_records.py",  # about 150 s (2026-11-24)
