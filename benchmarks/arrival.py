@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import statistics
 import tempfile
 import time
@@ -76,23 +75,15 @@ def _notifying_bucket(key: str) -> Iterator[tuple[str, str]]:
         "AWS_REGION": "us-east-1",
         "AWS_ENDPOINT_URL_S3": endpoint,
     }
-    before = {name: os.environ.get(name) for name in settings}
-    os.environ.update(settings)
-    s3.reset()
     try:
-        root = f"s3a://lake/{key}"
-        s3.client().create_bucket(Bucket="lake")
-        queue = notifications.queue("landing")
-        notifications.notify(Locations.resolve("clickstream", root=root).landing, queue)
-        yield root, queue
+        with s3.environment(settings):
+            root = f"s3a://lake/{key}"
+            s3.client().create_bucket(Bucket="lake")
+            queue = notifications.queue("landing")
+            notifications.notify(Locations.resolve("clickstream", root=root).landing, queue)
+            yield root, queue
     finally:
         server.stop()
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        s3.reset()
 
 
 def _wait(done, within_s: float) -> None:

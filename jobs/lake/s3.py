@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -98,6 +101,24 @@ def reset() -> None:
     """Forget the clients: the next ones read the environment again (new credentials, endpoint)."""
     _client.cache_clear()
     _filesystem.cache_clear()
+
+
+@contextmanager
+def environment(values: dict[str, str]) -> Iterator[None]:
+    """These variables in this process's environment (credentials, an endpoint) and clients
+    that read them, for the duration; then the environment as it was."""
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    reset()  # a client made before would keep the old credentials
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        reset()
 
 
 # What the SDKs, Hadoop and pyarrow say when an endpoint accepts a connection but never

@@ -93,15 +93,5 @@ def task_environment(log, spark_conn_id: str | None = None) -> Iterator[None]:
     if credentials:
         log.info("S3 credentials from the Airflow connection %r", conn_id)
     values.update(credentials)
-    saved = {key: os.environ.get(key) for key in values}
-    os.environ.update(values)
-    s3.reset()  # a client made before would keep the old credentials
-    try:
+    with s3.environment(values):
         yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        s3.reset()
