@@ -3,9 +3,9 @@ S3-protocol server (moto speaks SQS on the same endpoint), for `on_arrival: {que
 
     .venv/bin/python -m infra.s3.notifications PIPELINE --root s3a://lake/demo
 
-prints the queue's URL for the pipeline's `on_arrival:` block (docs/airflow.md, "Run on
-arrival"). On AWS, the same is one notification configuration on the bucket (or an
-EventBridge rule); MinIO has no SQS target (its watcher lists instead). The tests and the
+prints the queue's URL for the pipeline's `on_arrival:` block (see docs/airflow.md,
+"Run on arrival"). On AWS, the same is one notification configuration on the bucket (or
+an EventBridge rule); MinIO has no SQS target (its watcher lists instead). The tests and the
 arrival bench set notifications up here.
 """
 
