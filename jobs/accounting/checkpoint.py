@@ -38,6 +38,11 @@ def _log_entries(uri: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines[1:] if line.strip()]
 
 
+# A file source's taken files (location -> modification time, ms) and the last of its log
+# files they were read from (CheckpointLog.recorded_through).
+Recorded = tuple[dict[str, int], int]
+
+
 def _log_files(folder: str) -> dict[int, str]:
     """Batch id -> log file name, for names like '7' and '9.compact'."""
     found = {}
@@ -134,15 +139,27 @@ class CheckpointLog:
     def recorded_files(self, source: int = 0) -> dict[str, int]:
         """Every file source `source` has taken, in any batch -> the modification time (ms)
         it had when the source listed it."""
+        return self.recorded_through(source)[0]
+
+    def recorded_through(self, source: int = 0, known: Recorded | None = None) -> Recorded:
+        """`recorded_files`, and the last of the source's log files they come from. With
+        `known` (an earlier answer), only the log files written since are read, unless one
+        of them is a compaction (which holds every entry: read alone)."""
         folder = join(self.checkpoint, "sources", str(source))
         logs = _log_files(folder)
+        last = max(logs, default=-1)
+        newer = [b for b in sorted(logs) if known is not None and b > known[1]]
+        if known is not None and not any(logs[b].endswith(".compact") for b in newer):
+            added = {from_spark(e["path"]): e["timestamp"] for b in newer for e in _log_entries(join(folder, logs[b]))}
+            return {**known[0], **added}, last
         first = max((b for b in logs if logs[b].endswith(".compact")), default=0)  # all entries so far
-        return {
+        entries = {
             from_spark(entry["path"]): entry["timestamp"]
             for b in sorted(logs)
             if b >= first
             for entry in _log_entries(join(folder, logs[b]))
         }
+        return entries, last
 
     def query_id(self) -> str | None:
         """The streaming query's id, kept across its runs (None before its first)."""

@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 
-from jobs.accounting.checkpoint import CheckpointLog
+from jobs.accounting.checkpoint import CheckpointLog, Recorded
 from jobs.lake import fs
 from jobs.lake.layout import is_s3
 
@@ -83,23 +83,40 @@ def remove_stray_output(checkpoint_log: CheckpointLog, retention_s: int | None, 
     return found
 
 
-def skipped_files(landings: list[str], checkpoint_log: CheckpointLog) -> SkippedFiles:
-    """Files under each source's landing that the source has not taken and never will."""
+def skipped_files(
+    landings: list[str],
+    checkpoint_log: CheckpointLog,
+    listed: tuple[dict[str, int], ...] | None = None,
+    taken: tuple[Recorded, ...] | None = None,
+) -> SkippedFiles:
+    """Files under each source's landing that the source has not taken and never will.
+
+    `listed` and `taken`: what the run listed and read before Spark started
+    (jobs/run/pending.py): each landing's files as listed then are judged, and the source's
+    log is read on from where it was read then, so that a long history is listed and read
+    once a run. A file landed during the run is the next run's to judge, as it is the next
+    run's to read."""
     skipped = SkippedFiles()
     for source, landing in enumerate(landings):
-        found = _skipped_under(landing, checkpoint_log.recorded_files(source))
+        if listed is not None and taken is not None:
+            files = listed[source]
+            recorded = checkpoint_log.recorded_through(source, taken[source])[0]
+        else:
+            files, recorded = fs.modification_times(landing), checkpoint_log.recorded_files(source)
+        found = _skipped_among(files, recorded)
         skipped.too_old += found.too_old
         skipped.overwritten += found.overwritten
     return skipped
 
 
-def _skipped_under(landing: str, recorded: dict[str, int]) -> SkippedFiles:
-    """`recorded`: what the checkpoint says the source took, with its modification times then."""
+def _skipped_among(files: dict[str, int], recorded: dict[str, int]) -> SkippedFiles:
+    """`files`: the landing's files -> modification times; `recorded`: what the checkpoint
+    says the source took, with its modification times then."""
     if not recorded:
         return SkippedFiles()  # a first batch takes every file, however old
     oldest_taken = max(recorded.values()) - MAX_FILE_AGE_MS
     skipped = SkippedFiles()
-    for uri, mtime in fs.modification_times(landing).items():
+    for uri, mtime in files.items():
         was = recorded.get(uri)
         # S3 keeps modification times to the second; a local disk, to the millisecond here.
         if was is not None and abs(mtime - was) >= (1000 if is_s3(uri) else 1):

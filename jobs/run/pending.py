@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jobs.accounting.checkpoint import CheckpointLog
+from jobs.accounting.checkpoint import CheckpointLog, Recorded
 from jobs.accounting.ledger import Ledger
 from jobs.declare import PipelineBase
 from jobs.flow.query import source_landings
@@ -40,6 +40,11 @@ class Pending:
     needs_spark: str | None = None  # why Spark starts whatever landed
     # Per source, the new files' locations (as fs lists them), when there are few enough to name.
     named: tuple[tuple[str, ...], ...] | None = None
+    # Per source, when the whole landing was listed: every file listed (location ->
+    # modification time, ms) and what the source had taken then (its log read up to a point),
+    # which the run's audit judges and reads on from rather than listing and reading again.
+    listed: tuple[dict[str, int], ...] | None = None
+    taken: tuple[Recorded, ...] | None = None
 
     @property
     def nothing_new(self) -> bool:
@@ -77,17 +82,25 @@ def pending_input(pipeline: PipelineBase, locations: Locations, options: RunOpti
         return Pending(0, 0, "committed batches are not accounted yet")
     files = size = 0
     named: list[tuple[str, ...]] = []
+    listed: list[dict[str, int]] = []
+    recorded: list[Recorded] = []
     for source, landing in enumerate(source_landings(pipeline, locations.landing)):
-        taken = checkpoint_log.recorded_files(source)
+        recorded.append(checkpoint_log.recorded_through(source))
+        taken = recorded[-1][0]
         passed_over_before = max(taken.values()) - MAX_FILE_AGE_MS if taken else None
         new = []
-        for uri, (file_bytes, mtime_ms) in _listed(landing, options).items():
+        found = _listed(landing, options)
+        for uri, (file_bytes, mtime_ms) in found.items():
             if uri in taken or (passed_over_before is not None and mtime_ms < passed_over_before):
                 continue
             files, size = files + 1, size + file_bytes
             new.append(uri)
         named.append(tuple(new))
-    return Pending(files, size, named=tuple(named) if options.lists_all and files <= NAMED_FILES else None)
+        listed.append({uri: mtime_ms for uri, (_, mtime_ms) in found.items()})
+    if not options.lists_all:
+        return Pending(files, size)
+    named_files = tuple(named) if files <= NAMED_FILES else None
+    return Pending(files, size, named=named_files, listed=tuple(listed), taken=tuple(recorded))
 
 
 def _listed(landing: str, options: RunOptions) -> dict[str, tuple[int, int]]:

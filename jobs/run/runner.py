@@ -170,7 +170,7 @@ def _without_spark(run: RunContext, report: RunReport, pending: Pending) -> None
     committed = run.checkpoint_log.committed_batches()
     report.watermark = ms_to_iso(run.checkpoint_log.next_watermark_ms(committed[-1])) if committed else None
     report.state_rows = last_state_rows(run.locations.runs) if committed else 0  # no batch changed it
-    _audit(run, report, with_retention=True)
+    _audit(run, report, pending, with_retention=True)
 
 
 def _execute(run: RunContext, report: RunReport, pending: Pending) -> None:
@@ -184,7 +184,7 @@ def _execute(run: RunContext, report: RunReport, pending: Pending) -> None:
     interrupted = _watch(run, query, watch, accounting)
     try:
         _settle(run, report, watch, accounting)
-        _audit(run, report, with_retention=interrupted is None)
+        _audit(run, report, pending, with_retention=interrupted is None)
     except Exception as error:
         if interrupted is None:
             raise
@@ -297,13 +297,13 @@ def _settle(run: RunContext, report: RunReport, watch: ProgressWatch, accounting
     run.log.info("  settle: %d batch(es) accounted, watermark %s", len(report.batch_ids), report.watermark or "none")
 
 
-def _audit(run: RunContext, report: RunReport, *, with_retention: bool) -> None:
+def _audit(run: RunContext, report: RunReport, pending: Pending, *, with_retention: bool) -> None:
     """What the folders hold that Spark's logs do not say (jobs/run/audit.py), and retention."""
     stray = remove_stray_output(run.checkpoint_log, run.pipeline.retention.output_after_s, log=run.log)
     report.uncommitted_files_removed, report.expired_output_files_removed = stray
     if run.options.lists_all:  # what a run does not list is not skipped
         landed = source_landings(run.pipeline, run.locations.landing)
-        report.skipped_files = skipped_files(landed, run.checkpoint_log)
+        report.skipped_files = skipped_files(landed, run.checkpoint_log, pending.listed, pending.taken)
     if with_retention:
         report.retention = apply_retention(run)
     passed_over = len(report.skipped_files.too_old) + len(report.skipped_files.overwritten)

@@ -83,3 +83,11 @@ def test_batches_stay_readable_after_spark_compacts_its_logs(spark, clickstream,
     )
     assert report.output_rows == sum(written.values()) == len(whole.emitted)
     assert len(data_batches) == FILES >= 25
+
+    # What the source took, read on from an earlier read (a run's audit reads on from its
+    # start): the same as a whole read, whether a compaction came since (read whole) or not.
+    everything, last = log.recorded_through()
+    assert sorted(Path(uri).name for uri in everything) == sorted(files) and last == FILES - 1
+    for known_through in (3, 21):  # 9.compact and 19.compact since 3; plain files since 21
+        earlier = {uri: ms for uri, ms in everything.items() if int(Path(uri).stem[-2:]) <= known_through}
+        assert log.recorded_through(0, (earlier, known_through)) == (everything, last)
