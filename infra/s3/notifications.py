@@ -12,30 +12,21 @@ arrival bench set notifications up here.
 from __future__ import annotations
 
 import argparse
-import os
 
 from jobs.lake import s3
 from jobs.lake.layout import Locations, split_bucket
-from jobs.settings import settings
-
-
-def _sqs():
-    import boto3
-
-    endpoint = os.environ.get("AWS_ENDPOINT_URL_SQS") or settings().aws_endpoint_url
-    return boto3.client("sqs", endpoint_url=endpoint, region_name=settings().aws_region)
 
 
 def queue(name: str) -> str:
     """The URL of the SQS queue of that name (made if missing)."""
-    return _sqs().create_queue(QueueName=name)["QueueUrl"]
+    return s3.sqs_client().create_queue(QueueName=name)["QueueUrl"]
 
 
 def notify(landing: str, queue_url: str) -> None:
     """The landing's bucket sends `s3:ObjectCreated:*` under the landing to the queue.
     Replaces the bucket's notification set-up."""
     bucket, prefix = split_bucket(landing)
-    attributes = _sqs().get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]
+    attributes = s3.sqs_client().get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]
     rules = {"FilterRules": [{"Name": "prefix", "Value": prefix.rstrip("/") + "/"}]}
     created = {"QueueArn": attributes["QueueArn"], "Events": ["s3:ObjectCreated:*"], "Filter": {"Key": rules}}
     s3.client().put_bucket_notification_configuration(

@@ -58,17 +58,21 @@ def client():
     return _client(settings().aws_endpoint_url, settings().aws_region)
 
 
-def created_objects(queue_url: str, wait_s: int) -> list[str]:
-    """The objects a bucket's notifications say were created (s3a:// locations), from an SQS
-    queue, waiting up to `wait_s` for the first; what was read is deleted from the queue.
-    The queue's endpoint: AWS_ENDPOINT_URL_SQS, or the S3 endpoint's (one server locally)."""
-    import os
-    from urllib.parse import unquote_plus
-
+def sqs_client():
+    """An SQS client; its endpoint AWS_ENDPOINT_URL_SQS, or the S3 endpoint's (one server locally)."""
     import boto3
 
     endpoint = os.environ.get("AWS_ENDPOINT_URL_SQS") or settings().aws_endpoint_url
-    queue = boto3.client("sqs", endpoint_url=endpoint, region_name=settings().aws_region)
+    return boto3.client("sqs", endpoint_url=endpoint, region_name=settings().aws_region)
+
+
+def created_objects(queue_url: str, wait_s: int) -> list[str]:
+    """The objects a bucket's notifications say were created (s3a:// locations), from an SQS
+    queue (`sqs_client`), waiting up to `wait_s` for the first; what was read is deleted from
+    the queue."""
+    from urllib.parse import unquote_plus
+
+    queue = sqs_client()
     found = queue.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=wait_s)
     created = []
     for message in found.get("Messages", []):

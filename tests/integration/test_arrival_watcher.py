@@ -86,15 +86,13 @@ def test_a_bucket_s_notifications_start_it_and_the_listing_catches_a_lost_one(s3
     listing; one repeated says nothing new."""
     import json
 
-    import boto3
-
     from infra.s3 import notifications
+    from jobs.lake import s3
     from jobs.lake.layout import split_bucket
-    from jobs.settings import settings
 
     landing = Locations.resolve("clickstream", root=s3_root).landing
     bucket, prefix = split_bucket(landing)
-    queue = boto3.client("sqs", endpoint_url=settings().aws_endpoint_url, region_name="us-east-1")
+    queue = s3.sqs_client()
     queue_url = notifications.queue(f"landing-{prefix.replace('/', '-')[-60:]}")
 
     listing_every_s = 16  # told: within the quiet period and a second or two
