@@ -23,21 +23,41 @@ def queue(name: str) -> str:
 
 
 def notify(landing: str, queue_url: str) -> None:
-    """The landing's bucket sends `s3:ObjectCreated:*` under the landing to the queue.
-    Replaces the bucket's notification set-up."""
+    """The landing's bucket sends `s3:ObjectCreated:*` under the landing to the queue: one rule
+    of the bucket's notification set-up, named after the landing; the bucket's other rules (other
+    landings', anyone's) are kept."""
     bucket, prefix = split_bucket(landing)
     attributes = s3.sqs_client().get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]
     rules = {"FilterRules": [{"Name": "prefix", "Value": prefix.rstrip("/") + "/"}]}
-    created = {"QueueArn": attributes["QueueArn"], "Events": ["s3:ObjectCreated:*"], "Filter": {"Key": rules}}
-    s3.client().put_bucket_notification_configuration(
-        Bucket=bucket, NotificationConfiguration={"QueueConfigurations": [created]}
-    )
+    created = {
+        "Id": _rule_id(prefix),
+        "QueueArn": attributes["QueueArn"],
+        "Events": ["s3:ObjectCreated:*"],
+        "Filter": {"Key": rules},
+    }
+    _set_up(bucket, lambda queues: [*queues, created], drop=_rule_id(prefix))
 
 
 def stop(landing: str) -> None:
-    """The bucket notifies nothing more (a lost notification, as far as a watcher can tell)."""
-    bucket, _ = split_bucket(landing)
-    s3.client().put_bucket_notification_configuration(Bucket=bucket, NotificationConfiguration={})
+    """The bucket notifies nothing more of this landing (a lost notification, as far as its
+    watcher can tell); the bucket's other rules are kept."""
+    bucket, prefix = split_bucket(landing)
+    _set_up(bucket, lambda queues: queues, drop=_rule_id(prefix))
+
+
+def _rule_id(prefix: str) -> str:
+    return f"jobs-landing:{prefix.rstrip('/')}"
+
+
+def _set_up(bucket: str, change, drop: str) -> None:
+    """The bucket's notification set-up read, this landing's rule (`drop`) taken out, changed, written back."""
+    client = s3.client()
+    current = client.get_bucket_notification_configuration(Bucket=bucket)
+    current.pop("ResponseMetadata", None)
+    current["QueueConfigurations"] = change([q for q in current.get("QueueConfigurations", []) if q.get("Id") != drop])
+    client.put_bucket_notification_configuration(
+        Bucket=bucket, NotificationConfiguration={k: v for k, v in current.items() if v}
+    )
 
 
 def main() -> None:

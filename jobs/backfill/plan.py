@@ -18,7 +18,7 @@ from typing import Any
 from jobs import declare
 from jobs.flow.patterns import pattern_of
 from jobs.lake import fs
-from jobs.lake.landing import dated_folders
+from jobs.lake.landing import dated_folders, undated
 from jobs.lake.layout import Locations, StorageError, is_inside, join, normalize
 from jobs.settings import settings
 
@@ -254,11 +254,11 @@ def _check_landed(plan: BackfillPlan) -> tuple[str, ...]:
     if plan.since:
         if not dated_folders(landing, date.fromisoformat(plan.since), date.fromisoformat(plan.until)):
             raise BackfillError(f"no landed folders dt={plan.since} .. dt={plan.until} under {landing}")
-        undated = [n for n in fs.list_names(landing) if not n.startswith(("dt=", "_", "."))]
-        if undated:
-            shown = ", ".join(undated[:3]) + (f" and {len(undated) - 3} more" if len(undated) > 3 else "")
+        outside = undated(fs.list_names(landing))
+        if outside:
+            shown = ", ".join(map(repr, outside[:3])) + (f" and {len(outside) - 3} more" if len(outside) > 3 else "")
             return (
-                f"{len(undated)} entries under {landing} are outside dt=YYYY-MM-DD folders ({shown}): a date range "
+                f"{len(outside)} entries under {landing} are outside dt=YYYY-MM-DD folders ({shown}): a date range "
                 "never selects them; reprocess them with prefixes, or land files into dt= folders",
             )
         return ()

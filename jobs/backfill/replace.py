@@ -34,7 +34,7 @@ from jobs.accounting.checkpoint import CheckpointLog
 from jobs.backfill.plan import BackfillError, BackfillPlan
 from jobs.backfill.versions import REPLACED
 from jobs.lake import delta, fs
-from jobs.lake.layout import Locations, join
+from jobs.lake.layout import Locations, join, literal
 
 ATTEMPTS = 3  # a replacement refused because a run appended inside the range meanwhile is tried again
 
@@ -92,7 +92,7 @@ def replace_range(
     after = record.get("log_was_at", delta.versions(production.output)[-1])
     fs.write_json(uri, {"log_was_at": after})
     predicate = range_predicate(pipeline, plan.since, plan.until)
-    staged = spark.read.parquet(plan.stage)
+    staged = spark.read.parquet(literal(plan.stage))
     inside = staged.filter(predicate)
     rows, written = staged.count(), inside.count()
     says = {"backfill": plan.backfill_id}

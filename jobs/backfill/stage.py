@@ -26,7 +26,7 @@ from jobs.backfill.versions import SUMMARY
 from jobs.columns import EVENT_TIME
 from jobs.flow.patterns import pattern_of
 from jobs.lake import fs
-from jobs.lake.layout import Locations, join
+from jobs.lake.layout import Locations, join, literal
 from jobs.run import runner
 from jobs.run.report import RunReport, load_reports
 from jobs.validate.validation import committed_table
@@ -61,7 +61,7 @@ def stage_closed_range(
         held_rows = held.count()
     finally:
         held.unpersist()
-    staged = spark.read.parquet(stage)
+    staged = spark.read.parquet(literal(stage))
     iso = "yyyy-MM-dd'T'HH:mm:ss'Z'"  # the session's zone is UTC
     # A window's bounds; for an events pipeline, its first and last event's time.
     first, last = ("window_start", "window_end") if "window_start" in staged.columns else (EVENT_TIME, EVENT_TIME)

@@ -42,7 +42,7 @@ from jobs.declare import PipelineBase
 from jobs.flow.query import source_landings
 from jobs.flow.source import new_files_path
 from jobs.lake import builds, delta, fs
-from jobs.lake.layout import Locations, is_inside, join, normalize
+from jobs.lake.layout import Locations, is_inside, join, literal, normalize
 from jobs.lake.locks import checkpoint_lock
 from jobs.run import runner
 from jobs.run.context import RunOptions
@@ -135,7 +135,7 @@ def _read_archive(pipeline: PipelineBase, build: Locations, spark: SparkSession,
     if not any(is_inside(path, build.landing) for path in taken):
         # Nothing read from the landing yet, so nothing retention moves meanwhile was read:
         # each archive listed whole (Spark passes over what the build took from it).
-        runs = [{source: sources[source] for source in wanted}]
+        runs = [{source: literal(sources[source]) for source in wanted}]
     else:  # by name, a run per folder (a pattern of names across folders matches more)
         runs = [
             {source: new_files_path(folder, tuple(files)) or folder}
@@ -143,7 +143,9 @@ def _read_archive(pipeline: PipelineBase, build: Locations, spark: SparkSession,
             for folder, files in _by_folder(paths).items()
         ]
     for paths in runs:
-        listed = tuple(paths.get(source, join(archive, "{_}")) for source, archive in enumerate(sources))  # {_}: none
+        listed = tuple(
+            paths.get(source, join(literal(archive), "{_}")) for source, archive in enumerate(sources)
+        )  # {_}: none
         log.info("  build: reading %d file(s) in retention's archive: %s", sum(map(len, wanted.values())), listed)
         _run(pipeline, build, spark, replace(options or RunOptions(), from_archive=listed))
 

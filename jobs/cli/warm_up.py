@@ -12,7 +12,7 @@ import tempfile
 def load_classes() -> None:
     from jobs import declare
     from jobs.lake.landing import land_lines
-    from jobs.lake.layout import Locations
+    from jobs.lake.layout import Locations, literal
     from jobs.run import runner
     from jobs.session import get_spark
     from jobs.validate.validation import validate_run
@@ -30,7 +30,7 @@ def load_classes() -> None:
             land_lines({f"arrival-{arrival}.json": lines}, locations.landing)
             report = runner.run(pipeline, locations, runner.RunOptions(), spark=spark)
             validate_run(spark, pipeline, locations, report)
-        spark.read.parquet(locations.output).collect()
+        spark.read.parquet(literal(locations.output)).collect()
     spark.stop()
 
 

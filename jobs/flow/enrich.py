@@ -15,7 +15,7 @@ from jobs.columns import QUARANTINE_REASON
 from jobs.declare.parts import Enrichment
 from jobs.flow.fields import field
 from jobs.lake import fs
-from jobs.lake.layout import StorageError, join, normalize
+from jobs.lake.layout import StorageError, join, literal, normalize
 from jobs.units import column_name
 
 
@@ -32,9 +32,9 @@ def read_dimension(spark: SparkSession, enrichment: Enrichment, dimensions: str)
     if not fs.exists(uri):
         raise StorageError(f"dimension table {enrichment.table} not found at {uri}; put it there, or fix enrich.path")
     if enrichment.format == "csv":
-        table = spark.read.option("header", "true").option("inferSchema", "false").csv(uri)
+        table = spark.read.option("header", "true").option("inferSchema", "false").csv(literal(uri))
     else:
-        table = spark.read.parquet(uri)
+        table = spark.read.parquet(literal(uri))
     missing = [c for c in (dimension_key(enrichment), *enrichment.columns) if c not in table.columns]
     if missing:
         raise StorageError(f"dimension table {enrichment.table} ({uri}) has no column(s) {missing}")

@@ -19,7 +19,7 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import StructType
 
 from jobs.lake import delta, fs
-from jobs.lake.layout import join
+from jobs.lake.layout import join, literal
 from jobs.units import UsageError, parse_duration_s, spark_duration
 
 TRIGGERS = ("available-now", "once", "processing-time=<duration>")
@@ -90,9 +90,9 @@ def read_committed(spark: SparkSession, schema: StructType, output: str, files: 
         return spark.read.format("delta").load(output).select(*schema.fieldNames())
     whole = fs.list_names(join(output, "_spark_metadata")) or fs.exists(join(output, "_SUCCESS"))
     if files is None and whole:
-        return spark.read.schema(schema).parquet(output)
+        return spark.read.schema(schema).parquet(literal(output))
     if files:
-        return spark.read.schema(schema).option("basePath", output).parquet(*files)
+        return spark.read.schema(schema).option("basePath", output).parquet(*map(literal, files))
     return empty_frame(spark, schema)
 
 
@@ -100,7 +100,7 @@ def read_table(spark: SparkSession, output: str) -> DataFrame:
     """The whole committed table, Parquet or Delta, with the schema it was written with."""
     if delta.is_delta(output):
         return spark.read.format("delta").load(output)
-    return spark.read.parquet(output)
+    return spark.read.parquet(literal(output))
 
 
 def empty_frame(spark: SparkSession, schema: StructType | str) -> DataFrame:

@@ -3,7 +3,6 @@ rows, streaming or batch alike; and the schema of a source declared `schema: inf
 
 from __future__ import annotations
 
-import re
 from datetime import date
 
 from pyspark.errors import AnalysisException
@@ -13,7 +12,7 @@ from pyspark.sql import functions as F
 from jobs.columns import BLOCK_START, FILE_SIZE, LINE, SOURCE_FILE
 from jobs.declare import PipelineBase
 from jobs.lake.landing import dated_folders
-from jobs.lake.layout import StorageError, join
+from jobs.lake.layout import StorageError, join, literal
 from jobs.schema import kind_of, of_spark, outline, spelled
 from jobs.units import UsageError
 
@@ -38,14 +37,14 @@ def landing_path(landing: str, glob: str | None = None, since: date | None = Non
     if glob:
         if glob.startswith("/") or ".." in glob.split("/"):
             raise UsageError(f"--landing-glob {glob!r}: give a pattern inside the landing location")
-        return join(landing, glob)
+        return join(literal(landing), glob)  # the operator's pattern, under the landing as it is named
     if since:
         # One listing of the top level only, then the source lists just these folders.
         folders = dated_folders(landing, since, until)
         if not folders:
-            return join(landing, f"dt={since.isoformat()}")  # nothing yet: an empty folder lists nothing
-        return join(landing, "{" + ",".join(folders) + "}")
-    return landing
+            return join(literal(landing), f"dt={since.isoformat()}")  # nothing yet: an empty folder lists nothing
+        return join(literal(landing), _any_of(folders))
+    return literal(landing)
 
 
 def new_files_path(landing: str, files: tuple[str, ...]) -> str | None:
@@ -61,12 +60,12 @@ def new_files_path(landing: str, files: tuple[str, ...]) -> str | None:
         return None
     # Hadoop keeps a pattern's escapes only in braces without a '/' (a brace with one is
     # expanded first, its escapes lost): one brace per level.
-    return join(landing, "/".join(_any_of(sorted(set(level))) for level in zip(*parts, strict=True)))
+    return join(literal(landing), "/".join(_any_of(sorted(set(level))) for level in zip(*parts, strict=True)))
 
 
 def _any_of(names: list[str]) -> str:
-    """A glob that matches exactly these names (a glob's own characters escaped)."""
-    escaped = [_GLOB_IN_BRACES.sub(r"\\\1", name) for name in names]
+    """A pattern that matches exactly these names."""
+    escaped = [literal(name) for name in names]
     return escaped[0] if len(escaped) == 1 else "{" + ",".join(escaped) + "}"
 
 
@@ -85,12 +84,7 @@ def stream_lines(
 
 def read_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
     """The same rows from given files, as a batch DataFrame."""
-    return _with_file(spark.read.format("text").load([_GLOB.sub(r"\\\1", path) for path in paths]))
-
-
-# Characters Hadoop reads as a pattern in a path: escaped, a '[' or '*' in a name is itself.
-_GLOB = re.compile(r"([\\*?\[\]{}])")
-_GLOB_IN_BRACES = re.compile(r"([\\*?\[\]{},])")  # a comma too: it separates the names
+    return _with_file(spark.read.format("text").load([literal(path) for path in paths]))
 
 
 def _with_file(text: DataFrame) -> DataFrame:

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from pyarrow import fs as pafs
 
 from jobs.lake import s3
-from jobs.lake.layout import StorageError, is_s3, local_path
+from jobs.lake.layout import StorageError, is_s3, local_path, split_bucket
 from jobs.settings import settings
 
 _LOCAL = pafs.LocalFileSystem()
@@ -56,6 +56,15 @@ def exists(uri: str) -> bool:
     filesystem, path = _resolve(uri)
     with _errors(uri):
         return filesystem.get_file_info(path).type != pafs.FileType.NotFound
+
+
+def listable(uri: str) -> bool:
+    """Whether `uri` can be listed as a folder: a local folder that exists, or any prefix in
+    a bucket that exists (on S3 a prefix exists only once an object is under it: before,
+    and after retention moved the last file away, it is an empty folder)."""
+    if is_s3(uri):
+        return exists(uri) or s3.bucket_exists(split_bucket(uri)[0])
+    return exists(uri)
 
 
 def size(uri: str) -> int | None:

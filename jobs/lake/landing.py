@@ -10,6 +10,7 @@ is one PUT, which is atomic, made conditional (If-None-Match) for the same reaso
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -100,6 +101,28 @@ def _umask() -> int:
 
 def dated_folders(landing: str, since: date, until: date | None = None) -> list[str]:
     """The landing's dt=YYYY-MM-DD folders from `since` to `until` (both included), from one
-    listing of the top level only."""
-    first, last = f"dt={since.isoformat()}", f"dt={until.isoformat()}" if until else None
-    return [n for n in fs.list_names(landing) if n.startswith("dt=") and n >= first and (last is None or n <= last)]
+    listing of the top level only. Only a name that is exactly that is a date: producers name
+    folders, and 'dt=2023-07-30,*' sorts inside a range too (`undated` names the others)."""
+    return [
+        name
+        for name in fs.list_names(landing)
+        if (day := folder_date(name)) is not None and since <= day and (until is None or day <= until)
+    ]
+
+
+def folder_date(name: str) -> date | None:
+    """The date of a folder named exactly dt=YYYY-MM-DD, else None."""
+    if not _DATED.fullmatch(name):
+        return None
+    try:
+        return date.fromisoformat(name.removeprefix("dt="))
+    except ValueError:  # dt=2023-02-30
+        return None
+
+
+def undated(names: list[str]) -> list[str]:
+    """The names a date range never selects: neither dt=YYYY-MM-DD nor hidden ('_', '.')."""
+    return [name for name in names if folder_date(name) is None and not name.startswith(("_", "."))]
+
+
+_DATED = re.compile(r"dt=\d{4}-\d{2}-\d{2}", re.ASCII)

@@ -17,6 +17,7 @@ The layout (the product's contract, see README "Data layout"):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -53,11 +54,28 @@ def normalize(uri: str) -> str:
         if scheme in S3_SCHEMES:
             if not rest.split("/", 1)[0]:
                 raise StorageError(f"{uri}: no bucket; use s3a://bucket/prefix")
+            # A key is a name, not a path: 'a/../b' is a third place, which every check of
+            # where a location lies (inside a root, clear of production) would misjudge.
+            if any(segment in ("", ".", "..") for segment in rest.rstrip("/").split("/")[1:]):
+                raise StorageError(f"{uri}: a location has no empty, '.' or '..' parts; name the prefix as it is")
             return f"s3a://{rest.rstrip('/')}"
         if scheme != "file":
             raise StorageError(f"{uri}: use a local path or s3a://bucket/prefix (got a {scheme}:// location)")
         return str(Path(unquote(urlparse(uri).path)).resolve())
     return str(Path(uri).expanduser().resolve())
+
+
+# What Hadoop reads as a pattern in any path it lists (a comma: inside braces); after a '\\'
+# a character is itself.
+_PATTERN = re.compile(r"([\\*?\[\]{},])")
+
+
+def literal(location: str) -> str:
+    """`location` as the pattern that matches it alone. Every location handed to Spark's
+    file sources (and readers) goes through this: Hadoop globs whatever it lists, so a
+    root named 'lake [prod]' would be a character class and read nothing, and a producer's
+    folder 'dt=2023-07-30,*' inside braces would match every folder."""
+    return _PATTERN.sub(r"\\\1", location)
 
 
 def join(base: str, *parts: str) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,8 +22,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from jobs.lake.layout import StorageError, StorageUnavailable, split_bucket
+from jobs.lake.layout import StorageError, StorageUnavailable, is_inside, split_bucket
 from jobs.settings import settings
+
+log = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT_S = 5
 # The AWS SDK v2's own chain: the environment (what the Airflow connection sets too), then
@@ -66,21 +69,46 @@ def sqs_client():
     return boto3.client("sqs", endpoint_url=endpoint, region_name=settings().aws_region)
 
 
-def created_objects(queue_url: str, wait_s: int) -> list[str]:
-    """The objects a bucket's notifications say were created (s3a:// locations), from an SQS
-    queue (`sqs_client`), waiting up to `wait_s` for the first; what was read is deleted from
-    the queue."""
-    from urllib.parse import unquote_plus
+def created_objects(queue_url: str, wait_s: int, under: str) -> list[str]:
+    """The objects under `under` that a bucket's notifications say were created (s3a://
+    locations), from an SQS queue (`sqs_client`), waiting up to `wait_s` for the first.
 
+    A queue can be shared (one bucket, many landings): a message about other objects only is
+    left to its reader (it shows again after the queue's visibility timeout); one about these
+    is deleted, and so is one that is not a notification at all, with a warning (read again,
+    it would say nothing more)."""
     queue = sqs_client()
     found = queue.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=wait_s)
     created = []
     for message in found.get("Messages", []):
-        for record in json.loads(message["Body"]).get("Records", []):  # (a test event has none)
-            if record.get("eventName", "").startswith("ObjectCreated"):
-                bucket, key = record["s3"]["bucket"]["name"], unquote_plus(record["s3"]["object"]["key"])
-                created.append(f"s3a://{bucket}/{key}")
+        try:
+            named = _created(message["Body"])
+        except (ValueError, TypeError, KeyError, AttributeError) as error:
+            log.warning(
+                "queue %s: a message that is no bucket notification, dropped (%s): %.200r",
+                queue_url,
+                error,
+                message.get("Body"),
+            )
+            named = None
+        if named is not None:
+            ours = [uri for uri in named if is_inside(uri, under)]
+            if named and not ours:
+                continue  # another landing's
+            created += ours
         queue.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+    return created
+
+
+def _created(body: str) -> list[str]:
+    """The objects a notification's body says were created (none for a test event)."""
+    from urllib.parse import unquote_plus
+
+    created = []
+    for record in json.loads(body).get("Records", []):
+        if record.get("eventName", "").startswith("ObjectCreated"):
+            bucket, key = record["s3"]["bucket"]["name"], unquote_plus(record["s3"]["object"]["key"])
+            created.append(f"s3a://{bucket}/{key}")
     return created
 
 

@@ -138,7 +138,7 @@ class LandingArrivals(BaseEventTrigger):
 
         landing = Locations.resolve(self.pipeline_name, root=self.root).landing
         try:  # SQS waits 20 s at most
-            created = await asyncio.to_thread(s3.created_objects, self.queue, int(min(max(wait_s, 0), 20)))
+            created = await asyncio.to_thread(s3.created_objects, self.queue, int(min(max(wait_s, 0), 20)), landing)
         except Exception as error:  # noqa: BLE001 - the periodic listing goes on without the queue
             self.log.warning("%s: reading queue %s failed (%s)", self.pipeline_name, self.queue, error)
             await asyncio.sleep(max(min(wait_s, 20), 0))

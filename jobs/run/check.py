@@ -32,7 +32,7 @@ def check_before_spark(pipeline: PipelineBase, locations: Locations) -> None:
     checkpoint_log = CheckpointLog(locations.checkpoint, locations.output)
     contract = checkpoint_contract(pipeline, locations)
     check_contract(pipeline.name, contract, Ledger(locations.ledger), checkpoint_log, locations.quarantine)
-    if not fs.exists(locations.landing):
+    if not fs.listable(locations.landing):
         raise StorageError(
             f"landing location {locations.landing} does not exist; land files there first "
             f"(python -m jobs land FILE... --to {locations.landing}) or pass --landing"

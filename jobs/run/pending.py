@@ -50,14 +50,14 @@ class Pending:
     def nothing_new(self) -> bool:
         return self.needs_spark is None and self.files == 0
 
-    def source_paths(self, landings: list[str]) -> list[str]:
+    def source_paths(self, landings: list[str], listed: list[str]) -> list[str]:
         """What each source lists: its new files by name when they are few enough to name
-        (jobs/flow/source.py new_files_path), else its landing as the run lists it."""
+        (jobs/flow/source.py new_files_path), else its landing as the run lists it (`listed`)."""
         if self.named is None:
-            return landings
+            return listed
         return [
-            (new_files_path(landing, files) if files else None) or landing
-            for landing, files in zip(landings, self.named, strict=True)
+            (new_files_path(landing, files) if files else None) or whole
+            for landing, whole, files in zip(landings, listed, self.named, strict=True)
         ]
 
     def describe(self) -> str:

@@ -221,11 +221,11 @@ def _start(run: RunContext, report: RunReport, pending: Pending) -> StreamingQue
     report.batch_limits = asdict(limits)
     run.log.info("  start: %s", limits.describe())
     landed = source_landings(run.pipeline, run.locations.landing)
-    landings = list(options.from_archive or [options.listed(landing) for landing in landed])
+    listed = list(options.from_archive or [options.listed(landing) for landing in landed])
     return start_query(
         run.spark,
         run.pipeline,
-        landings=pending.source_paths(landings),
+        landings=pending.source_paths(landed, listed),
         output=run.locations.output,
         checkpoint=run.locations.checkpoint,
         trigger=options.trigger,

@@ -43,10 +43,16 @@ def context(quality: str, site: Path):
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
     project = gx.get_context(mode="file", project_root_dir=local_path(quality))
+    views = "jobs.validate.data_docs_views"  # values a producer sent are text on every page
+    page = {"view": {"module_name": views, "class_name": "EscapingPageView"}}
     wanted = {
         "class_name": "SiteBuilder",
         "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(site)},
-        "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+        "site_index_builder": {
+            "class_name": "DefaultSiteIndexBuilder",
+            "view": {"module_name": views, "class_name": "EscapingIndexPageView"},
+        },
+        "site_section_builders": {"expectations": page, "validations": page, "profiling": page},
     }
     sites = project.get_config().get("data_docs_sites", {})
     if project.variables.progress_bars is None or sites.get(DATA_DOCS_SITE, {}) != wanted:
@@ -130,8 +136,9 @@ def run_checkpoint(
             gx.ValidationDefinition(name=name, data=batch, suite=gx_suite)
         )
         # The Data Docs site is rebuilt by `report` (a rebuild reads every stored result).
+        result_format = RESULT_FORMAT if suite.samples else {**RESULT_FORMAT, "partial_unexpected_count": 0}
         checkpoint = project.checkpoints.add_or_update(
-            gx.Checkpoint(name=name, validation_definitions=[definition], actions=[], result_format=RESULT_FORMAT)
+            gx.Checkpoint(name=name, validation_definitions=[definition], actions=[], result_format=result_format)
         )
         outcome = checkpoint.run(
             batch_parameters={"dataframe": table},
@@ -154,7 +161,7 @@ def run_checkpoint(
                     element_count=details.get("element_count"),
                     observed=details.get("observed_value"),
                     examples=(details.get("partial_unexpected_list") or [])[
-                        : RESULT_FORMAT["partial_unexpected_count"]
+                        : result_format["partial_unexpected_count"]
                     ],
                 )
             )

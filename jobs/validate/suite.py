@@ -118,6 +118,9 @@ class Suite(Part):
     table: str
     expectations: tuple[Expectation, ...] = ()
     run_checks: RunChecks = RunChecks()
+    # Whether results keep a few unexpected values as examples (GX's samples, shown in the
+    # Data Docs and the report); `samples: false` keeps counts only, for personal data.
+    samples: bool = True
 
     @model_validator(mode="before")
     @classmethod

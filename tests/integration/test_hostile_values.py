@@ -1,0 +1,111 @@
+"""A value a producer sends is text on every page: Chromium opens the data quality report and
+the Data Docs built from a real run whose events carry markup and script, and nothing runs.
+A suite can keep no sample values at all (personal data)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from jobs import declare
+from jobs.lake.layout import Locations
+from jobs.validate.suite import load_suite
+from jobs.validate.validation import validate_run
+from tests.helpers import REPO, land, run_pipeline
+
+# document.title is what a script that ran would change; the page's own title is never this.
+PWNED = "pwned"
+IMAGE = f"<img src=x onerror=\"document.title='{PWNED}'\">"
+SVG = f"<svg onload=\"document.title='{PWNED}'\">"
+SCRIPT = f"<script>document.title='{PWNED}'</script>"
+
+
+def github_event(number: int, at: str, repo: str) -> str:
+    return json.dumps(
+        {
+            "id": f"e{number}",
+            "type": "PushEvent",
+            "actor": {"id": 1, "login": "octocat"},
+            "repo": {"id": 7, "name": repo},
+            "payload": {"size": 1, "commits": [{"sha": "a1", "message": SCRIPT}]},
+            "created_at": at,
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def hostile_run(spark, tmp_path_factory) -> dict:
+    """github_activity over events whose repository names are markup (they break only the
+    `warn` regex owner/name, so they are written and kept as samples), and a malformed line
+    holding a script (quarantined)."""
+    root = tmp_path_factory.mktemp("hostile") / "root"
+    pipeline = declare.load("github_activity")
+    locations = Locations.resolve(pipeline.name, root=str(root))
+    lines = [
+        github_event(1, "2023-07-30T10:00:10Z", IMAGE),
+        github_event(2, "2023-07-30T10:00:20Z", SVG),
+        github_event(3, "2023-07-30T10:20:00Z", "octo/cat"),  # moves the watermark past 10:00
+        SCRIPT + "{",
+    ]
+    land(locations.landing, {"events.json": lines})
+    report = run_pipeline(spark, pipeline, locations)
+    assert (report.input_rows, report.quarantined_rows) == (4, 1)
+    validation = validate_run(spark, pipeline, locations, report)
+    return {"root": root, "locations": locations, "validation": validation, "pipeline": pipeline, "report": report}
+
+
+def _pages(root: Path, validation) -> list[Path]:
+    docs = root / "reports" / "data_docs"
+    return [root / "reports" / "index.html", docs / "index.html", docs / validation.data_docs_page]
+
+
+def test_values_with_markup_are_text_in_the_report_and_the_data_docs(hostile_run):
+    from playwright.sync_api import sync_playwright
+
+    from jobs.quality_report import page as quality_report
+
+    root, validation = hostile_run["root"], hostile_run["validation"]
+    regex = next(c for c in validation.checks if c.name.startswith("column_values_to_match_regex"))
+    assert regex.success is False and set(regex.examples) == {IMAGE, SVG}  # kept as samples, unchanged
+    quality_report.build(str(root))
+    browser_path = subprocess.run(
+        [str(REPO / "infra" / "chromium.sh")], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    flags = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=browser_path, args=flags)
+        try:
+            for page_file in _pages(root, validation):
+                page = browser.new_page()
+                page.goto(page_file.as_uri(), wait_until="networkidle")
+                assert page.title() != PWNED, page_file
+                assert page.locator('img[src="x"], svg[onload]').count() == 0, page_file
+                scripts = page.locator("script").all_inner_texts()
+                assert not any(f"document.title='{PWNED}'" in s for s in scripts), page_file
+                if page_file.name != "index.html":  # the validation page shows the samples, as text
+                    text = page.locator("body").inner_text()
+                    assert IMAGE in text and SVG in text, page_file
+                page.close()
+        finally:
+            browser.close()
+
+
+def test_a_suite_without_samples_keeps_no_value_anywhere(spark, hostile_run):
+    """`samples: false`: the validation's results, GX's stored result and its page hold counts only."""
+    from jobs.quality_report import page as quality_report
+
+    pipeline, locations, report = hostile_run["pipeline"], hostile_run["locations"], hostile_run["report"]
+    suite = load_suite(pipeline).model_copy(update={"samples": False})
+    validation = validate_run(spark, pipeline, locations, report, suite=suite)
+    regex = next(c for c in validation.checks if c.name.startswith("column_values_to_match_regex"))
+    assert regex.success is False and regex.unexpected_count == 2 and regex.examples == []
+    quality_report.build(str(hostile_run["root"]))
+    # GX keeps each validation's result under the run's name and the validation's time: the newest is this one.
+    stored = max((p for p in Path(locations.quality).rglob("*.json") if validation.validation_id in str(p)), key=str)
+    page = Path(hostile_run["root"]) / "reports" / "data_docs" / validation.data_docs_page
+    for kept in [stored, page, *Path(locations.runs).glob(f"{validation.validation_id}*")]:
+        text = kept.read_text()
+        assert "onerror" not in text and "onload" not in text, kept
