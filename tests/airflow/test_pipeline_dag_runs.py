@@ -9,10 +9,9 @@ import pandas as pd
 import pytest
 
 from jobs import declare
-from jobs.accounting.checkpoint import CheckpointLog
 from jobs.lake.layout import Locations
 from jobs.run.report import load_reports
-from tests.airflow.dag_runs import arrivals, asset_events, dags_test, kill_the_run_after
+from tests.airflow.dag_runs import arrivals, asset_events, batches_as_spark_ran, dags_test, kill_the_run_after
 from tests.helpers import all_lines, land_in_order, modes, replace_parquet_file, table_rows
 from tests.model import ClickstreamModel
 
@@ -37,16 +36,6 @@ def pipeline_runs(airflow_home, tmp_path_factory, spark):
     return root, first_files, second_files, first, second, killed
 
 
-def batches_as_spark_ran(root: Path, files: dict[str, list[str]], reports) -> list[list[str]]:
-    """The lines of each batch of these runs, as the checkpoint says it read them. Mostly
-    one file per batch (max_files_per_trigger 1); but a driver killed after the file source
-    logged its next file and before the offset log named it leaves that file to the next
-    batch, beside the file that batch takes (Spark's own behaviour on restart)."""
-    checkpoint_log = CheckpointLog(str(root / "checkpoints" / "clickstream"), str(root / "tables" / "clickstream"))
-    batch_ids = sorted({batch for report in reports for batch in report.batch_ids})
-    return [[line for path in checkpoint_log.source_files(b) for line in files[Path(path).name]] for b in batch_ids]
-
-
 def test_a_killed_run_task_is_retried_and_resumes_from_the_checkpoint(pipeline_runs):
     root, first_files, _, first, _, killed = pipeline_runs
     assert killed, "the run finished before its driver could be killed"
@@ -56,7 +45,7 @@ def test_a_killed_run_task_is_retried_and_resumes_from_the_checkpoint(pipeline_r
     assert tasks["validate"][0] == tasks["run_report"][0] == "success"
 
     model = ClickstreamModel()
-    model.run(batches_as_spark_ran(root, first_files, first.reports))
+    model.run(batches_as_spark_ran(Locations.resolve("clickstream", root=str(root)), first_files, first.reports))
     assert first.table == model.rows()  # no duplicate, no loss
     reports = first.reports
     assert sum(r.input_rows for r in reports) == len(all_lines(first_files))
@@ -73,7 +62,7 @@ def test_a_second_dag_run_processes_only_the_new_files(pipeline_runs, spark):
     assert published["input_files"] == len(second_files)
     assert published["input_rows"] == len(all_lines(second_files))
     model = ClickstreamModel()
-    model.run(batches_as_spark_ran(root, first_files, first.reports))
+    model.run(batches_as_spark_ran(Locations.resolve("clickstream", root=str(root)), first_files, first.reports))
     expected = model.run(list(second_files.values()))
     assert published["output_rows"] == len(expected.emitted)
     assert published["late_rows_dropped"] == expected.late_rows_dropped > 0

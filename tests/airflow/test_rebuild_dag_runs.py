@@ -17,7 +17,8 @@ from jobs import declare
 from jobs.accounting.checkpoint import CheckpointLog
 from jobs.lake.builds import current_build, in_use
 from jobs.lake.layout import Locations
-from tests.airflow.dag_runs import arrivals, dags_test
+from jobs.run.report import load_reports
+from tests.airflow.dag_runs import arrivals, batches_as_spark_ran, dags_test
 from tests.helpers import all_lines, declaration_copy, land_in_order, run_pipeline, table_rows
 from tests.model import ClickstreamModel
 
@@ -63,8 +64,8 @@ def test_a_rebuild_killed_and_retried_then_the_pipeline_dag_runs_the_new_build(a
     assert killed, "the rebuild's driver was not killed"
     pointer = current_build(str(root), "clickstream")
     model = replace(ClickstreamModel(), window=timedelta(minutes=5))
-    model.run([all_lines({name: lines}) for name, lines in first.items()])  # a file per batch, the kill between
     build = in_use("clickstream", str(root))
+    model.run(batches_as_spark_ran(build, first, load_reports(build.runs)))  # mostly a file per batch
     assert build.checkpoint == pointer["checkpoint"] and table_rows(spark, build.output) == model.rows()
 
     land_in_order(original.landing, later)
