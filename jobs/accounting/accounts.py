@@ -64,6 +64,9 @@ class BatchAccount(BaseModel):
     output_rows: int | None  # None: the sink log no longer lists the batch's files
     rescued_rows: int = 0  # usable rows with a value rescued into _rescued_data (not a fate: part of the above)
     violations: dict[str, int] = Field(default_factory=dict)  # rule -> rows that break it (not a fate either)
+    # Reason -> the rows quarantined for it: what the report shows, counted as they were set
+    # aside (None in accounts written before it existed).
+    quarantine_reasons: dict[str, int] | None = None
     duplicates_dropped: int | None = 0  # None: the run stopped before Spark's count was seen
     # The file ledger (`python -m jobs files`); None in accounts written before it existed.
     run_id: str | None = None  # the run that accounted the batch (and reports it)
@@ -145,6 +148,7 @@ def batch_account(pattern: Pattern, read: BatchRead, *, output_rows: int | None,
         late_rows_dropped=late,
         rescued_rows=sum(count.rescued for count in present.values()),
         violations=_violations(present.values()),
+        quarantine_reasons=dict(Counter(q.reason for count in present.values() for q in count.quarantined)),
         duplicates_dropped=duplicates,
         output_rows=output_rows,
         run_id=run_id,

@@ -53,17 +53,27 @@ def link(uri: str) -> str | None:
     return None if is_s3(uri) else f"file://{uri}"
 
 
-def quarantine_reasons(quarantine: str) -> list[dict[str, Any]]:
-    """Quarantined records by reason, most first, with the latest batch folder holding one."""
-    table = fs.read_columns(quarantine, ["reason", "batch_id"], file_format="json")
-    if table is None or table.num_rows == 0:
-        return []
-    reasons, batches = table.column("reason").to_pylist(), table.column("batch_id").to_pylist()
+def quarantine_reasons(runs: list[RunReport], quarantine: str) -> list[dict[str, Any]]:
+    """Quarantined records by reason, most first, with the latest batch folder holding one: as
+    the runs counted them when they set the records aside (the quarantine itself, raw lines of
+    any size and any number of files, is never read here). Rows whose run did not count their
+    reasons (before run reports had them) are one line, 'not recorded'."""
+    rows: Counter[str] = Counter()
     latest: dict[str, int] = {}
-    for reason, batch in zip(reasons, batches, strict=True):
-        latest[reason] = max(batch, latest.get(reason, batch))
-    counted = Counter(reasons).most_common()
-    return [{"reason": r, "rows": n, "records": join(quarantine, f"batch_id={latest[r]}")} for r, n in counted]
+    unrecorded = 0
+    for run in runs:
+        if run.quarantine_reasons is None:
+            unrecorded += run.quarantined_rows
+            continue
+        for reason, counted in run.quarantine_reasons.items():
+            rows[reason] += counted.rows
+            latest[reason] = max(counted.last_batch, latest.get(reason, counted.last_batch))
+    found = [
+        {"reason": r, "rows": n, "records": join(quarantine, f"batch_id={latest[r]}")} for r, n in rows.most_common()
+    ]
+    if unrecorded:  # runs written before reasons were counted
+        found.append({"reason": "(not recorded)", "rows": unrecorded, "records": quarantine})
+    return found
 
 
 def check_history(results: list[ValidationResult]) -> dict[str, Any]:
@@ -140,7 +150,7 @@ def _section(root: str, pipeline: declare.PipelineBase, locations: Locations, no
         "output": locations.output,
         "chart": run_chart(runs, by_run),
         "runs": [(run, by_run.get(run.run_id)) for run in reversed(runs)],
-        "reasons": quarantine_reasons(locations.quarantine) if any(r.quarantined_rows for r in runs) else [],
+        "reasons": quarantine_reasons(runs, locations.quarantine),
         "history": check_history(results),
         "rules": rule_history(pipeline, runs),
         "table_checks": [v for v in reversed(results) if v.scope == "table"],

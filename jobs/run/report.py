@@ -21,7 +21,7 @@ from jobs.lake import fs
 from jobs.lake.layout import StorageError, join, normalize
 from jobs.run.audit import SkippedFiles, file_names
 
-REPORT_VERSION = 2
+REPORT_VERSION = 3  # 3: quarantine_reasons
 # Validation results (jobs/validate/) live beside the run reports: <run_id>.quality.json.
 RESULTS_SUFFIX = ".quality.json"
 
@@ -51,6 +51,13 @@ class RuleCount(BaseModel):
     violations: int = 0  # rows that broke it
 
 
+class QuarantineReason(BaseModel):
+    """Rows a run quarantined for one reason (the run report's `quarantine_reasons`)."""
+
+    rows: int = 0
+    last_batch: int  # the newest batch with such a row: its quarantine folder holds one
+
+
 class RunReport(BaseModel):
     report_version: int = REPORT_VERSION
     run_id: str
@@ -75,6 +82,9 @@ class RunReport(BaseModel):
     rescued_rows: int = 0  # usable rows with a value rescued into _rescued_data
     # Each declared rule, what a row breaking it meets, and how many did (jobs/flow/rules.py).
     rules: dict[str, RuleCount] = Field(default_factory=dict)
+    # Reason -> its quarantined rows, as the batches counted them; None: some batch's are not
+    # known (accounted before they were counted), and the report says so.
+    quarantine_reasons: dict[str, QuarantineReason] | None = Field(default_factory=dict)
     duplicates_dropped: int | None = 0  # None: some batch's count is unknown
     output_rows: int | None = 0  # None: some batch's count is unknown
     watermark: str | None = None
@@ -100,6 +110,15 @@ class RunReport(BaseModel):
     spark_log: str | None = None  # the file with Spark's log and stack traces (one per Airflow task)
 
     _upgrade = model_validator(mode="before")(from_version_1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reasons_unrecorded_before_version_3(cls, raw: Any) -> Any:
+        if not isinstance(raw, dict) or "quarantine_reasons" in raw:
+            return raw
+        stored_before = raw.get("report_version", 1 if "aggregated_rows" in raw else REPORT_VERSION) < 3
+        return {**raw, "quarantine_reasons": None} if stored_before else raw
+
     _accounts: list[BatchAccount] = PrivateAttr(default_factory=list)  # the batches this run accounted
 
     def add_batches(self, accounts: list[BatchAccount]) -> None:
@@ -115,10 +134,20 @@ class RunReport(BaseModel):
             self.rescued_rows += account.rescued_rows
             for rule, n in account.violations.items():
                 self.rules.setdefault(rule, RuleCount(action=None)).violations += n
+            self._add_reasons(account)
             self.duplicates_dropped = _sum_known(self.duplicates_dropped, account.duplicates_dropped)
             self.output_rows = _sum_known(self.output_rows, account.output_rows)
             self.missing_files += account.missing_files
         self.batches = len(self.batch_ids)
+
+    def _add_reasons(self, account: BatchAccount) -> None:
+        if self.quarantine_reasons is None or (account.quarantine_reasons is None and account.quarantined_rows):
+            self.quarantine_reasons = None  # some rows' reasons were never counted
+            return
+        for reason, rows in (account.quarantine_reasons or {}).items():
+            found = self.quarantine_reasons.setdefault(reason, QuarantineReason(last_batch=account.batch_id))
+            found.rows += rows
+            found.last_batch = max(found.last_batch, account.batch_id)
 
     @property
     def rows_balance(self) -> bool:

@@ -109,3 +109,35 @@ def test_a_suite_without_samples_keeps_no_value_anywhere(spark, hostile_run):
     for kept in [stored, page, *Path(locations.runs).glob(f"{validation.validation_id}*")]:
         text = kept.read_text()
         assert "onerror" not in text and "onload" not in text, kept
+
+
+def test_the_report_never_reads_the_quarantine_however_large(spark, tmp_path):
+    """Before, a 2 MiB quarantined line failed the report of every pipeline (pyarrow's 1 MiB
+    block), and the report read every quarantine file ever written. Now the reasons come from
+    the runs' reports: a 100 MiB line and 10,000 files beside them change nothing."""
+    import tracemalloc
+
+    from jobs.quality_report import page as quality_report
+
+    pipeline = declare.load("clickstream")
+    locations = Locations.resolve(pipeline.name, root=str(tmp_path / "root"))
+    huge = '{"user_id": "' + "x" * (2 * 2**20)  # malformed, 2 MiB
+    event = '{"event_id": "e", "user_id": "u1", "event": "click", "eventtimestamp": "2023-07-30T10:00:00Z"}'
+    land(locations.landing, {"a.json": [event, huge]})
+    report = run_pipeline(spark, pipeline, locations)
+    assert report.quarantined_rows == 1 and sum(r.rows for r in report.quarantine_reasons.values()) == 1
+    [reason] = report.quarantine_reasons
+    history = Path(locations.quarantine) / "batch_id=0"
+    (history / "part-giant.json").write_text(json.dumps({"reason": "x", "line": "y" * 100 * 2**20}) + "\n")
+    for n in range(10_000):
+        folder = Path(locations.quarantine) / f"batch_id={1000 + n // 100}"
+        folder.mkdir(exist_ok=True)
+        (folder / f"part-{n}.json").write_text('{"reason": "old", "line": "{"}\n')
+
+    tracemalloc.start()
+    page = Path(quality_report.build(str(tmp_path / "root"), with_data_docs=False))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 20 * 2**20, peak  # nothing of the quarantine's 100 MiB was read
+    shown = page.read_text()
+    assert f'<td class="text">{reason}</td><td>1</td>' in shown and ">old<" not in shown

@@ -162,7 +162,7 @@ def test_files_a_date_range_cannot_select_are_warned_about(tmp_path):
         params, root=str(tmp_path), allowed_roots=[str(tmp_path)], backfill_id="b1", pipelines=PIPELINES
     )
     assert found.warnings == (
-        f"4 entries under {landing} are outside dt=YYYY-MM-DD folders (a.json, b.json, c.json and 1 more): "
+        f"4 entries under {landing} are outside dt=YYYY-MM-DD folders ('a.json', 'b.json', 'c.json' and 1 more): "
         "a date range never selects them; reprocess them with prefixes, or land files into dt= folders",
     )
     assert backfill.BackfillPlan.from_dict(found.to_dict()) == found  # the plan travels as an XCom

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from datetime import date
 
@@ -122,24 +121,3 @@ def test_the_root_cause_of_common_faults_is_one_actionable_line(tmp_path, monkey
     )
     assert "refused the credentials" in root_cause("InvalidAccessKeyId: The AWS Access Key Id ...", uses_s3=True)
     assert root_cause("AnalysisException: column x not found", uses_s3=True) is None
-
-
-def test_json_columns_of_a_partitioned_folder_file_by_file(tmp_path):
-    """A quarantine's reasons and batches (the data quality report reads them so): each
-    file's rows, the partition folder's value as a number, a column a file lacks as null."""
-    from jobs.lake import fs
-
-    rows = {0: [{"reason": "malformed_json", "detail": "x"}] * 3, 2: [{"reason": "missing_user_id"}] * 2}
-    for batch, found in rows.items():
-        folder = tmp_path / "quarantine" / f"batch_id={batch}"
-        folder.mkdir(parents=True)
-        (folder / "part-00000.json").write_text("".join(json.dumps(row) + "\n" for row in found))
-    (tmp_path / "quarantine" / "_SUCCESS").write_text("")
-
-    table = fs.read_columns(str(tmp_path / "quarantine"), ["reason", "batch_id", "detail"], "json")
-
-    assert (
-        sorted(zip(*(table.column(c).to_pylist() for c in ("batch_id", "reason", "detail")), strict=True))
-        == [(0, "malformed_json", "x")] * 3 + [(2, "missing_user_id", None)] * 2
-    )
-    assert fs.read_columns(str(tmp_path / "nothing"), ["reason"], "json") is None
