@@ -13,8 +13,9 @@ from jobs.units import Duration, Size
 
 
 class Retention(Part):
-    """How long landed files and output files are kept (the declaration's optional
-    `retention:` block; jobs/run/retention.py). By default, everything is kept."""
+    """How long what a run keeps is kept (the declaration's optional `retention:` block;
+    jobs/run/retention.py; docs/storage.md). By default landed and output files are kept;
+    quarantined records and run reports, which hold what producers sent, are not kept forever."""
 
     # keep; delete, or archive (moved to <root>/archive/<pipeline>/, same relative path), the
     # landed files of batches accounted `landed_after` ago (0: as soon as accounted).
@@ -29,6 +30,13 @@ class Retention(Part):
     # How long a build a rebuild switched away from is kept for `rebuild --rollback`: then
     # its checkpoint, quarantine and (Parquet) table are removed (jobs/run/retention.py).
     previous_build_s: Literal[0] | Duration = Field(7 * 24 * 3600, alias="previous_build")
+    # Quarantined records (whole raw lines) of batches accounted this long ago are removed
+    # (<root>/quarantine/<pipeline>/batch_id=N/); the run reports keep their counts by reason.
+    quarantine_after_s: Literal[0] | Duration = Field(30 * 24 * 3600, alias="quarantine")
+    # Run reports and their validation results (with Great Expectations' results and Data Docs
+    # pages of those runs, which hold sample values) older than this are removed; the newest
+    # run's report always stays.
+    runs_after_s: Duration = Field(90 * 24 * 3600, alias="runs")
 
 
 STATE_STORES = {

@@ -27,6 +27,7 @@ from jobs.lake.layout import Locations, is_s3, join, normalize
 from jobs.quality_report import health
 from jobs.quality_report.chart import FATES, run_chart
 from jobs.run.report import RunReport, load_reports
+from jobs.units import duration_words
 from jobs.validate.result import ValidationResult, appended_since, load_results
 
 HISTORY_COLUMNS = 12  # the latest validations in a check's history
@@ -44,6 +45,7 @@ _TEMPLATES = jinja2.Environment(
     undefined=jinja2.StrictUndefined,
 )
 _TEMPLATES.filters["duration"] = health.duration
+_TEMPLATES.filters["duration_words"] = duration_words
 
 log = logging.getLogger(__name__)
 

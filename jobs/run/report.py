@@ -35,13 +35,27 @@ class RetentionDone(BaseModel):
     through_batch: int | None = None  # every batch up to this one has been seen to
     archive: str | None = None
     builds_removed: list[str] = []  # builds a rebuild switched away from, kept long enough
+    quarantine_batches_removed: int = 0  # batches whose quarantined records were removed
+    runs_removed: int = 0  # run reports removed (with their validation results)
+
+    @property
+    def did_something(self) -> bool:
+        return bool(
+            self.deleted or self.archived or self.builds_removed or self.quarantine_batches_removed or self.runs_removed
+        )
 
     def describe(self) -> str:
         done = [f"{n} {what}" for what, n in (("deleted", self.deleted), ("archived", self.archived)) if n]
         where = f" to {self.archive}" if self.archived else ""
         landed = f"{', '.join(done)} landed file(s){where}, of batches up to {self.through_batch}" if done else ""
         removed = f"build(s) {', '.join(self.builds_removed)} removed" if self.builds_removed else ""
-        return "retention: " + "; ".join(part for part in (landed, removed) if part)
+        quarantine = (
+            f"the quarantined records of {self.quarantine_batches_removed} batch(es) removed"
+            if self.quarantine_batches_removed
+            else ""
+        )
+        runs = f"{self.runs_removed} old run report(s) removed" if self.runs_removed else ""
+        return "retention: " + "; ".join(part for part in (landed, removed, quarantine, runs) if part)
 
 
 class RuleCount(BaseModel):

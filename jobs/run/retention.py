@@ -1,10 +1,13 @@
-"""Retention of landed files, as the declaration says (its `retention:` block).
+"""Retention, as the declaration says (its `retention:` block; docs/storage.md).
 
 After a run, the landed files of batches accounted more than `landed_after` ago are
-deleted, or archived (moved to the archive location under the same relative path); and
-the builds a rebuild switched away from more than `previous_build` ago are removed (their
+deleted, or archived (moved to the archive location under the same relative path); the
+builds a rebuild switched away from more than `previous_build` ago are removed (their
 checkpoint, quarantine and Parquet table; the checkpoint's `retired.json` stays, so that
-nothing resumes it).
+nothing resumes it); the quarantined records of batches accounted more than `quarantine`
+ago are removed; and run reports (with their validation results) older than `runs`, but
+the newest (the validation removes Great Expectations' own results of them:
+jobs/validate/gx.py).
 Only files the ledger names are touched, so never one whose batch is not committed and
 accounted: recovering an interrupted run, which reads the files of batches committed
 but not yet accounted, never needs a file retention removed. `_pipeline/retention.json`
@@ -13,6 +16,7 @@ remembers how far it got, so each run looks only at batches it has not yet looke
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 from jobs.accounting.file_ledger import accounts_after, files_of
@@ -20,7 +24,7 @@ from jobs.accounting.ledger import Ledger
 from jobs.lake import fs
 from jobs.lake.layout import is_inside, join
 from jobs.run.context import RunContext
-from jobs.run.report import RetentionDone
+from jobs.run.report import RESULTS_SUFFIX, RetentionDone
 
 
 def apply_retention(run: RunContext, *, now: datetime | None = None) -> RetentionDone:
@@ -31,9 +35,45 @@ def apply_retention(run: RunContext, *, now: datetime | None = None) -> Retentio
     if run.pipeline.retention.landed != "keep":
         _landed_files(run, now, done)
     _previous_builds(run, now, done)
-    if done.deleted or done.archived or done.builds_removed:
+    _quarantine(run, now, done)
+    _runs(run, now, done)
+    if done.did_something:
         run.log.info("  %s", done.describe())
     return done
+
+
+def _quarantine(run: RunContext, now: datetime, done: RetentionDone) -> None:
+    """The quarantine's batch folders, oldest first, up to the first batch accounted too recently."""
+    cutoff = now - timedelta(seconds=run.pipeline.retention.quarantine_after_s)
+    quarantine, accounted = run.locations.quarantine, run.ledger.accounted_batches()
+    batches = sorted(int(name[len("batch_id=") :]) for name in fs.list_names(quarantine) if _BATCH.fullmatch(name))
+    for batch in batches:
+        committed = run.ledger.read_account(batch).get("committed_at") if batch in accounted else None
+        if committed is None or datetime.fromisoformat(committed) > cutoff:
+            break  # batches commit in order: the later ones are younger still
+        fs.remove_tree(join(quarantine, f"batch_id={batch}"))
+        done.quarantine_batches_removed += 1
+
+
+def _runs(run: RunContext, now: datetime, done: RetentionDone) -> None:
+    """Run reports and validation results named by a time before the cutoff, but the newest run's."""
+    cutoff = (now - timedelta(seconds=run.pipeline.retention.runs_after_s)).strftime(_STAMP_FORMAT)
+    names = fs.list_names(run.locations.runs)
+    reports = sorted(name for name in names if name.endswith(".json") and not name.endswith(RESULTS_SUFFIX))
+    newest = reports[-1].removesuffix(".json") if reports else None
+    for name in names:
+        stamp = _STAMPED.match(name)
+        if stamp is None or stamp.group(1) >= cutoff or name.startswith(f"{newest}."):
+            continue
+        fs.remove_file(join(run.locations.runs, name))
+        done.runs_removed += not name.endswith(RESULTS_SUFFIX)
+
+
+_BATCH = re.compile(r"batch_id=\d+")
+# A run report or validation result is named by its time: <run id>.json, <run id>.quality.json,
+# table-<time>.quality.json (run ids start with the run's start, UTC).
+_STAMPED = re.compile(r"(?:table-)?(\d{8}T\d{6}Z)")
+_STAMP_FORMAT = "%Y%m%dT%H%M%SZ"
 
 
 def _previous_builds(run: RunContext, now: datetime, done: RetentionDone) -> None:

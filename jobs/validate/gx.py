@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,34 @@ def context(quality: str, site: Path):
         else:
             project.add_data_docs_site(DATA_DOCS_SITE, wanted)
     return project
+
+
+def forget_before(quality: str, site: Path, suite_name: str, before: str, keep: str) -> list[str]:
+    """Remove Great Expectations' stored results of `suite_name` and their Data Docs pages for
+    the validations named by a time before `before` ('20260101T000000Z'), but `keep` (the one
+    just made): what retention's `runs` removes of the run reports, GX keeps apart (with its
+    sample values). Returns the validations' run names it removed."""
+    import shutil
+
+    stored = local_path(quality) / "gx" / "uncommitted" / "validations" / suite_name
+    pages = site / "validations" / suite_name
+    removed = []
+    with FolderLock(quality):
+        for folder in sorted({*_listed(stored), *_listed(pages)}):
+            stamp = _STAMPED.match(folder)
+            if stamp and stamp.group(1) < before and folder != keep:
+                for parent in (stored, pages):
+                    shutil.rmtree(parent / folder, ignore_errors=True)
+                removed.append(folder)
+    return removed
+
+
+def _listed(folder: Path) -> list[str]:
+    return [p.name for p in folder.iterdir() if p.is_dir()] if folder.is_dir() else []
+
+
+# GX's run names: run-<run id> (a run's validation), table-<time> (the whole table's).
+_STAMPED = re.compile(r"(?:run-)?(?:table-)?(\d{8}T\d{6}Z)")
 
 
 def _gx_expectation(expectation: Expectation):

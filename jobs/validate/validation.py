@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -85,6 +85,7 @@ def _validate(
 ) -> ValidationResult:
     started = time.monotonic()
     pipeline = with_recorded_schema(pipeline, Ledger(locations.ledger))
+    run_name = result.validation_id if result.scope == "table" else f"run-{result.validation_id}"
     if not any(r.batch_ids for r in reports):
         # No batch ran (no new files): nothing was written, and there is nothing to ask GX.
         result.checks = gx.skipped(list(suite.expectations), "the run processed no batch")
@@ -98,7 +99,6 @@ def _validate(
         try:
             result.rows_validated = table.count()
             had_input = sum(r.input_rows for r in reports) > 0
-            run_name = result.validation_id if result.scope == "table" else f"run-{result.validation_id}"
             result.checks, result.data_docs_page = gx.run_checkpoint(
                 table, pipeline.name, suite, locations.quality, site_folder(locations), run_name, had_input
             )
@@ -109,8 +109,18 @@ def _validate(
     result.duration_s = round(time.monotonic() - started, 2)
     result.decide()
     save_result(result, locations.runs)
+    _forget_old_results(pipeline, locations, keep=run_name)
     log.info("%s", result.summary())
     return result
+
+
+def _forget_old_results(pipeline: PipelineBase, locations: Locations, keep: str) -> None:
+    """Retention's `runs` for what Great Expectations keeps itself: its results (with sample
+    values) and their Data Docs pages, older than the run reports kept (jobs/run/retention.py)."""
+    before = (datetime.now(UTC) - timedelta(seconds=pipeline.retention.runs_after_s)).strftime("%Y%m%dT%H%M%SZ")
+    for run_name in gx.forget_before(locations.quality, site_folder(locations), pipeline.name, before, keep):
+        if is_s3(locations.reports):  # the site's copy in the bucket
+            fs.remove_tree(join(locations.reports, "data_docs", "validations", pipeline.name, run_name))
 
 
 def validate_run(

@@ -102,3 +102,46 @@ def test_output_files_past_the_tables_retention_leave_the_log_and_the_folder(spa
     assert report.expired_output_files_removed > 0 and report.uncommitted_files_removed == 0
     in_log = spark.read.parquet(locations.output).count()
     assert pq.read_table(locations.output).num_rows == in_log < 3
+
+
+def test_quarantined_records_and_run_reports_leave_after_their_retention(spark, clickstream, locations):
+    """By default the quarantine (whole raw lines) is kept 30 days, run reports and their
+    validation results 90 (the newest run's always); before, both were kept forever."""
+    land_in_order(locations.landing, FIRST)  # "not json" is quarantined in batch 0
+    first = run_pipeline(spark, clickstream, locations)
+    land_in_order(locations.landing, SECOND)
+    second = run_pipeline(spark, clickstream, locations)
+    for report in (first, second):
+        (Path(locations.runs) / f"{report.run_id}.quality.json").write_text("{}")  # as a validation stores it
+    run = run_context(spark, clickstream, locations)
+    quarantined = Path(locations.quarantine) / "batch_id=0"
+    assert quarantined.is_dir() and first.quarantined_rows == 1
+
+    kept = apply_retention(run, now=datetime.now(UTC) + timedelta(days=29))
+    assert (kept.quarantine_batches_removed, kept.runs_removed, quarantined.is_dir()) == (0, 0, True)
+    month = apply_retention(run, now=datetime.now(UTC) + timedelta(days=31))
+    assert (month.quarantine_batches_removed, month.runs_removed, quarantined.exists()) == (1, 0, False)
+    quarter = apply_retention(run, now=datetime.now(UTC) + timedelta(days=91))
+    assert quarter.runs_removed == 1 and "1 old run report(s) removed" in quarter.describe()
+    assert sorted(p.name for p in Path(locations.runs).iterdir()) == [
+        f"{second.run_id}.json",
+        f"{second.run_id}.quality.json",
+    ]
+
+
+def test_great_expectations_results_of_runs_past_retention_are_removed(spark, clickstream, locations):
+    """Their sample values are what retention's `runs` is for: the validation removes GX's own
+    results and Data Docs pages of validations older than the run reports kept."""
+    from jobs.validate.validation import site_folder, validate_run
+
+    pipeline = _with(clickstream, runs="1 second")
+    land_in_order(locations.landing, FIRST)
+    first = validate_run(spark, pipeline, locations, run_pipeline(spark, pipeline, locations))
+    stored = Path(locations.quality) / "gx" / "uncommitted" / "validations" / "clickstream"
+    assert [p.name for p in stored.iterdir()] == [f"run-{first.validation_id}"]
+    time.sleep(1.1)
+    land_in_order(locations.landing, SECOND)
+    second = validate_run(spark, pipeline, locations, run_pipeline(spark, pipeline, locations))
+    assert [p.name for p in stored.iterdir()] == [f"run-{second.validation_id}"]
+    pages = site_folder(locations) / "validations" / "clickstream"
+    assert not (pages / f"run-{first.validation_id}").exists()
