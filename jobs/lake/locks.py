@@ -2,7 +2,10 @@
 
 Spark does not stop two processes from running the same checkpoint: the runner takes
 the checkpoint's lock first (`checkpoint_lock`), a flock on a local disk and a lease
-object in a bucket.
+object in a bucket. The lock names the run's process and, once Spark has started, the JVM
+that runs its query (`record_spark`): under spark-submit the JVM is the Python driver's
+parent and can go on committing batches for a while after the driver was killed, so the
+lock is free only when both are gone.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import threading
 import time
 import uuid
 from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 
 from jobs.lake import s3
@@ -36,6 +40,11 @@ def _this_process() -> dict:
         "started": _proc_start(os.getpid()),
         "since": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+
+
+def _jvm(pid: int) -> dict:
+    """The JVM that runs a run's query, as a holder records it."""
+    return {"pid": pid, "started": _proc_start(pid)}
 
 
 def _read_holder(text: str) -> dict:
@@ -75,12 +84,15 @@ class FolderLock:
 
 class CheckpointLock:
     """An exclusive flock on `<ledger>/lock`. The kernel releases it when the holder exits,
-    however it exits, so a crashed run never leaves a stale lock behind."""
+    however it exits, so a crashed run never leaves a stale lock behind; a holder killed
+    without its JVM (which the kernel knows nothing of) is waited for until the JVM is gone."""
 
-    def __init__(self, ledger: str, pipeline_name: str):
+    def __init__(self, ledger: str, pipeline_name: str, jvm_wait_s: float = 60):
         self.path = local_path(join(ledger, "lock"))
         self.pipeline = pipeline_name
+        self.jvm_wait_s = jvm_wait_s
         self._file = None
+        self._me: dict = {}
 
     def __enter__(self) -> CheckpointLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -93,11 +105,26 @@ class CheckpointLock:
             handle.close()
             raise AlreadyRunning(_refusal(self.pipeline, str(self.path.parent.parent), holder)) from None
         handle.seek(0)
-        handle.truncate()
-        handle.write(json.dumps(_this_process()) + "\n")
-        handle.flush()
-        self._file = handle
+        previous = _read_holder(handle.read())
+        try:
+            _wait_for_its_jvm(previous, self.jvm_wait_s, self.pipeline, str(self.path.parent.parent))
+        except AlreadyRunning:
+            handle.close()
+            raise
+        self._file, self._me = handle, _this_process()
+        self._write()
         return self
+
+    def record_spark(self, jvm_pid: int) -> None:
+        """The JVM that runs this run's query: the lock stays taken while it lives."""
+        self._me["spark"] = _jvm(jvm_pid)
+        self._write()
+
+    def _write(self) -> None:
+        self._file.seek(0)
+        self._file.truncate()
+        self._file.write(json.dumps(self._me) + "\n")
+        self._file.flush()
 
     def describe(self) -> str:
         return f"flock on {self.path}"
@@ -118,11 +145,13 @@ class LeaseLost(RuntimeError):
 
 
 def _proc_start(pid: int) -> str | None:
-    """When process `pid` started (clock ticks since boot), or None if there is none."""
+    """When process `pid` started (clock ticks since boot), or None if there is none (or
+    only its exit status is left: a zombie no parent has reaped yet)."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
         return None
+    return fields[19] if len(fields) > 19 and fields[0] not in ("Z", "X") else None
 
 
 def _pid_space() -> str:
@@ -135,10 +164,32 @@ def _pid_space() -> str:
 
 
 def _gone(holder: dict) -> bool:
-    """Whether the holder was a process in this pid space that no longer runs."""
+    """Whether the holder was a process in this pid space that no longer runs, nor its JVM."""
     if not holder.get("pid_space") or holder["pid_space"] != _pid_space():
         return False
-    return _proc_start(holder["pid"]) != holder.get("started")
+    return _proc_start(holder["pid"]) != holder.get("started") and not _jvm_alive(holder)
+
+
+def _jvm_alive(holder: dict) -> bool:
+    """Whether the JVM a holder recorded, in this pid space, still runs."""
+    jvm = holder.get("spark")
+    if not jvm or holder.get("pid_space") != _pid_space():
+        return False
+    return _proc_start(jvm["pid"]) == jvm.get("started") is not None
+
+
+def _wait_for_its_jvm(holder: dict, wait_s: float, pipeline_name: str, checkpoint: str) -> None:
+    """A holder whose process died (its flock released) may have left its JVM running,
+    still able to commit a batch: wait for it to go, up to `wait_s`, else refuse."""
+    deadline = time.monotonic() + wait_s
+    while _jvm_alive(holder):
+        if time.monotonic() > deadline:
+            jvm = holder["spark"]["pid"]
+            raise AlreadyRunning(
+                f"{_refusal(pipeline_name, checkpoint, _describe(holder))}: its process is gone, but the JVM "
+                f"that ran its query (pid {jvm}) still runs after {wait_s:.0f}s; stop it (kill {jvm}), then run again"
+            )
+        time.sleep(0.2)
 
 
 class S3Lease:
@@ -171,6 +222,10 @@ class S3Lease:
     def describe(self) -> str:
         return f"lease {self.uri}, renewed every {self.lease_s / 4:g} s"
 
+    def record_spark(self, jvm_pid: int) -> None:
+        """The JVM that runs this run's query, written with the next renewal."""
+        self._me["spark"] = _jvm(jvm_pid)
+
     def _put(self, **condition: str) -> bool:
         from botocore.exceptions import BotoCoreError, ClientError
 
@@ -198,13 +253,17 @@ class S3Lease:
         except (BotoCoreError, ClientError) as error:
             raise s3.explain(error, self.uri) from None
         holder = _read_holder(current["Body"].read().decode(errors="replace"))  # {}: no pid to check, it expires
-        age_s = (datetime.now(UTC) - current["LastModified"]).total_seconds()
-        return holder, current["ETag"], age_s
+        # Its age by the store's clock (the answer's Date), never this machine's: a clock set
+        # ahead here would take a live lease over.
+        served = current.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
+        now = parsedate_to_datetime(served) if served else datetime.now(UTC)
+        return holder, current["ETag"], (now - current["LastModified"]).total_seconds()
 
     def __enter__(self) -> S3Lease:
         if not self._put(IfNoneMatch="*"):
             holder, etag, age_s = self._current()
-            if not (_gone(holder) or age_s > self.lease_s) or not self._put(IfMatch=etag):
+            free = (_gone(holder) or age_s > self.lease_s) and not _jvm_alive(holder)
+            if not free or not self._put(IfMatch=etag):
                 checkpoint = self.uri.rsplit("/", 2)[0]
                 raise AlreadyRunning(
                     f"{_refusal(self.pipeline, checkpoint, _describe(holder))}. The lease of a run that "

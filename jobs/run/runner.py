@@ -48,9 +48,8 @@ from jobs.units import new_run_id
 
 __all__ = ["RunFailed", "RunOptions", "RunRefused", "RunStopped", "request_stop", "run"]
 
-# Set by a signal handler: the run in progress stops at its next poll. Raising
-# KeyboardInterrupt from the handler instead could land inside a py4j call and break
-# the connection to the JVM, turning a clean stop into a failed run.
+# Set by a signal handler: the run in progress stops at its next poll. A KeyboardInterrupt
+# from the handler could land inside a py4j call and turn a clean stop into a failed run.
 _stop_requested = threading.Event()
 _runs_in_progress = 0  # more than one in a group (jobs/launch/group.py)
 _runs_lock = threading.Lock()
@@ -119,6 +118,7 @@ def run(
             else:
                 log.info("  pending: %s", pending.describe())
                 spark = spark or _session(pipeline, locations, pending)
+                lock.record_spark(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
                 report.spark_log = _spark_log_file(spark)
                 context = checked_context(spark, pipeline, locations, options, lock=lock, run_id=report.run_id)
                 _execute(context, report, pending)

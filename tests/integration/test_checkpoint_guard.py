@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -11,9 +18,9 @@ from jobs.accounting.checkpoint import CheckpointLog
 from jobs.declare.parts import Window
 from jobs.flow.sink import Trigger
 from jobs.lake.layout import Locations
-from jobs.lake.locks import CheckpointLock
+from jobs.lake.locks import AlreadyRunning, CheckpointLock
 from jobs.run.runner import RunRefused
-from tests.helpers import event, land, run_pipeline
+from tests.helpers import REPO, event, land, run_pipeline
 
 FIRST = {"a.json": [event("u1", "2023-07-30T10:00:20Z"), event("u1", "2023-07-30T10:09:20Z")]}
 SECOND = {"b.json": [event("u2", "2023-07-30T10:20:00Z")]}
@@ -85,3 +92,36 @@ def test_a_missing_landing_location_is_refused(spark, clickstream, locations):
     with pytest.raises(RunRefused) as error:
         run_pipeline(spark, clickstream, locations)
     assert f"landing location {locations.landing} does not exist" in str(error.value)
+
+
+# A run's process that took the lock and started its query's JVM (here a stand-in process).
+_HOLDER = """
+import subprocess, sys, time
+from jobs.lake.locks import CheckpointLock
+lock = CheckpointLock(sys.argv[1], "clickstream").__enter__()
+jvm = subprocess.Popen(["sleep", "120"], start_new_session=True)
+lock.record_spark(jvm.pid)
+print(jvm.pid, flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_run_killed_alone_keeps_the_lock_taken_until_its_jvm_is_gone(tmp_path):
+    """Under spark-submit the JVM is the Python driver's parent: killed alone, the driver
+    releases its flock, while the JVM can still commit a batch. Before, the next run took
+    the lock at once; now it waits for the JVM the lock names, and says so if it stays."""
+    ledger = str(tmp_path / "ledger")
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, ledger], stdout=subprocess.PIPE, text=True, cwd=REPO)
+    jvm = int(holder.stdout.readline())
+    holder.kill()
+    holder.wait()
+    try:
+        with pytest.raises(AlreadyRunning, match=rf"the JVM that ran its query \(pid {jvm}\) still runs"):
+            CheckpointLock(ledger, "clickstream", jvm_wait_s=0.5).__enter__()
+        threading.Timer(1.0, os.kill, (jvm, signal.SIGKILL)).start()
+        started = time.monotonic()
+        with CheckpointLock(ledger, "clickstream", jvm_wait_s=30):
+            assert 0.8 < time.monotonic() - started < 20
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(jvm, signal.SIGKILL)

@@ -11,6 +11,8 @@ import os
 import signal
 import subprocess
 import time
+from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -192,3 +194,47 @@ def _dead_pid() -> int:
     process = subprocess.Popen(["true"])
     process.wait()
     return process.pid
+
+
+def test_a_lease_is_aged_by_the_store_s_clock_not_this_machine_s(s3_root, monkeypatch):
+    """Before, age was this machine's clock against S3's LastModified: a clock set 10 minutes
+    ahead took a live lease of another machine over."""
+    import jobs.lake.locks as locks
+
+    ledger = Locations.resolve("clickstream", root=s3_root).ledger
+    bucket, key = split_bucket(f"{ledger}/lock")
+    live_elsewhere = {"pid": 1, "host": "elsewhere", "pid_space": "another machine", "since": "now"}
+    s3.client().put_object(Bucket=bucket, Key=key, Body=json.dumps(live_elsewhere).encode())
+
+    class Ahead(datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return datetime.now(tz) + timedelta(minutes=10)
+
+    monkeypatch.setattr(locks, "datetime", Ahead)
+    with pytest.raises(AlreadyRunning, match="pid 1 on elsewhere"):
+        S3Lease(ledger, "clickstream", lease_s=60).__enter__()
+
+
+def test_a_lease_whose_process_is_gone_but_its_jvm_runs_is_not_taken(s3_root):
+    """Under spark-submit the JVM is the driver's parent and lives on after it: the lease
+    stays taken while the JVM it names runs, here or after its expiry."""
+    ledger = Locations.resolve("clickstream", root=s3_root).ledger
+    bucket, key = split_bucket(f"{ledger}/lock")
+    with S3Lease(ledger, "clickstream", lease_s=60):
+        left = json.loads(s3.client().get_object(Bucket=bucket, Key=key)["Body"].read())
+    jvm = subprocess.Popen(["sleep", "60"])
+    try:
+        with_jvm = {**left, "pid": _dead_pid(), "spark": {"pid": jvm.pid, "started": _started(jvm.pid)}}
+        s3.client().put_object(Bucket=bucket, Key=key, Body=json.dumps(with_jvm).encode())
+        with pytest.raises(AlreadyRunning):
+            S3Lease(ledger, "clickstream", lease_s=1).__enter__()
+    finally:
+        jvm.kill()
+        jvm.wait()
+    with S3Lease(ledger, "clickstream", lease_s=60):
+        pass
+
+
+def _started(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
