@@ -14,11 +14,15 @@ room for that at about one key per event, the worst case of the benchmark (make 
 From the weakest to the strongest: the default, the declaration's `spark:` block, the
 run's own options (`--max-bytes-per-trigger` or `--max-files-per-trigger`, or the DAG
 run's params).
+
+Spark counts a file by its size as listed. A gzip file's lines can be a hundred times that:
+with new gzip files, a byte limit is divided by how much they inflate (`inflated`), so that
+a batch holds about the limit in lines, not in gzip.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from jobs.units import UsageError
 
@@ -31,10 +35,23 @@ class Limits:
     max_files: int | None
     max_bytes: int | None
     chosen_by: str  # what set them: "default", "declaration" or "run"
+    inflation: float = 1.0  # max_bytes is of gzip files whose lines are this many times larger
 
     def describe(self) -> str:
         size = f"at most {self.max_files:,} new files" if self.max_files else f"about {self.max_bytes / 2**20:,.0f} MiB"
+        if self.inflation > 1:
+            size = (
+                f"about {self.max_bytes * self.inflation / 2**20:,.0f} MiB of lines "
+                f"({self.max_bytes / 2**20:,.2f} MiB of gzip, which inflates up to {self.inflation:,.0f}x)"
+            )
         return f"{size} per batch ({self.chosen_by})"
+
+
+def inflated(limits: Limits, inflation: float) -> Limits:
+    """The limits for new files whose lines are up to `inflation` times their size (gzip)."""
+    if not limits.max_bytes or inflation <= 1:
+        return limits
+    return replace(limits, max_bytes=max(int(limits.max_bytes / inflation), 1), inflation=inflation)
 
 
 def default_limits(heap_bytes: int) -> Limits:

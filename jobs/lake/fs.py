@@ -58,6 +58,17 @@ def exists(uri: str) -> bool:
         return filesystem.get_file_info(path).type != pafs.FileType.NotFound
 
 
+def gzip_size(uri: str, size: int) -> int:
+    """A gzip file's size once decompressed, from its trailer (one ranged read of 4 bytes): the
+    size modulo 2^32, taken as the smallest that is not below the file's own `size`. (Wrong
+    for files of concatenated gzip members, whose trailer is the last member's.)"""
+    filesystem, path = _resolve(uri)
+    with _errors(uri), filesystem.open_input_file(path) as handle:
+        trailer = handle.read_at(4, max(size - 4, 0))
+    stated = int.from_bytes(trailer, "little") if len(trailer) == 4 else 0
+    return stated + 2**32 * max(0, -(-(size - stated) // 2**32))
+
+
 def listable(uri: str) -> bool:
     """Whether `uri` can be listed as a folder: a local folder that exists, or any prefix in
     a bucket that exists (on S3 a prefix exists only once an object is under it: before,

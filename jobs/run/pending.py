@@ -31,6 +31,7 @@ from jobs.run.context import RunOptions
 # (spark.sql.sources.parallelPartitionDiscovery.threshold, 32) and in a job of its own
 # beyond it: more new files than that are a backlog, for which one listing is cheaper.
 NAMED_FILES = 32
+GZIP_SAMPLE = 64
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,8 @@ class Pending:
     # which the run's audit judges and reads on from rather than listing and reading again.
     listed: tuple[dict[str, int], ...] | None = None
     taken: tuple[Recorded, ...] | None = None
+    # How many times their size the new gzip files' lines are, at most (jobs/flow/admission.py).
+    inflation: float = 1.0
 
     @property
     def nothing_new(self) -> bool:
@@ -81,6 +84,7 @@ def pending_input(pipeline: PipelineBase, locations: Locations, options: RunOpti
     if set(checkpoint_log.committed_batches()) - Ledger(locations.ledger).accounted_batches():
         return Pending(0, 0, "committed batches are not accounted yet")
     files = size = 0
+    gzipped: list[tuple[str, int]] = []
     named: list[tuple[str, ...]] = []
     listed: list[dict[str, int]] = []
     recorded: list[Recorded] = []
@@ -95,12 +99,21 @@ def pending_input(pipeline: PipelineBase, locations: Locations, options: RunOpti
                 continue
             files, size = files + 1, size + file_bytes
             new.append(uri)
+            if uri.endswith(".gz") and file_bytes:
+                gzipped.append((uri, file_bytes))
         named.append(tuple(new))
         listed.append({uri: mtime_ms for uri, (_, mtime_ms) in found.items()})
+    inflation = _inflation(gzipped)
     if not options.lists_all:
-        return Pending(files, size)
+        return Pending(files, size, inflation=inflation)
     named_files = tuple(named) if files <= NAMED_FILES else None
-    return Pending(files, size, named=named_files, listed=tuple(listed), taken=tuple(recorded))
+    return Pending(files, size, named=named_files, listed=tuple(listed), taken=tuple(recorded), inflation=inflation)
+
+
+def _inflation(gzipped: list[tuple[str, int]]) -> float:
+    """The most any of the new gzip files inflates, from their trailers (a backlog's first
+    GZIP_SAMPLE of them: one ranged read each)."""
+    return max((fs.gzip_size(uri, size) / size for uri, size in gzipped[:GZIP_SAMPLE]), default=1.0)
 
 
 def _listed(landing: str, options: RunOptions) -> dict[str, tuple[int, int]]:

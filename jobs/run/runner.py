@@ -30,7 +30,7 @@ from jobs.accounting.batches import Accounting, account_batches
 from jobs.accounting.checkpoint import CheckpointLog, ms_to_iso
 from jobs.accounting.ledger import IncompatibleCheckpoint
 from jobs.declare import DeclarationError, PipelineBase
-from jobs.flow.admission import batch_limits
+from jobs.flow.admission import batch_limits, inflated
 from jobs.flow.patterns import pattern_of
 from jobs.flow.query import source_landings, start_query
 from jobs.lake.layout import Locations, StorageError, StorageUnavailable
@@ -205,9 +205,8 @@ def _recover(run: RunContext, report: RunReport, accounting: Accounting) -> None
 
 
 def _start(run: RunContext, report: RunReport, pending: Pending) -> StreamingQuery:
-    """Start the query, each batch limited to what the driver's memory can take; when the
-    new files are few and known (`pending`), the source is handed their names rather than
-    the landing to list."""
+    """Start the query, each batch limited to what the driver's memory can take; new files
+    few and known (`pending`) are handed to the source by name, not listed again."""
     from jobs.session import heap_bytes
 
     declared, options = run.pipeline.spark_settings, run.options
@@ -218,6 +217,7 @@ def _start(run: RunContext, report: RunReport, pending: Pending) -> StreamingQue
         options.max_files_per_trigger,
         options.max_bytes_per_trigger,
     )
+    limits = inflated(limits, pending.inflation)
     report.batch_limits = asdict(limits)
     run.log.info("  start: %s", limits.describe())
     landed = source_landings(run.pipeline, run.locations.landing)

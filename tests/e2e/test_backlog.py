@@ -27,7 +27,7 @@ def test_a_declared_limit_splits_a_backlog_and_a_run_option_overrides_it(spark, 
     land_in_order(locations.landing, files)
 
     report = run_pipeline(spark, declared, locations)
-    assert report.batch_limits == {"max_files": 2, "max_bytes": None, "chosen_by": "declaration"}
+    assert report.batch_limits == {"max_files": 2, "max_bytes": None, "chosen_by": "declaration", "inflation": 1.0}
     assert report.batches == 3 + 1  # three of two files each, then the watermark's no-data batch
     assert "  start: at most 2 new files per batch (declaration)" in caplog.messages
 
@@ -46,7 +46,12 @@ def test_the_default_limit_is_a_sixteenth_of_the_driver_heap(spark, clickstream,
     land_in_order(locations.landing, {"one.json": [event("u", "2023-07-30T10:00:00Z")]})
     report = run_pipeline(spark, clickstream, locations)
     heap = spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory()
-    assert report.batch_limits == {"max_files": None, "max_bytes": max(heap // 16, 8 * 2**20), "chosen_by": "default"}
+    assert report.batch_limits == {
+        "max_files": None,
+        "max_bytes": max(heap // 16, 8 * 2**20),
+        "chosen_by": "default",
+        "inflation": 1.0,
+    }
 
 
 @pytest.mark.slow

@@ -141,3 +141,30 @@ def test_the_report_never_reads_the_quarantine_however_large(spark, tmp_path):
     assert peak < 20 * 2**20, peak  # nothing of the quarantine's 100 MiB was read
     shown = page.read_text()
     assert f'<td class="text">{reason}</td><td>1</td>' in shown and ">old<" not in shown
+
+
+def test_gzip_files_are_admitted_by_their_lines_not_their_bytes(spark, tmp_path):
+    """Spark counts a file by its listed size: before, three gzip files of ~60 KB holding 1 MB
+    of lines each went into one batch under a 1.5 MiB limit (4.5 MB of lines); now the limit
+    is divided by how much they inflate (their trailers say), and each batch holds one."""
+    import gzip
+
+    from jobs.accounting.file_ledger import accounts_after
+    from jobs.accounting.ledger import Ledger
+    from tests.helpers import event
+
+    pipeline = declare.load("clickstream")
+    locations = Locations.resolve(pipeline.name, root=str(tmp_path / "root"))
+    scratch = tmp_path / "gz"
+    scratch.mkdir()
+    for day in range(3):
+        lines = [event(f"u{n % 50}", f"2023-07-3{day}T10:{n % 60:02d}:00Z", f"e{day}-{n}") for n in range(10_000)]
+        (scratch / f"day-{day}.json.gz").write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    from jobs.lake.landing import land_files
+
+    land_files(sorted(str(p) for p in scratch.iterdir()), locations.landing)
+    report = run_pipeline(spark, pipeline, locations, max_bytes_per_trigger=int(1.5 * 2**20))
+    assert report.input_rows == 30_000
+    assert report.batch_limits["inflation"] > 10
+    batches = [a for a in accounts_after(Ledger(locations.ledger)) if a["input_files"]]
+    assert [a["input_files"] for a in batches] == [1, 1, 1]
