@@ -16,6 +16,7 @@ from pyspark.logger import PySparkLogger
 from pyspark.sql import SparkSession
 
 from jobs import executors, jvm
+from jobs.flow.source import LINE_LIMIT_SETTING, READ_LIMIT
 from jobs.lake.layout import Locations
 from jobs.settings import package_file, settings
 
@@ -106,6 +107,7 @@ def get_spark(
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    spark.conf.set(LINE_LIMIT_SETTING, str(READ_LIMIT))  # no line held whole past it (jobs/flow/source.py)
     spark.sparkContext.setLogLevel(settings().spark_log_level)
     _for_small_files(spark, conf)
     # PySpark logs every analysis error with its whole plan; the runner reports it in one line.

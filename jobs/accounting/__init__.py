@@ -12,6 +12,7 @@ accounts.py         a batch's counts -> its account (pure), and the account's st
 batches.py          when a run's batches are accounted, and when their accounts are stored
 read_again.py       a batch accounted by reading its files again through the same flow
 lines.py            a quarantined line's number in its file, from where Spark's task began reading
+long_lines.py       lines too long for the reader, which passed them over: counted and quarantined
 file_ledger.py      the file ledger: which batch took which file, with its rows (python -m jobs files)
 quarantine_file.py  a landed file quarantined by hand: the way past a batch that fails on its data
 run_view.py         what accounting needs of a run (the runner's RunContext has it)

@@ -29,6 +29,7 @@ import msgspec
 from jobs.accounting.accounts import BatchAccount, BatchRead, batch_account, counts_that_add_up
 from jobs.accounting.checkpoint import ms_to_iso
 from jobs.accounting.lines import lines_before
+from jobs.accounting.long_lines import count_passed_over
 from jobs.accounting.read_again import read_again
 from jobs.accounting.run_view import RunView
 from jobs.flow.patterns import pattern_of
@@ -78,6 +79,7 @@ def _account_batch(run: RunView, batch_id: int, metrics: dict[str, Any] | None) 
     if was_read_again:
         files, missing = read_again(run, batch_id, listed)
     missing |= _uncounted(files, listed)
+    count_passed_over(files)  # lines too long for the reader: counted and quarantined here
     read = BatchRead(
         batch_id=batch_id,
         listed=listed,

@@ -11,12 +11,20 @@ from pyspark.sql import functions as F
 
 from jobs.columns import BLOCK_START, FILE_SIZE, LINE, SOURCE_FILE
 from jobs.declare import PipelineBase
+from jobs.flow.line_reader import RECORD_LIMIT
 from jobs.lake.landing import dated_folders
 from jobs.lake.layout import StorageError, join, literal
 from jobs.schema import kind_of, of_spark, outline, spelled
 from jobs.units import UsageError
 
 _CORRUPT_RECORD = "_corrupt_record"  # what inference calls lines it could not read
+
+# Hadoop's line reader holds a whole line before it hands it on: one of 1.5 GiB ends the JVM.
+# Past this it passes a line over instead, without holding it (every session sets it:
+# jobs/session.py); jobs/accounting/long_lines.py counts and quarantines such a line. A line
+# up to this long reaches the decoder, which quarantines one over RECORD_LIMIT itself.
+READ_LIMIT = RECORD_LIMIT + 2**20
+LINE_LIMIT_SETTING = "mapreduce.input.linerecordreader.line.maxlength"
 
 
 def landing_path(landing: str, glob: str | None = None, since: date | None = None, until: date | None = None) -> str:

@@ -71,6 +71,7 @@ class FileCount:
 
     size_bytes: int | None = None
     lines: int = 0  # read by the decoder, blank ones too
+    line_bytes: int = 0  # ... their bytes, line ends not included (jobs/accounting/long_lines.py)
     blank: int = 0  # ... of which blank (not records)
     records: int = 0  # counted after parsing: every line but the blank ones
     rescued: int = 0  # ... of which usable with a value rescued (_rescued_data)
@@ -82,6 +83,7 @@ class FileCount:
     def merge(self, other: FileCount) -> None:
         self.size_bytes = other.size_bytes if self.size_bytes is None else self.size_bytes
         self.lines += other.lines
+        self.line_bytes += other.line_bytes
         self.blank += other.blank
         self.records += other.records
         self.rescued += other.rescued
@@ -157,6 +159,7 @@ def files_of_json(text: str) -> Files:
         found[name] = FileCount(
             size_bytes=counted["size_bytes"],
             lines=counted["lines"],
+            line_bytes=counted.get("line_bytes", 0),
             blank=counted["blank"],
             records=counted["records"],
             rescued=counted["rescued"],

@@ -1,10 +1,14 @@
-"""Line numbers in a file Spark reads in blocks: the lines before a block, counted in the file."""
+"""Line numbers in a file Spark reads in blocks: the lines before a block, counted in the file;
+and the lines too long for the reader, found in the file."""
 
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from jobs.accounting.lines import lines_before
 
@@ -24,3 +28,23 @@ def test_lines_before_a_block_are_the_lines_that_start_at_or_before_it(tmp_path,
         # Built, not parsed: the line starts are known from how the file was made.
         expected = sum(1 for start in starts if start <= offset)
         assert lines_before(str(path), offset, chunk_size) == expected, offset
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(max_size=40).map(lambda b: bytes(b"ab\r\n"[x % 4] for x in b)), chunk=st.integers(1, 9))
+def test_lines_too_long_for_the_reader_are_found_as_hadoop_splits_them(tmp_path_factory, monkeypatch, data, chunk):
+    """The lines Hadoop's reader passes over (its bytes with their end, LF, CR LF or a lone CR,
+    at the cap or more), found in any chunking: the reference splits the whole file at once."""
+    from jobs.accounting import long_lines
+
+    monkeypatch.setattr(long_lines, "READ_LIMIT", 6)
+    path = tmp_path_factory.mktemp("long") / "f.json"
+    path.write_bytes(data)
+    expected, start, number = [], 0, 1
+    for end in re.finditer(rb"\r\n|\r|\n", data):
+        if end.end() - start >= 6:
+            expected.append((number, end.start() - start))
+        start, number = end.end(), number + 1
+    if start < len(data) and len(data) - start >= 6:
+        expected.append((number, len(data) - start))
+    assert [(n, length) for n, length, _ in long_lines._long_lines(str(path), chunk)] == expected

@@ -74,6 +74,7 @@ public final class Decode implements UDF4<byte[], String, Long, Long, Row> {
                 counts.sizeBytes = fileSize;
             }
             counts.lines++;
+            counts.lineBytes += line.length;
             if (decoded.blank) {
                 counts.blank++;
             }

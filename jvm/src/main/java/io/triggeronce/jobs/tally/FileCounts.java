@@ -14,6 +14,7 @@ public final class FileCounts implements Serializable {
 
     public Long sizeBytes;
     public long lines; // read by the decoder, blank ones too
+    public long lineBytes; // ... their bytes, line ends not included (a line Hadoop skipped is missing)
     public long blank; // ... of which blank (not records)
     public long records; // counted after parsing: every line but the blank ones
     public long rescued; // ... of which usable with a value rescued
@@ -30,6 +31,7 @@ public final class FileCounts implements Serializable {
             sizeBytes = other.sizeBytes;
         }
         lines += other.lines;
+        lineBytes += other.lineBytes;
         blank += other.blank;
         records += other.records;
         rescued += other.rescued;
@@ -46,6 +48,7 @@ public final class FileCounts implements Serializable {
             out.writeNumberField("size_bytes", sizeBytes);
         }
         out.writeNumberField("lines", lines);
+        out.writeNumberField("line_bytes", lineBytes);
         out.writeNumberField("blank", blank);
         out.writeNumberField("records", records);
         out.writeNumberField("rescued", rescued);

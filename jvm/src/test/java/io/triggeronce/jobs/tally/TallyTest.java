@@ -9,6 +9,7 @@ class TallyTest {
         Tally tally = new Tally();
         FileCounts counts = new FileCounts();
         counts.lines = lines;
+        counts.lineBytes = 10 * lines;
         counts.records = lines;
         java.util.Map<String, FileCounts> files = new java.util.HashMap<>();
         files.put("file:///a.json", counts);
@@ -26,7 +27,7 @@ class TallyTest {
         driver.merge(attempt(3, 1, 1, 12, 2));
         driver.merge(attempt(4, 2, 0, 13, 7)); // the next batch's
         String taken = driver.takeBatch(3);
-        assertEquals(true, taken.contains("\"lines\":7"), taken);
+        assertEquals(true, taken.contains("\"lines\":7,\"line_bytes\":70"), taken);
         assertEquals("{}", driver.takeBatch(3)); // taken out
         assertEquals(true, driver.takeBatch(4).contains("\"lines\":7"));
     }
