@@ -255,8 +255,7 @@ class S3Lease:
         holder = _read_holder(current["Body"].read().decode(errors="replace"))  # {}: no pid to check, it expires
         # Its age by the store's clock (the answer's Date), never this machine's: a clock set
         # ahead here would take a live lease over.
-        served = current.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
-        now = parsedate_to_datetime(served) if served else datetime.now(UTC)
+        now = _served_at(current.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date"))
         return holder, current["ETag"], (now - current["LastModified"]).total_seconds()
 
     def __enter__(self) -> S3Lease:
@@ -320,6 +319,18 @@ class S3Lease:
 
 
 _CONFLICT = ("PreconditionFailed", "412", "ConditionalRequestConflict")
+
+
+def _served_at(date: str | None) -> datetime:
+    """When the store answered, by its clock (an HTTP Date, in UTC); this machine's clock only
+    when the answer has no Date it can read."""
+    try:
+        served = parsedate_to_datetime(date) if date else None
+    except (TypeError, ValueError):
+        served = None
+    if served is None:
+        return datetime.now(UTC)
+    return served if served.tzinfo else served.replace(tzinfo=UTC)  # '-0000' reads as naive
 
 
 def _describe(holder: dict) -> str:

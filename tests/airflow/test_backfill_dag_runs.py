@@ -37,7 +37,7 @@ def test_a_backfill_publishes_every_window_of_its_range(airflow_home, tmp_path, 
     conf = {"pipeline": "clickstream", "since": "2023-07-30", "until": "2023-07-31"}
     run = dags_test(airflow_home, str(root), "jobs_backfill", conf)
     assert run.state == "success", run.output[-5000:]
-    assert "1 entries under" in run.output and "outside dt=YYYY-MM-DD folders (undated.json)" in run.output
+    assert "1 entries under" in run.output and "outside dt=YYYY-MM-DD folders ('undated.json')" in run.output
 
     model = ClickstreamModel()
     model.run([all_lines(days["dt=2023-07-30"]) + all_lines(days["dt=2023-07-31"])])
