@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import secrets
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated
 
 from pydantic import AfterValidator, BeforeValidator
@@ -77,9 +77,21 @@ def check_id(value: str, what: str) -> str:
     return value
 
 
+# Run ids, validations (`table-<time>`) and GX's run names (`run-<run id>`) are named by a UTC time.
+ID_TIME = "%Y%m%dT%H%M%SZ"
+_NAMED_AT = re.compile(r"(?:run-)?(?:table-)?(\d{8}T\d{6}Z)")
+
+
 def new_run_id(now: datetime) -> str:
     """Sortable by start time, unique across hosts."""
-    return f"{now.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
+    return f"{now.strftime(ID_TIME)}-{secrets.token_hex(3)}"
+
+
+def named_before(name: str, moment: datetime) -> bool:
+    """Whether `name` (a run id, `table-<time>` or `run-<run id>`, with anything after) is
+    named by a time before `moment`; a name with no such time is not."""
+    found = _NAMED_AT.match(name)
+    return found is not None and found.group(1) < moment.astimezone(UTC).strftime(ID_TIME)
 
 
 def _positive(value: object, parse: Callable[[str], int], zero: str) -> int:

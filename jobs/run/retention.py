@@ -25,6 +25,7 @@ from jobs.lake import fs
 from jobs.lake.layout import is_inside, join
 from jobs.run.context import RunContext
 from jobs.run.report import RESULTS_SUFFIX, RetentionDone
+from jobs.units import named_before
 
 
 def apply_retention(run: RunContext, *, now: datetime | None = None) -> RetentionDone:
@@ -57,23 +58,18 @@ def _quarantine(run: RunContext, now: datetime, done: RetentionDone) -> None:
 
 def _runs(run: RunContext, now: datetime, done: RetentionDone) -> None:
     """Run reports and validation results named by a time before the cutoff, but the newest run's."""
-    cutoff = (now - timedelta(seconds=run.pipeline.retention.runs_after_s)).strftime(_STAMP_FORMAT)
+    cutoff = now - timedelta(seconds=run.pipeline.retention.runs_after_s)
     names = fs.list_names(run.locations.runs)
     reports = sorted(name for name in names if name.endswith(".json") and not name.endswith(RESULTS_SUFFIX))
     newest = reports[-1].removesuffix(".json") if reports else None
     for name in names:
-        stamp = _STAMPED.match(name)
-        if stamp is None or stamp.group(1) >= cutoff or name.startswith(f"{newest}."):
+        if not named_before(name, cutoff) or name.startswith(f"{newest}."):
             continue
         fs.remove_file(join(run.locations.runs, name))
         done.runs_removed += not name.endswith(RESULTS_SUFFIX)
 
 
 _BATCH = re.compile(r"batch_id=\d+")
-# A run report or validation result is named by its time: <run id>.json, <run id>.quality.json,
-# table-<time>.quality.json (run ids start with the run's start, UTC).
-_STAMPED = re.compile(r"(?:table-)?(\d{8}T\d{6}Z)")
-_STAMP_FORMAT = "%Y%m%dT%H%M%SZ"
 
 
 def _previous_builds(run: RunContext, now: datetime, done: RetentionDone) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame
 
 from jobs.lake.layout import local_path
 from jobs.lake.locks import FolderLock
+from jobs.units import named_before
 from jobs.validate.result import CheckResult
 from jobs.validate.suite import Expectation, Suite
 
@@ -66,20 +67,17 @@ def context(quality: str, site: Path):
     return project
 
 
-def forget_before(quality: str, site: Path, suite_name: str, before: str, keep: str) -> list[str]:
+def forget_before(quality: str, site: Path, suite_name: str, before: datetime, keep: str) -> list[str]:
     """Remove Great Expectations' stored results of `suite_name` and their Data Docs pages for
-    the validations named by a time before `before` ('20260101T000000Z'), but `keep` (the one
-    just made): what retention's `runs` removes of the run reports, GX keeps apart (with its
-    sample values). Returns the validations' run names it removed."""
-    import shutil
-
+    the validations named by a time before `before`, but `keep` (the one just made): what
+    retention's `runs` removes of the run reports, GX keeps apart (with its sample values).
+    Returns the validations' run names it removed."""
     stored = local_path(quality) / "gx" / "uncommitted" / "validations" / suite_name
     pages = site / "validations" / suite_name
     removed = []
     with FolderLock(quality):
         for folder in sorted({*_listed(stored), *_listed(pages)}):
-            stamp = _STAMPED.match(folder)
-            if stamp and stamp.group(1) < before and folder != keep:
+            if named_before(folder, before) and folder != keep:
                 for parent in (stored, pages):
                     shutil.rmtree(parent / folder, ignore_errors=True)
                 removed.append(folder)
@@ -88,10 +86,6 @@ def forget_before(quality: str, site: Path, suite_name: str, before: str, keep: 
 
 def _listed(folder: Path) -> list[str]:
     return [p.name for p in folder.iterdir() if p.is_dir()] if folder.is_dir() else []
-
-
-# GX's run names: run-<run id> (a run's validation), table-<time> (the whole table's).
-_STAMPED = re.compile(r"(?:run-)?(?:table-)?(\d{8}T\d{6}Z)")
 
 
 def _gx_expectation(expectation: Expectation):

@@ -27,6 +27,7 @@ from jobs.flow.sink import read_committed
 from jobs.lake import fs
 from jobs.lake.layout import Locations, is_s3, join, local_path
 from jobs.run.report import RunReport, load_reports
+from jobs.units import ID_TIME
 from jobs.validate import gx
 from jobs.validate.gx import ValidationError
 from jobs.validate.result import ValidationResult, save_result
@@ -117,7 +118,7 @@ def _validate(
 def _forget_old_results(pipeline: PipelineBase, locations: Locations, keep: str) -> None:
     """Retention's `runs` for what Great Expectations keeps itself: its results (with sample
     values) and their Data Docs pages, older than the run reports kept (jobs/run/retention.py)."""
-    before = (datetime.now(UTC) - timedelta(seconds=pipeline.retention.runs_after_s)).strftime("%Y%m%dT%H%M%SZ")
+    before = datetime.now(UTC) - timedelta(seconds=pipeline.retention.runs_after_s)
     for run_name in gx.forget_before(locations.quality, site_folder(locations), pipeline.name, before, keep):
         if is_s3(locations.reports):  # the site's copy in the bucket
             fs.remove_tree(join(locations.reports, "data_docs", "validations", pipeline.name, run_name))
@@ -155,7 +156,7 @@ def validate_table(
     result = ValidationResult(
         pipeline=pipeline.name,
         scope="table",
-        validation_id=f"table-{now.strftime('%Y%m%dT%H%M%SZ')}",
+        validation_id=f"table-{now.strftime(ID_TIME)}",
         run_ids=[r.run_id for r in reports],
         validated_at=now.isoformat(timespec="seconds"),
     )
