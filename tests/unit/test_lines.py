@@ -3,6 +3,7 @@ and the lines too long for the reader, found in the file."""
 
 from __future__ import annotations
 
+import os
 import random
 import re
 
@@ -30,7 +31,11 @@ def test_lines_before_a_block_are_the_lines_that_start_at_or_before_it(tmp_path,
         assert lines_before(str(path), offset, chunk_size) == expected, offset
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=int(os.environ.get("JOBS_HYPOTHESIS_EXAMPLES", "150")) * 2,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(data=st.binary(max_size=40).map(lambda b: bytes(b"ab\r\n"[x % 4] for x in b)), chunk=st.integers(1, 9))
 def test_lines_too_long_for_the_reader_are_found_as_hadoop_splits_them(tmp_path_factory, monkeypatch, data, chunk):
     """The lines Hadoop's reader passes over (its bytes with their end, LF, CR LF or a lone CR,
