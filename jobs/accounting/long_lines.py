@@ -56,9 +56,11 @@ _DEFLATE_MOST = 1032  # deflate writes at least a byte for every 1032 it stands 
 
 def _add(path: str, count: FileCount, long: list[tuple[int, int, bytes]]) -> None:
     numbers = [number for number, _, _ in long]
-    renumbered = []
+    renumbered, before = [], {0: 0}  # lines of the blocks before a block, counted once each
     for q in count.quarantined:  # numbered without the lines passed over: move them past those
-        number = q.line_in_block + (lines_before(path, q.block_start) if q.block_start else 0)
+        if q.block_start not in before:
+            before[q.block_start] = lines_before(path, q.block_start)
+        number = q.line_in_block + before[q.block_start]
         for passed in numbers:
             number += passed <= number
         renumbered.append(Quarantined(0, number, q.line, q.reason, q.detail))

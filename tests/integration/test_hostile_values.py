@@ -173,7 +173,8 @@ def test_gzip_files_are_admitted_by_their_lines_not_their_bytes(spark, tmp_path)
 def test_a_line_of_1_5_gib_is_quarantined_and_the_run_goes_on(spark, tmp_path):
     """Before, a 1.5 MB .json.gz holding one line of 1.5 GiB ended the JVM (out of memory)
     in batch 0, and every retry did again. Now the reader passes the line over without
-    holding it, and the batch's account finds it, counts it and quarantines it at its line."""
+    holding it, and the batch's account finds it, counts it and quarantines it at its line;
+    a malformed line after it keeps its own number."""
     import gzip
 
     from jobs.flow.line_reader import TOO_LARGE_KEPT
@@ -189,15 +190,16 @@ def test_a_line_of_1_5_gib_is_quarantined_and_the_run_goes_on(spark, tmp_path):
         out.write(opening)
         for _ in range(96):
             out.write(b"x" * 2**24)  # 1.5 GiB
-        out.write(closing + b"\n" + event("u2", "2023-07-30T10:20:00Z", "e3").encode() + b"\n")
+        out.write(closing + b"\n" + b"{malformed\n" + event("u2", "2023-07-30T10:20:00Z", "e3").encode() + b"\n")
     assert giant.stat().st_size < 4 * 2**20
     land_files([str(giant)], locations.landing)
 
     report = run_pipeline(spark, pipeline, locations)
 
-    assert (report.status, report.input_rows, report.quarantined_rows) == ("succeeded", 3, 1)
+    assert (report.status, report.input_rows, report.quarantined_rows) == ("succeeded", 4, 2)
     assert report.quarantine_reasons["record_too_large"].rows == 1
-    [kept] = [json.loads(line) for p in Path(locations.quarantine).rglob("*.json") for line in p.open()]
+    kept, malformed = [json.loads(line) for p in Path(locations.quarantine).rglob("*.json") for line in p.open()]
+    assert (malformed["line_number"], malformed["reason"]) == (3, "malformed_json")  # numbered past the long line
     assert (kept["line_number"], kept["reason"]) == (2, "record_too_large")
     assert kept["line"].startswith('{"event_id": "e2", "user_id": "xxx') and len(kept["line"]) == TOO_LARGE_KEPT
     assert kept["detail"].startswith(f"{len(opening) + 96 * 2**24 + len(closing):,} bytes")

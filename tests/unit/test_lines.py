@@ -53,3 +53,24 @@ def test_lines_too_long_for_the_reader_are_found_as_hadoop_splits_them(tmp_path_
     if start < len(data) and len(data) - start >= 6:
         expected.append((number, len(data) - start))
     assert [(n, length) for n, length, _ in long_lines._long_lines(str(path), chunk)] == expected
+
+
+def test_a_line_passed_over_is_counted_quarantined_and_the_others_numbered_past_it(tmp_path, monkeypatch):
+    """What the decoder was handed of a file with a line too long for the reader (lines 1, 3
+    and 4 of 4, numbered 1 to 3), made whole: the long line counted and quarantined at 2, the
+    malformed one moved from 2 to 3."""
+    from jobs.accounting import long_lines
+    from jobs.flow.tally import FileCount, Quarantined
+
+    monkeypatch.setattr(long_lines, "READ_LIMIT", 10)
+    path = tmp_path / "f.json"
+    path.write_bytes(b'{"a":1}\n' + b"x" * 20 + b"\n{bad\n" + b'{"a":2}\n')
+    count = FileCount(size_bytes=path.stat().st_size, lines=3, line_bytes=7 + 4 + 7, records=3)
+    count.quarantined = [Quarantined(0, 2, "{bad", "malformed_json", "JSON is malformed")]
+
+    assert long_lines.count_passed_over({str(path): count}) == [str(path)]
+    assert (count.lines, count.records, count.line_bytes) == (4, 4, 38)
+    assert [(q.line_in_block, q.reason) for q in count.quarantined] == [(3, "malformed_json"), (2, "record_too_large")]
+    assert count.quarantined[1].line == "x" * 20
+    untouched = FileCount(size_bytes=path.stat().st_size, lines=4, line_bytes=38, records=4)
+    assert long_lines.count_passed_over({str(path): untouched}) == []  # nothing fell short
