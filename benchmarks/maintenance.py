@@ -89,6 +89,7 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=50)
     args = parser.parse_args()
 
+    from jobs.request import RunRequest
     from jobs.run import runner
     from jobs.run.maintain import maintain
     from jobs.session import get_spark, table_conf
@@ -100,7 +101,7 @@ def main() -> None:
     started = time.monotonic()
     for run in range(args.runs):
         land_lines({f"run-{run:04d}.json": lines(run, args.events)}, locations.landing)
-        report = runner.run(pipeline, locations, runner.RunOptions(), spark=spark)
+        report = runner.run(pipeline, RunRequest(pipeline.name, locations), spark=spark)
         if report.status != "succeeded":
             raise SystemExit(f"run {run}: {report.status}: {report.error}")
         if (run + 1) % 25 == 0:

@@ -70,7 +70,7 @@ def _decoded_in_python(lines, source):
     from pyspark.sql import functions as F
 
     from jobs.columns import FILE_SIZE, LINE
-    from jobs.flow.decode import LineDecoder
+    from tests.reference.decode import LineDecoder
 
     decoder = LineDecoder(tuple(source.fields.items()), max_depth=source.max_depth)
     others = [(f.name, f.dataType.simpleString()) for f in lines.schema.fields if f.name not in (LINE, FILE_SIZE)]

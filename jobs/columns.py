@@ -10,7 +10,7 @@ QUARANTINE_REASON = "quarantine_reason"  # null for a usable record
 QUARANTINE_DETAIL = "quarantine_detail"  # what exactly is wrong with it
 RESCUED_DATA = "_rescued_data"  # new fields of an inferred-schema source, as a JSON object
 BROKEN = "_rules_broken"  # bit i set: a usable record breaks the pipeline's rule i (jobs/flow/rules.py)
-# What the decoder hands back beside the fields (jobs/flow/functions.py; decode.py, its reference).
+# What the decoder hands back beside the fields (jobs/flow/functions.py; tests/reference/decode.py, its reference).
 REASON = "_reason"  # why the line cannot be read as declared; null when it can
 DETAIL = "_detail"  # ... and what exactly
 NEW_FIELDS = "_new_fields"  # keys no declared field names, for new_fields: fail | rescue

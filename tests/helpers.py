@@ -23,6 +23,7 @@ from jobs.lake.delta import is_delta
 from jobs.lake.fs import list_names
 from jobs.lake.landing import land_lines
 from jobs.lake.locks import CheckpointLock
+from jobs.request import RunRequest
 from jobs.run import runner
 from jobs.run.context import RunContext
 from jobs.run.report import RunReport
@@ -80,7 +81,7 @@ def all_lines(files: dict[str, list[str]]) -> list[str]:
 
 def run_pipeline(spark, pipeline, locations, **options) -> RunReport:
     """An in-process run on the shared session (what it logs: the `caplog` fixture)."""
-    return runner.run(pipeline, locations, runner.RunOptions(**options), spark=spark)
+    return runner.run(pipeline, RunRequest(pipeline.name, locations, **options), spark=spark)
 
 
 def run_context(spark, pipeline, locations) -> RunContext:
@@ -89,13 +90,14 @@ def run_context(spark, pipeline, locations) -> RunContext:
         spark=spark,
         pipeline=pipeline,
         locations=locations,
-        options=runner.RunOptions(),
-        checkpoint_log=CheckpointLog(locations.checkpoint, locations.output),
+        request=RunRequest(pipeline.name, locations),
+        checkpoint_log=CheckpointLog.of(locations),
         ledger=Ledger(locations.ledger),
         tally=Tally(spark),
         dimension=None,
         lock=CheckpointLock(locations.ledger, pipeline.name),
         run_id="test",
+        emit=lambda event: None,
         log=logging.getLogger("tests"),
     )
 

@@ -214,7 +214,7 @@ def assert_ledger_matches(history: History, report: RunReport, arrival: dict[str
     with its size on disk and its records (non-blank lines), and its counts add up to the
     run report's."""
     where = history.locations
-    taken = taken_files(Ledger(where.ledger), CheckpointLog(where.checkpoint, where.output), run_id=report.run_id)
+    taken = taken_files(Ledger(where.ledger), CheckpointLog.of(where), run_id=report.run_id)
     landing = history.locations.landing
     assert sorted(f["path"] for f in taken) == sorted(join(landing, name) for name in arrival)
     for f in taken:

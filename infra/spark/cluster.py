@@ -28,7 +28,7 @@ from infra import processes
 HERE = Path(__file__).resolve().parent
 CACHE = Path(os.environ.get("JOBS_CACHE_DIR") or HERE.parent.parent / ".cache")
 LOCK = HERE.parent.parent / "requirements.txt"
-# What the executors' Python workers import (flow/decode.py, processors/), at the lock's versions.
+# What the executors' Python workers import (processors/, flow/guard.py), at the lock's versions.
 WORKER_PACKAGES = ("pyspark", "pandas", "pyarrow", "msgspec", "pydantic")
 # Variables a node keeps from the environment that starts it; everything else is the node's own.
 KEPT = ("JAVA_HOME", "HOME", "LANG", "TMPDIR")

@@ -222,7 +222,7 @@ class Accounting:
         after them, read again where their counts are not at hand."""
         self.wait()
         self._raise_failure()
-        self._lock.check()  # no accounting written by a run that lost its lease
+        self._lock.ensure_held()  # no accounting written by a run that lost its lease
         self._account_seen(seen)
         for account in self._unstored:
             self._ledger.write_account(account.batch_id, account.model_dump())
@@ -241,7 +241,7 @@ class Accounting:
         new = list(itertools.takewhile(seen.__contains__, committed))
         if not new:
             return
-        self._lock.check()
+        self._lock.ensure_held()
         accounts = self._account_batches(new, store=self._store_as_it_goes, seen=seen)
         if self._store_as_it_goes:
             self._reported(accounts)

@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from jobs.lake import delta, fs
-from jobs.lake.layout import from_spark, join
+from jobs.lake.layout import Locations, from_spark, join
 
 
 def ms_to_iso(ms: int | None) -> str | None:
@@ -59,6 +59,11 @@ class CheckpointLog:
     def __init__(self, checkpoint: str, output: str):
         self.checkpoint = checkpoint
         self.output = output
+
+    @classmethod
+    def of(cls, locations: Locations) -> CheckpointLog:
+        """The logs of a pipeline's (or a build's) checkpoint and table."""
+        return cls(locations.checkpoint, locations.output)
 
     def has_started(self) -> bool:
         return bool(_log_files(join(self.checkpoint, "offsets")))

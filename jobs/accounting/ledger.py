@@ -107,8 +107,14 @@ class Ledger:
         return fs.read_json(uri) if fs.exists(uri) else None
 
     def record_contract(self, contract: dict[str, Any]) -> None:
+        """The contract the checkpoint was started with: written by its first run, once."""
         if self.recorded_contract() is None:
             fs.write_json(join(self.uri, "declaration.json"), contract)
+
+    def move_output(self, output: str) -> None:
+        """The checkpoint writes `output` from now on (a rebuild's switch to a Delta table
+        it copied its rows into): its contract says so, the rest as recorded."""
+        fs.write_json(join(self.uri, "declaration.json"), (self.recorded_contract() or {}) | {"output": output})
 
 
 def with_recorded_schema(pipeline: PipelineBase, ledger: Ledger) -> PipelineBase:
@@ -132,6 +138,17 @@ def with_quarantined_files(pipeline: PipelineBase, ledger: Ledger) -> PipelineBa
     return pipeline.model_copy(update=update)
 
 
+def _refuse_retired(pipeline_name: str, ledger: Ledger, checkpoint_log: CheckpointLog) -> None:
+    """A checkpoint a rebuild's switch retired is the previous build's: runs use the new one."""
+    retired = ledger.retired()
+    if retired:
+        raise IncompatibleCheckpoint(
+            f"checkpoint {checkpoint_log.checkpoint} was retired at {retired['at']} by build {retired['by_build']}, "
+            f"whose checkpoint {retired['checkpoint']} the pipeline's runs use (python -m jobs rebuild "
+            f"{pipeline_name} --rollback goes back)"
+        )
+
+
 def check_contract(
     pipeline_name: str, contract: dict[str, Any], ledger: Ledger, checkpoint_log: CheckpointLog, quarantine: str
 ) -> None:
@@ -150,13 +167,7 @@ def check_contract(
             f"and checkpoint {checkpoint_log.checkpoint} is new: Spark would skip batches it believes are written. "
             + fresh_start
         )
-    retired = ledger.retired()
-    if retired:
-        raise IncompatibleCheckpoint(
-            f"checkpoint {checkpoint_log.checkpoint} was retired at {retired['at']} by build {retired['by_build']}, "
-            f"whose checkpoint {retired['checkpoint']} the pipeline's runs use (python -m jobs rebuild "
-            f"{pipeline_name} --rollback goes back)"
-        )
+    _refuse_retired(pipeline_name, ledger, checkpoint_log)
     recorded = ledger.recorded_contract()
     if recorded is None:
         if checkpoint_log.has_started():

@@ -1,7 +1,7 @@
 """Line numbers as in the landed file, for the quarantine.
 
 Spark reads a large file in parts (blocks), each by one task, in order: the decoder
-numbers the lines of each block from 1 (jobs/flow/decode.py). A block that starts at
+numbers the lines of each block from 1 (jobs/flow/functions.py). A block that starts at
 byte 0 (every file smaller than a block, and every compressed file) needs nothing more.
 Lines of a later block are numbered on from the lines before it, which `lines_before`
 counts in the file itself, once per block, and only for blocks that have quarantined

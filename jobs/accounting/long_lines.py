@@ -17,8 +17,7 @@ import re
 from collections.abc import Iterator
 
 from jobs.accounting.lines import lines_before
-from jobs.flow.line_reader import RECORD_LIMIT, TOO_LARGE_KEPT
-from jobs.flow.source import READ_LIMIT
+from jobs.flow.source import READ_LIMIT, RECORD_LIMIT, TOO_LARGE_KEPT
 from jobs.flow.tally import FileCount, Files, Quarantined
 from jobs.lake import fs
 

@@ -2,7 +2,7 @@
 
 A batch that fails on a record every time Spark redoes it stops its pipeline for good.
 Recording the file in the ledger (`Ledger.quarantine_file`) makes the next run's decoder
-quarantine each of its lines unread (jobs/flow/decode.py, reason file_quarantined, the
+quarantine each of its lines unread (jobs/flow/functions.py, reason file_quarantined, the
 given reason as the detail); the batch is redone from the same files, now without
 failing, and accounted exactly like any other. Spark's checkpoint is not touched.
 """
@@ -29,7 +29,7 @@ def quarantine_file(pipeline: PipelineBase, locations: Locations, file: str, rea
     ledger = Ledger(locations.ledger)
     if path in ledger.quarantined_files():
         return path  # said before (an Airflow retry says it again)
-    checkpoint_log = CheckpointLog(locations.checkpoint, locations.output)
+    checkpoint_log = CheckpointLog.of(locations)
     in_flight = checkpoint_log.batch_in_flight()
     for source in range(len(pattern_of(pipeline).sources)):
         redone = set(checkpoint_log.source_files(in_flight, source)) if in_flight is not None else set()

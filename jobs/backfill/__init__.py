@@ -1,6 +1,6 @@
 """Backfills: reprocess a closed range of landed data, then publish the result at once.
 
-    params -> plan (plan.py: checked before any Spark work)
+    params -> request (request.py: checked before any Spark work)
     -> reprocess the range into the backfill's own work root, with its own checkpoint
     -> stage every row of the range, what state still holds included (stage.py)
     -> validate the staged result -> publish: one pointer write makes it current (versions.py)
@@ -12,7 +12,7 @@ location and writes under its work root and the publish location, or (replace.py
 production table's range, in one commit.
 """
 
-from jobs.backfill.plan import BackfillError, BackfillPlan, backfill_id_for, plan_backfill, publish_roots
+from jobs.backfill.request import BackfillError, BackfillRequest, backfill_id_for, backfill_request, publish_roots
 from jobs.backfill.versions import POINTER, PUBLISHED, REPLACED, VERSIONS, current_version, publish
 
 __all__ = [
@@ -21,10 +21,10 @@ __all__ = [
     "REPLACED",
     "VERSIONS",
     "BackfillError",
-    "BackfillPlan",
+    "BackfillRequest",
     "backfill_id_for",
+    "backfill_request",
     "current_version",
-    "plan_backfill",
     "publish",
     "publish_roots",
 ]

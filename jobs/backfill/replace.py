@@ -5,9 +5,9 @@ commit, while the pipeline's runs go on; and that commit undone (`--rollback`).
     <work root>/replaced.json   the commit: its version, the one before, the range, the rows
 
 Readers of the table see the version before or the one after: never part of the range
-old and part new. The pipeline's runs keep appending: Delta lets a blind append commit
-beside a replacement, and refuses the replacement (which is then tried again) only when an
-append added rows inside the range meanwhile.
+old and part new. The commit is made under the pipeline's lock (jobs/lake/locks.py), as
+every write of the table is: started during a run, it waits for the run to end, and a run
+started meanwhile waits for it (on S3, Delta's log store assumes one writer at a time).
 
 What the range replaces is every row whose date (the window's, or the event's) is in the
 range, with the rows the range's landing folders give: events of those dates landed in
@@ -22,7 +22,6 @@ in one commit, within the table's time travel.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -31,12 +30,11 @@ from pyspark.sql import functions as F
 
 from jobs import declare
 from jobs.accounting.checkpoint import CheckpointLog
-from jobs.backfill.plan import BackfillError, BackfillPlan
+from jobs.backfill.request import BackfillError, BackfillRequest
 from jobs.backfill.versions import REPLACED
 from jobs.lake import delta, fs
 from jobs.lake.layout import Locations, join, literal
-
-ATTEMPTS = 3  # a replacement refused because a run appended inside the range meanwhile is tried again
+from jobs.lake.locks import checkpoint_lock
 
 
 def range_predicate(pipeline: declare.PipelineBase, since: str, until: str) -> str:
@@ -47,7 +45,7 @@ def range_predicate(pipeline: declare.PipelineBase, since: str, until: str) -> s
     return f"{column} >= DATE'{since}' AND {column} <= DATE'{until}'"
 
 
-def refuse_unless_replaceable(pipeline: declare.PipelineBase, plan: BackfillPlan, production: Locations) -> None:
+def refuse_unless_replaceable(pipeline: declare.PipelineBase, request: BackfillRequest, production: Locations) -> None:
     """Before any Spark work: the table is Delta, the range is dates, and the pipeline's runs
     will write no more rows of those dates (their watermark passed the range's last window)."""
     if pipeline.output.format != "delta" or not delta.is_delta(production.output):
@@ -55,15 +53,15 @@ def refuse_unless_replaceable(pipeline: declare.PipelineBase, plan: BackfillPlan
             f"{production.output} is not a Delta table: a backfill replaces a range of the production table "
             "only for `output: {format: delta}`; give publish_to to publish a copy"
         )
-    if not plan.since:
+    if not request.since:
         raise BackfillError(
             "a backfill into the production table needs a date range (since, until): prefixes name no dates"
         )
     window = getattr(pipeline, "window", None)
     if window is None:
         return  # events: no state, nothing held back; what runs append later comes from later files
-    closes_at = datetime.fromisoformat(plan.until).replace(tzinfo=UTC) + timedelta(days=1, seconds=window.duration_s)
-    checkpoint_log = CheckpointLog(production.checkpoint, production.output)
+    closes_at = datetime.fromisoformat(request.until).replace(tzinfo=UTC) + timedelta(days=1, seconds=window.duration_s)
+    checkpoint_log = CheckpointLog.of(production)
     committed = checkpoint_log.committed_batches()
     watermark_ms = checkpoint_log.next_watermark_ms(committed[-1]) if committed else 0
     if watermark_ms < closes_at.timestamp() * 1000:
@@ -76,32 +74,38 @@ def refuse_unless_replaceable(pipeline: declare.PipelineBase, plan: BackfillPlan
 
 
 def replace_range(
-    spark: SparkSession, pipeline: declare.PipelineBase, plan: BackfillPlan, production: Locations
+    spark: SparkSession, pipeline: declare.PipelineBase, request: BackfillRequest, production: Locations
 ) -> dict[str, Any]:
-    """Write the staged rows of the range's dates over the production table's, in one commit.
-    Run again after that commit (a retried task), it finds the commit and writes nothing."""
-    uri = join(plan.work_root, REPLACED)
+    """Write the staged rows of the range's dates over the production table's, in one commit,
+    under the pipeline's lock. Run again after that commit (a retried task), it finds the
+    commit and writes nothing."""
+    with _table_lock(pipeline, production, "backfill replace"):
+        return _replace_range(spark, pipeline, request, production)
+
+
+def _replace_range(
+    spark: SparkSession, pipeline: declare.PipelineBase, request: BackfillRequest, production: Locations
+) -> dict[str, Any]:
+    uri = join(request.work_root, REPLACED)
     record = fs.read_json(uri) if fs.exists(uri) else {}
     if record.get("rolled_back"):
         raise BackfillError(
-            f"backfill {plan.backfill_id} was rolled back; to replace the range again, run a new backfill"
+            f"backfill {request.backfill_id} was rolled back; to replace the range again, run a new backfill"
         )
     if "version" in record:
         return record
     # Where the log was before the commit: a retry looks for the commit it made only after it.
     after = record.get("log_was_at", delta.versions(production.output)[-1])
     fs.write_json(uri, {"log_was_at": after})
-    predicate = range_predicate(pipeline, plan.since, plan.until)
-    staged = spark.read.parquet(literal(plan.stage))
+    predicate = range_predicate(pipeline, request.since, request.until)
+    staged = spark.read.parquet(literal(request.stage))
     inside = staged.filter(predicate)
     rows, written = staged.count(), inside.count()
-    says = {"backfill": plan.backfill_id}
-    done = _committed(production.output, says, after) or _write(
-        spark, inside, production.output, predicate, says, after
-    )
+    says = {"backfill": request.backfill_id}
+    done = _write(spark, inside, production.output, predicate, says, after)
     record = done | {
-        "backfill": plan.backfill_id,
-        "range": {"since": plan.since, "until": plan.until},
+        "backfill": request.backfill_id,
+        "range": {"since": request.since, "until": request.until},
         "predicate": predicate,
         "rows_written": written,
         "rows_left_out": rows - written,  # staged rows of other dates
@@ -110,8 +114,20 @@ def replace_range(
     return record
 
 
-def roll_back(spark: SparkSession, work_root: str, backfill_id: str, production: Locations) -> dict[str, Any]:
+def _table_lock(pipeline: declare.PipelineBase, production: Locations, doing: str):
+    """The pipeline's lock, waited for as long as a run may last."""
+    return checkpoint_lock(production.ledger, pipeline.name, doing, pipeline.orchestration.timeout_s)
+
+
+def roll_back(
+    spark: SparkSession, pipeline: declare.PipelineBase, work_root: str, backfill_id: str, production: Locations
+) -> dict[str, Any]:
     """Write the range as the version before backfill `backfill_id` held it, in one commit."""
+    with _table_lock(pipeline, production, "backfill rollback"):
+        return _roll_back(spark, work_root, backfill_id, production)
+
+
+def _roll_back(spark: SparkSession, work_root: str, backfill_id: str, production: Locations) -> dict[str, Any]:
     uri = join(work_root, REPLACED)
     replaced = fs.read_json(uri) if fs.exists(uri) else {}
     if "version" not in replaced:
@@ -120,7 +136,7 @@ def roll_back(spark: SparkSession, work_root: str, backfill_id: str, production:
         done = replaced["rolled_back"]
         raise BackfillError(f"backfill {backfill_id} was rolled back already, in version {done['version']}")
     says, after = {"rollback_of": backfill_id}, replaced["version"]
-    later = [v for v in _later_replacements(production.output, after) if _said(production.output, v) != says]
+    later = [v for v in _later_replacements(production.output, after) if delta.said(production.output, v) != says]
     if later:
         raise BackfillError(
             f"the table changed in the range since backfill {backfill_id} (versions {later}, by later backfills "
@@ -133,9 +149,7 @@ def roll_back(spark: SparkSession, work_root: str, backfill_id: str, production:
         .filter(replaced["predicate"])
     )
     try:
-        done = _committed(production.output, says, after) or _write(
-            spark, before, production.output, replaced["predicate"], says, after
-        )
+        done = _write(spark, before, production.output, replaced["predicate"], says, after)
     except Exception as error:
         if any(sign in str(error) for sign in ("FileNotFound", "DELTA_FILE_NOT_FOUND", "VersionNotFound")):
             raise BackfillError(
@@ -149,37 +163,19 @@ def roll_back(spark: SparkSession, work_root: str, backfill_id: str, production:
 
 def _write(spark: SparkSession, rows, output: str, predicate: str, says: dict[str, str], after: int) -> dict[str, Any]:
     """`rows` over the table's rows matching `predicate`, in one commit (after version
-    `after`); its version, the one before and when."""
+    `after`, found again if made already); its version, the one before and when."""
     table = spark.read.format("delta").load(output)
     columns = [F.col(f"`{f.name}`").cast(f.dataType).alias(f.name) for f in table.schema.fields]
-    metadata = json.dumps(says | {"at": datetime.now(UTC).isoformat(timespec="seconds")})
-    for attempt in range(1, ATTEMPTS + 1):
-        writer = rows.select(*columns).write.format("delta").mode("overwrite").option("replaceWhere", predicate)
-        try:
-            writer.option("userMetadata", metadata).save(output)
-            break
-        except Exception as error:  # Delta's conflict arrives as a JVM exception: told by its name
-            if "ConcurrentAppend" not in str(error) or attempt == ATTEMPTS:
-                raise
-    done = _committed(output, says, after)
-    if done is None:
-        raise BackfillError(f"the commit of {says} is not in {output}'s log")
-    return done
+    writer = rows.select(*columns).write.format("delta").mode("overwrite").option("replaceWhere", predicate)
+    return _done(output, delta.commit_once(writer, output, says, after))
 
 
-def _said(output: str, version: int) -> dict[str, str]:
-    """Which backfill (or rollback) wrote a version, without when."""
-    return {k: v for k, v in delta.user_metadata(output, version).items() if k != "at"}
-
-
-def _committed(output: str, says: dict[str, str], after: int) -> dict[str, Any] | None:
-    """The version after `after` that a backfill's commit (or its rollback's) made; None if none did."""
-    for version in delta.versions(output):
-        if version > after and _said(output, version) == says:
-            return {"version": version, "version_before": version - 1, "at": delta.user_metadata(output, version)["at"]}
-    return None
+def _done(output: str, version: int) -> dict[str, Any]:
+    return {"version": version, "version_before": version - 1, "at": delta.user_metadata(output, version)["at"]}
 
 
 def _later_replacements(output: str, version: int) -> list[int]:
     """Versions after `version` written by a backfill or a rollback."""
-    return [v for v in delta.versions(output) if v > version and {"backfill", "rollback_of"} & set(_said(output, v))]
+    return [
+        v for v in delta.versions(output) if v > version and {"backfill", "rollback_of"} & set(delta.said(output, v))
+    ]

@@ -21,26 +21,34 @@ from pyspark.sql import functions as F
 
 from jobs import declare
 from jobs.accounting.checkpoint import CheckpointLog
-from jobs.backfill.plan import BackfillPlan
+from jobs.backfill.request import BackfillRequest
 from jobs.backfill.versions import SUMMARY
 from jobs.columns import EVENT_TIME
 from jobs.flow.patterns import pattern_of
 from jobs.lake import fs
 from jobs.lake.layout import Locations, join, literal
-from jobs.run import runner
+from jobs.launch import execute
+from jobs.request import RunRequest
+from jobs.run.events import Finished
 from jobs.run.report import RunReport, load_reports
 from jobs.validate.validation import committed_table
 
 
-def reprocess(plan: BackfillPlan, spark: SparkSession | None = None):
-    """Run the pipeline over the plan's range, in the backfill's own work root and checkpoint."""
-    options = runner.RunOptions(
-        max_files_per_trigger=plan.max_files_per_trigger,
-        landing_glob=plan.landing_glob,
-        landing_since=date.fromisoformat(plan.since) if plan.since else None,
-        landing_until=date.fromisoformat(plan.until) if plan.until else None,
+def reprocess(request: BackfillRequest) -> Finished:
+    """Run the pipeline over the request's range, in the backfill's own work root and checkpoint
+    (validated later, once staged); how it finished."""
+    run = RunRequest(
+        request.pipeline,
+        request.locations,
+        mode="range-backfill",
+        max_files_per_trigger=request.max_files_per_trigger,
+        landing_glob=request.landing_glob,
+        landing_since=date.fromisoformat(request.since) if request.since else None,
+        landing_until=date.fromisoformat(request.until) if request.until else None,
+        validate=False,
     )
-    return runner.run(declare.load(plan.pipeline), plan.locations, options, spark=spark)
+    (finished,) = [event for event in execute(run) if isinstance(event, Finished)]
+    return finished
 
 
 def stage_closed_range(
@@ -50,7 +58,7 @@ def stage_closed_range(
     last) with a summary beside it; returns the summary."""
     emitted = committed_table(spark, pipeline, locations, None)
     held = emitted.limit(0)
-    if CheckpointLog(locations.checkpoint, locations.output).committed_batches():
+    if CheckpointLog.of(locations).committed_batches():
         held = pattern_of(pipeline).held_rows(spark, locations.checkpoint, emitted.schema)
     held = held.cache()
     try:

@@ -129,9 +129,9 @@ def _size(count: int) -> str:
 def plan(spark: SparkSession, pipeline: PipelineBase, locations: Locations) -> Plan:
     """The plan of `pipeline` as declared now, against what its locations hold."""
     from jobs.flow.query import output_schema
-    from jobs.run.check import checkpoint_contract
+    from jobs.run.preflight import checkpoint_contract
 
-    checkpoint_log = CheckpointLog(locations.checkpoint, locations.output)
+    checkpoint_log = CheckpointLog.of(locations)
     ledger = Ledger(locations.ledger)
     recorded = ledger.recorded_contract()
     started = checkpoint_log.has_started()

@@ -26,11 +26,9 @@ did not is still in the landing (the old checkpoint then takes it on its next ru
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -39,13 +37,16 @@ from jobs.accounting.file_ledger import taken_files
 from jobs.accounting.ledger import Ledger
 from jobs.change.plan import Plan, plan
 from jobs.declare import PipelineBase
-from jobs.flow.query import source_landings
-from jobs.flow.source import new_files_path
+from jobs.exit_codes import ExitCode
 from jobs.lake import builds, delta, fs
-from jobs.lake.layout import Locations, is_inside, join, literal, normalize
+from jobs.lake.landing import new_files_path, source_landings
+from jobs.lake.layout import Locations, is_inside, join, literal, normalize, own_root
 from jobs.lake.locks import checkpoint_lock
-from jobs.run import runner
-from jobs.run.context import RunOptions
+from jobs.lake.pointer import Pointer
+from jobs.lake.pointer import write as write_pointer
+from jobs.launch import execute
+from jobs.request import RunRequest
+from jobs.run.events import Finished
 from jobs.units import UsageError, duration_words
 from jobs.validate.validation import validate_table
 
@@ -57,37 +58,41 @@ class RebuildError(UsageError):
     """The rebuild or its rollback cannot go on as asked; what was switched stays as it was."""
 
 
+class BuildRunFailed(RuntimeError):
+    """A run of the build failed (its run report says why); the same build id resumes it."""
+
+
 def build_locations(root: str, pipeline_name: str, build_id: str) -> Locations:
     """A build's own checkpoint, table, quarantine and runs; the pipeline's landing, archive
     and dimensions."""
     base = normalize(root)
     shared = Locations.resolve(pipeline_name, root=base)
-    own = shared.with_own_root(pipeline_name, join(base, "builds", pipeline_name, build_id))
+    own = shared.with_own_root(pipeline_name, own_root(base, "builds", pipeline_name, build_id))
     return replace(own, archive=shared.archive)
 
 
 def rebuild(
-    spark: SparkSession, pipeline: PipelineBase, root: str, build_id: str, options: RunOptions | None = None
-) -> dict[str, Any]:
-    """Read every landed file into build `build_id` under the declaration, then switch to it.
-    `options`: how the build's runs go (e.g. at most N files per batch)."""
-    before = start(spark, pipeline, root, build_id, options)
-    return switch(spark, pipeline, root, build_id, before, options)
+    spark: SparkSession, pipeline: PipelineBase, root: str, build_id: str, max_files_per_trigger: int | None = None
+) -> Pointer:
+    """Read every landed file into build `build_id` under the declaration, then switch to it
+    (the build's runs take at most `max_files_per_trigger` files per batch)."""
+    before = start(spark, pipeline, root, build_id, max_files_per_trigger)
+    return switch(spark, pipeline, root, build_id, before, max_files_per_trigger)
 
 
 def start(
-    spark: SparkSession, pipeline: PipelineBase, root: str, build_id: str, options: RunOptions | None = None
+    spark: SparkSession, pipeline: PipelineBase, root: str, build_id: str, max_files_per_trigger: int | None = None
 ) -> Plan:
     """The plan, then a run of the new build over what has landed; the build in use goes on."""
     in_use = builds.in_use(pipeline.name, root)
     before = plan(spark, pipeline, in_use)
     for line in before.lines():
         log.info("%s", line)
+    refuse_the_one_in_use(pipeline.name, root, build_id)
     build = build_locations(root, pipeline.name, build_id)
-    if build.checkpoint == in_use.checkpoint:
-        raise RebuildError(f"build {build_id} is the one in use already")
-    _read_archive(pipeline, build, spark, options)  # first: what retention moved out of the landing
-    _run(pipeline, build, spark, options)  # while the build in use goes on
+    request = RunRequest(pipeline.name, build, mode="rebuild", max_files_per_trigger=max_files_per_trigger)
+    _read_archive(pipeline, spark, request)  # first: what retention moved out of the landing
+    _run(pipeline, spark, request)  # while the build in use goes on
     return before
 
 
@@ -97,34 +102,46 @@ def switch(
     root: str,
     build_id: str,
     before: Plan,
-    options: RunOptions | None = None,
-) -> dict[str, Any]:
+    max_files_per_trigger: int | None = None,
+) -> Pointer:
     """Under the lock of the build in use: the new build takes what landed since, then runs use it."""
     in_use = builds.in_use(pipeline.name, root)
     build = build_locations(root, pipeline.name, build_id)
-    with checkpoint_lock(in_use.ledger, pipeline.name):
+    with checkpoint_lock(in_use.ledger, pipeline.name, "rebuild switch", pipeline.orchestration.timeout_s):
         # No run of the build in use is in flight: first what its retention moved before the
         # build listed the landing (in the order they landed), then what landed meanwhile.
-        _read_archive(pipeline, build, spark, options)
-        _run(pipeline, build, spark, options)
+        request = RunRequest(pipeline.name, build, mode="rebuild", max_files_per_trigger=max_files_per_trigger)
+        _read_archive(pipeline, spark, request)
+        _run(pipeline, spark, request)
         return _switch(spark, pipeline, root, build_id, in_use, build, before)
 
 
-def _run(pipeline: PipelineBase, build: Locations, spark: SparkSession, options: RunOptions | None) -> None:
+def _run(pipeline: PipelineBase, spark: SparkSession, request: RunRequest) -> None:
+    """One run of the build, as `request` (a rebuild's, not validated) asks."""
     # Retention is the build in use's until the switch: a file the build read may not be read
     # by it yet, and must stay where it landed.
     keep = pipeline.model_copy(update={"retention": pipeline.retention.model_copy(update={"landed": "keep"})})
-    report = runner.run(keep, build, options or RunOptions(), spark=spark)
+    (finished,) = [
+        e for e in execute(replace(request, validate=False), pipeline=keep, spark=spark) if isinstance(e, Finished)
+    ]
+    if finished.code == ExitCode.REFUSED:
+        raise RebuildError(finished.error)
+    if finished.report is None:
+        raise BuildRunFailed(finished.error or finished.status)
+    report = finished.report
     log.info(
         "  build: run %s %s, %d files, %d rows", report.run_id, report.status, report.input_files, report.input_rows
     )
 
 
-def _read_archive(pipeline: PipelineBase, build: Locations, spark: SparkSession, options: RunOptions | None) -> None:
+def _read_archive(pipeline: PipelineBase, spark: SparkSession, request: RunRequest) -> None:
     """Runs of the build over the files in retention's archive it has taken under neither
     name: as archived, or as landed (a file the build read before retention moved it)."""
+    build = request.locations
     taken = _taken(build, as_landed=False)
-    sources = [build.archived_name(landing) for landing in source_landings(pipeline, build.landing)]
+    sources = [
+        build.archived_name(landing) for landing in source_landings(build.landing, [s.name for s in pipeline.sources])
+    ]
     wanted: dict[int, list[str]] = {}
     for source, archive in enumerate(sources):
         for path in fs.list_files(archive):
@@ -147,7 +164,7 @@ def _read_archive(pipeline: PipelineBase, build: Locations, spark: SparkSession,
             paths.get(source, join(literal(archive), "{_}")) for source, archive in enumerate(sources)
         )  # {_}: none
         log.info("  build: reading %d file(s) in retention's archive: %s", sum(map(len, wanted.values())), listed)
-        _run(pipeline, build, spark, replace(options or RunOptions(), from_archive=listed))
+        _run(pipeline, spark, replace(request, from_archive=listed))
 
 
 def _by_folder(paths: list[str]) -> dict[str, list[str]]:
@@ -165,7 +182,7 @@ def _switch(
     in_use: Locations,
     build: Locations,
     before: Plan,
-) -> dict[str, Any]:
+) -> Pointer:
     old = _taken(in_use)
     new = _taken(build)
     missing = sorted(old - new - set(before.lost))
@@ -179,35 +196,34 @@ def _switch(
         now = datetime.now(UTC).isoformat(timespec="seconds")
         in_use_ledger.retire(by_build=build_id, at=now, checkpoint=build.checkpoint)
     now = in_use_ledger.retired()["at"]
-    previous = builds.current_build(root, pipeline.name) or {"build": ORIGINAL}
+    previous = builds.current_build(root, pipeline.name)
+    previous_id = previous.id if previous else ORIGINAL
     output, table_version = build.output, None
     if pipeline.output.format == "delta":
         output = in_use.output  # the table readers read: the new rows go there, in one commit
-        table_version = _copy_table(spark, build.output, output, {"switch_to": build_id, "at": now})
-        _move_output(Ledger(build.ledger), output)
-    pointer = {
-        "build": build_id,
-        "checkpoint": build.checkpoint,
-        "output": output,
-        "quarantine": build.quarantine,
-        "runs": build.runs,
-        "switched_at": now,
-        "why": before.changes,
-        "files": len(new),
-        "previously_quarantined_now_used": _now_used(spark, in_use, build, new),
-        "table_version": table_version,
-        "previous": {
-            **{k: v for k, v in previous.items() if k != "previous"},
-            "build": previous.get("build", ORIGINAL),
-            "checkpoint": in_use.checkpoint,
-            "output": in_use.output,
-            "quarantine": in_use.quarantine,
-            "runs": in_use.runs,
-            "table_version": table_version - 1 if table_version is not None else None,
-        },
-    }
-    fs.write_json(builds.pointer(root, pipeline.name), pointer)
-    _keep(Ledger(build.ledger), in_use_ledger, previous.get("build", ORIGINAL), in_use, pipeline, now)
+        table_version = _copy_table(spark, build.output, output, {"switch_to": build_id, "switched_at": now})
+        Ledger(build.ledger).move_output(output)
+    before_it = builds.build_pointer(
+        previous_id,
+        in_use,
+        previous.at if previous else now,
+        **(previous.about if previous else {}),
+        table_version=table_version - 1 if table_version is not None else None,
+    )
+    pointer = replace(
+        builds.build_pointer(
+            build_id,
+            replace(build, output=output),
+            now,
+            why=before.changes,
+            files=len(new),
+            previously_quarantined_now_used=_now_used(spark, in_use, build, new),
+            table_version=table_version,
+        ),
+        previous=before_it,
+    )
+    write_pointer(builds.builds_folder(root, pipeline.name), pointer)
+    _keep(Ledger(build.ledger), in_use_ledger, previous_id, in_use, pipeline, now)
     if pipeline.output.format == "delta":
         fs.remove_tree(build_locations(root, pipeline.name, build_id).output)  # copied: the build's runs write `output`
     return pointer
@@ -228,43 +244,58 @@ def _keep(ledger: Ledger, replaced: Ledger, name: str, locations: Locations, pip
     ledger.record_previous_builds([*before, kept])
 
 
-def roll_back(spark: SparkSession, pipeline: PipelineBase, root: str) -> dict[str, Any]:
-    """Back to the build in use before the last switch: its checkpoint, and its table."""
+def refuse_the_one_in_use(pipeline_name: str, root: str, build_id: str) -> None:
+    """RebuildError, before any Spark work, when build `build_id` is the one runs use."""
+    if build_locations(root, pipeline_name, build_id).checkpoint == builds.in_use(pipeline_name, root).checkpoint:
+        raise RebuildError(f"build {build_id} is the one in use already")
+
+
+def rollback_target(pipeline: PipelineBase, root: str) -> Pointer:
+    """The build a rollback goes back to; RebuildError, before any Spark work, when there is none."""
     pointer = builds.current_build(root, pipeline.name)
-    if not pointer or not pointer.get("previous"):
+    if not pointer or not pointer.previous:
         raise RebuildError(f"pipeline {pipeline.name!r} has no switch to roll back under {root}")
-    in_use = builds.in_use(pipeline.name, root)
-    back = pointer["previous"]
-    for kept in Ledger(in_use.ledger).previous_builds():
-        if kept["checkpoint"] == back["checkpoint"] and kept.get("removed_at"):
+    back = pointer.previous
+    for kept in Ledger(builds.in_use(pipeline.name, root).ledger).previous_builds():
+        if kept["checkpoint"] == builds.built_locations(back)["checkpoint"] and kept.get("removed_at"):
             raise RebuildError(
-                f"build {back['build']} was removed at {kept['removed_at']}, kept "
+                f"build {back.id} was removed at {kept['removed_at']}, kept "
                 f"{duration_words(pipeline.retention.previous_build_s)} after the switch (retention.previous_build): "
                 "there is nothing to roll back to"
             )
-    with checkpoint_lock(in_use.ledger, pipeline.name):
+    return back
+
+
+def roll_back(spark: SparkSession, pipeline: PipelineBase, root: str) -> Pointer:
+    """Back to the build in use before the last switch: its checkpoint, and its table."""
+    back = rollback_target(pipeline, root)
+    pointer = builds.current_build(root, pipeline.name)
+    in_use = builds.in_use(pipeline.name, root)
+    back_to = builds.built_locations(back)
+    with checkpoint_lock(in_use.ledger, pipeline.name, "rebuild rollback", pipeline.orchestration.timeout_s):
         landed = set(fs.list_files(in_use.landing))
-        previous = replace(in_use, **{k: back[k] for k in ("checkpoint", "output", "quarantine", "runs")})
+        previous = replace(in_use, **back_to)
         gone = sorted(_taken(in_use) - _taken(previous) - landed)
         if gone:
             raise RebuildError(
-                f"{len(gone)} files build {pointer['build']} took are no longer in the landing (retention), so the "
+                f"{len(gone)} files build {pointer.id} took are no longer in the landing (retention), so the "
                 f"previous build could not take them: {gone[:3]}"
             )
         now = datetime.now(UTC).isoformat(timespec="seconds")
-        Ledger(in_use.ledger).retire(by_build=back["build"], at=now, checkpoint=back["checkpoint"])
-        if pipeline.output.format == "delta" and back.get("table_version") is not None:
-            says = {"rollback_from": pointer["build"], "switched_at": pointer["switched_at"]}
-            _copy_table(spark, in_use.output, in_use.output, says, back["table_version"])
+        Ledger(in_use.ledger).retire(by_build=back.id, at=now, checkpoint=back_to["checkpoint"])
+        if pipeline.output.format == "delta" and back.about.get("table_version") is not None:
+            says = {"rollback_from": pointer.id, "switched_at": pointer.at}
+            _copy_table(spark, in_use.output, in_use.output, says, back.about["table_version"])
         Ledger(previous.ledger).unretire()
-        fs.write_json(builds.pointer(root, pipeline.name), {**back, "rolled_back_from": pointer["build"], "at": now})
-        _keep(Ledger(previous.ledger), Ledger(in_use.ledger), pointer["build"], in_use, pipeline, now)
+        back = replace(back, at=now, about=back.about | {"rolled_back_from": pointer.id})
+        write_pointer(builds.builds_folder(root, pipeline.name), back)
+        _keep(Ledger(previous.ledger), Ledger(in_use.ledger), pointer.id, in_use, pipeline, now)
     return back
 
 
 def _taken(locations: Locations, as_landed: bool = True) -> set[str]:
     """The files a build took, named where they landed (or as read: from the archive too)."""
-    checkpoint_log = CheckpointLog(locations.checkpoint, locations.output)
+    checkpoint_log = CheckpointLog.of(locations)
     taken = {taken["path"] for taken in taken_files(Ledger(locations.ledger), checkpoint_log)}
     return {locations.landed_name(path) for path in taken} if as_landed else taken
 
@@ -273,9 +304,6 @@ def _copy_table(spark: SparkSession, source: str, target: str, says: dict[str, s
     """The rows of Delta table `source` (as of `version`) over the whole of `target`, in one
     commit (schema and partitioning as the source has them); that commit's version. Done
     already (a switch started again): that commit's version, nothing written."""
-    for existing in reversed(delta.versions(target)):
-        if delta.user_metadata(target, existing) == says:
-            return existing
     reader = spark.read.format("delta")
     if version is not None:
         reader = reader.option("versionAsOf", version)
@@ -283,14 +311,7 @@ def _copy_table(spark: SparkSession, source: str, target: str, says: dict[str, s
     partitions = delta.partition_columns(source)
     writer = rows.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
     writer = writer.option("partitionOverwriteMode", "static")  # the whole table, whatever the session says
-    writer.partitionBy(*partitions).option("userMetadata", json.dumps(says)).save(target)  # as user_metadata reads
-    return delta.versions(target)[-1]
-
-
-def _move_output(ledger: Ledger, output: str) -> None:
-    """The build's checkpoint writes `output` from now on: its contract says so."""
-    contract = ledger.recorded_contract() or {}
-    fs.write_json(join(ledger.uri, "declaration.json"), contract | {"output": output})
+    return delta.commit_once(writer.partitionBy(*partitions), target, says)
 
 
 def _now_used(spark: SparkSession, in_use: Locations, build: Locations, taken: set[str]) -> int:

@@ -31,6 +31,7 @@ from pydantic import ValidationError as SettingsError
 
 from jobs.exit_codes import ExitCode
 from jobs.lake.layout import StorageError, StorageUnavailable
+from jobs.run import stop
 from jobs.units import UsageError
 
 _deadline: threading.Timer | None = None
@@ -40,8 +41,7 @@ def _stop_on_signal(signum: int, frame: object) -> None:
     """SIGTERM or Ctrl-C: a run in progress stops at its next poll, within
     JOBS_STOP_GRACE_S however stuck it is; anything else stops now."""
     global _deadline
-    runner = sys.modules.get("jobs.run.runner")
-    if runner is None or not runner.request_stop():
+    if not stop.request_stop():
         raise KeyboardInterrupt
     if _deadline is not None:  # asked twice
         _halt(0.0)

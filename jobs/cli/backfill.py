@@ -71,7 +71,7 @@ def handle(args: argparse.Namespace) -> int:
     params = {"pipeline": args.pipeline, "since": args.since, "until": args.until, "prefixes": args.prefix}
     params.update(publish_to=args.publish_to, max_files_per_trigger=args.max_files_per_trigger)
     try:
-        plan = backfill.plan_backfill(
+        request = backfill.backfill_request(
             {k: v for k, v in params.items() if v is not None},
             root=args.root,
             allowed_roots=backfill.publish_roots(args.root),
@@ -79,60 +79,54 @@ def handle(args: argparse.Namespace) -> int:
         )
     except backfill.BackfillError as error:
         return fail(ExitCode.USAGE, str(error))
-    pipeline = declare.load(plan.pipeline)
+    pipeline = declare.load(request.pipeline)
     suite = load_suite(pipeline)
-    for warning in plan.warnings:
+    for warning in request.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    print(f"{plan.pipeline}: backfill {plan.backfill_id} of {plan.to_params()}")
-    print(f"  work root {plan.work_root} (own checkpoint), staging {plan.stage}")
+    print(f"{request.pipeline}: backfill {request.backfill_id} of {request.to_params()}")
+    print(f"  work root {request.work_root} (own checkpoint), staging {request.stage}")
     check_java()
-    production = in_use(plan.pipeline, plan.root) if plan.into_table else None  # the table a range replaces
+    production = in_use(request.pipeline, request.root) if request.into_table else None  # the table a range replaces
     if production is not None:
         from jobs.backfill.replace import refuse_unless_replaceable
 
         try:
-            refuse_unless_replaceable(pipeline, plan, production)  # before any Spark work
+            refuse_unless_replaceable(pipeline, request, production)  # before any Spark work
         except backfill.BackfillError as error:
             return fail(ExitCode.REFUSED, str(error))
-        print(f"  then replaces {plan.since} .. {plan.until} in the production table {production.output}")
+        print(f"  then replaces {request.since} .. {request.until} in the production table {production.output}")
     elif args.replace_only:
         return fail(ExitCode.USAGE, "--replace-only is for a Delta table's backfill without --publish-to")
     if args.replace_only:
-        return _replace(plan, pipeline, production)
-    refused = _reprocess(plan)
+        return _replace(request, pipeline, production)
+    refused = _reprocess(request)
     if refused is not None:
         return refused
-    return _stage_and_publish(plan, pipeline, suite, production, stage_only=args.stage_only)
+    return _stage_and_publish(request, pipeline, suite, production, stage_only=args.stage_only)
 
 
-def _reprocess(plan) -> int | None:
+def _reprocess(request) -> int | None:
     """The range reprocessed into the work root; an exit code when that did not succeed."""
     from jobs.backfill.stage import reprocess
-    from jobs.run import runner
 
-    try:
-        reprocess(plan)
-    except runner.RunRefused as error:
-        return fail(ExitCode.REFUSED, str(error))
-    except runner.RunStopped:
-        return ExitCode.STOPPED
-    except runner.RunStoppedOnData as error:
-        return fail(ExitCode.DATA, f"backfill failed: {error}")
-    except runner.RunFailed as error:
-        return fail(ExitCode.FAILED, f"backfill failed: {error}")
-    return None
+    finished = reprocess(request)
+    if finished.code == ExitCode.OK:
+        return None
+    if finished.code in (ExitCode.REFUSED, ExitCode.STOPPED):
+        return fail(finished.code, finished.error) if finished.code == ExitCode.REFUSED else finished.code
+    return fail(finished.code, f"backfill {finished.error}")
 
 
 def _stage_and_publish(
-    plan, pipeline: declare.PipelineBase, suite, production: Locations | None, *, stage_only: bool
+    request, pipeline: declare.PipelineBase, suite, production: Locations | None, *, stage_only: bool
 ) -> int:
     from jobs import backfill
     from jobs.backfill.stage import stage_closed_range
     from jobs.session import spark_for
     from jobs.validate.validation import validate_table
 
-    spark = spark_for(plan.locations, f"jobs-backfill-{pipeline.name}", table_format=pipeline.output.format)
-    summary = stage_closed_range(spark, pipeline, plan.locations, plan.stage)
+    spark = spark_for(request.locations, f"jobs-backfill-{pipeline.name}", table_format=pipeline.output.format)
+    summary = stage_closed_range(spark, pipeline, request.locations, request.stage)
     print(
         f"  staged {summary['rows']} rows: {summary['emitted_rows']} windows the watermark closed during the run "
         f"+ {summary['held_rows']} last windows from state; windows {summary['first_window']} .. "
@@ -140,27 +134,31 @@ def _stage_and_publish(
     )
     if stage_only:
         return ExitCode.OK
-    staged = Locations.resolve(pipeline.name, root=plan.work_root, output=plan.stage)
+    staged = Locations.resolve(pipeline.name, root=request.work_root, output=request.stage)
     if validate_table(spark, pipeline, staged, suite).status == "failed":
-        return fail(ExitCode.INVALID, f"the staged result failed validation; not published ({plan.stage})")
+        return fail(ExitCode.INVALID, f"the staged result failed validation; not published ({request.stage})")
     if production is not None:
-        return _replace(plan, pipeline, production, spark)
-    pointer = backfill.publish(plan)
-    print(f"  published: {plan.publish_to}/{backfill.POINTER} -> {pointer['path']}")
+        return _replace(request, pipeline, production, spark)
+    pointer = backfill.publish(request)
+    print(f"  published: {request.publish_to}/{backfill.POINTER} -> {pointer['path']}")
     return ExitCode.OK
 
 
-def _replace(plan, pipeline: declare.PipelineBase, production: Locations, spark=None) -> int:
+def _replace(request, pipeline: declare.PipelineBase, production: Locations, spark=None) -> int:
     """The staged range written over the production table's, in one commit."""
     from jobs.backfill.replace import replace_range
+    from jobs.lake.locks import AlreadyRunning
     from jobs.session import spark_for
 
     spark = spark or spark_for(production, f"jobs-backfill-{pipeline.name}", table_format="delta")
-    done = replace_range(spark, pipeline, plan, production)
+    try:
+        done = replace_range(spark, pipeline, request, production)
+    except AlreadyRunning as error:
+        return fail(ExitCode.REFUSED, f"{error}; the staged range is kept: run again with --replace-only")
     print(
-        f"  replaced {plan.since} .. {plan.until} in {production.output}: version {done['version']} "
+        f"  replaced {request.since} .. {request.until} in {production.output}: version {done['version']} "
         f"({done['rows_written']} rows; {done['rows_left_out']} staged rows of other dates left out); "
-        f"undo: python -m jobs backfill {pipeline.name} --root {plan.root} --id {plan.backfill_id} --rollback"
+        f"undo: python -m jobs backfill {pipeline.name} --root {request.root} --id {request.backfill_id} --rollback"
     )
     return ExitCode.OK
 
@@ -169,11 +167,12 @@ def _roll_back(args: argparse.Namespace) -> int:
     """Undo backfill --id's replacement of the range, in one commit."""
     from jobs import backfill
     from jobs.backfill.replace import roll_back
+    from jobs.lake.locks import AlreadyRunning
     from jobs.session import spark_for
 
     if not args.id:
         return fail(ExitCode.USAGE, "--rollback needs the --id of the backfill to undo")
-    from jobs.backfill.plan import work_root_of
+    from jobs.backfill.request import work_root_of
     from jobs.lake.layout import normalize
 
     pipeline = declare.load(args.pipeline)
@@ -181,8 +180,8 @@ def _roll_back(args: argparse.Namespace) -> int:
     work_root = work_root_of(normalize(args.root), pipeline.name, args.id)
     spark = spark_for(production, f"jobs-backfill-rollback-{pipeline.name}", table_format=pipeline.output.format)
     try:
-        done = roll_back(spark, work_root, args.id, production)
-    except backfill.BackfillError as error:
+        done = roll_back(spark, pipeline, work_root, args.id, production)
+    except (backfill.BackfillError, AlreadyRunning) as error:
         return fail(ExitCode.REFUSED, str(error))
     print(f"{pipeline.name}: backfill {args.id} rolled back in {production.output}: version {done['version']}")
     return ExitCode.OK

@@ -69,7 +69,18 @@ def add_table_locations(parser: argparse.ArgumentParser) -> None:
         metavar="URI",
         help="Spark's checkpoint: the run's progress (default: <root>/checkpoints/<pipeline>)",
     )
-    parser.add_argument("--reports", metavar="URI", help="the data quality report (default: <root>/reports)")
+    add_quality_report(parser)
+
+
+def add_quality_report(parser: argparse.ArgumentParser) -> None:
+    # Named apart from a run's --run-report: the glossary's two reports (docs/glossary.md).
+    parser.add_argument(
+        "--quality-report",
+        "--reports",  # its name before 2026-11-27
+        dest="reports",
+        metavar="URI",
+        help="the data quality report's folder (default: <root>/reports)",
+    )
 
 
 def add_pipeline(parser: argparse.ArgumentParser) -> None:

@@ -46,7 +46,7 @@ def handle(args: argparse.Namespace) -> int:
 
     pipeline = declare.load(args.pipeline)
     where = in_use(pipeline.name, args.root, output=args.table, checkpoint=args.checkpoint)
-    checkpoint_log = CheckpointLog(where.checkpoint, where.output)
+    checkpoint_log = CheckpointLog.of(where)
     if args.output:
         listed = file_ledger.table_files(checkpoint_log)
         if listed is None:

@@ -17,7 +17,7 @@ def add_parser(commands) -> None:
         help="compact a Delta table's small files (OPTIMIZE) and remove what no version needs (VACUUM)",
         description=(
             "For a pipeline whose table is Delta: OPTIMIZE its closed partitions (dates the watermark has "
-            "passed the last window of, which no batch adds rows to any more), while scheduled runs go on; "
+            "passed the last window of, which no batch adds rows to any more), between scheduled runs (it waits for one in progress); "
             "then VACUUM the files no version within the declared retention.time_travel (default 7 days) "
             "needs. Prints the table's files and the folder's files and bytes, before and after."
         ),
@@ -29,6 +29,7 @@ def add_parser(commands) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from jobs.lake.locks import AlreadyRunning
     from jobs.run.maintain import maintain, refuse_unless_maintainable
     from jobs.session import spark_for
 
@@ -38,7 +39,7 @@ def handle(args: argparse.Namespace) -> int:
         refuse_unless_maintainable(pipeline, locations)  # before Spark starts
         spark = spark_for(locations, f"jobs-maintain-{pipeline.name}", table_format="delta")
         upkeep = maintain(spark, pipeline, locations)
-    except UsageError as error:
+    except (UsageError, AlreadyRunning) as error:
         return fail(ExitCode.REFUSED, str(error))
     print(json.dumps(upkeep.as_dict()) if args.json else "\n".join(upkeep.lines()))
     return ExitCode.OK

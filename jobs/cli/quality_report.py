@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from jobs.cli.common import add_root
+from jobs.cli.common import add_quality_report, add_root
 from jobs.exit_codes import ExitCode
 
 
@@ -15,7 +15,7 @@ def add_parser(commands) -> None:
         description="Build <reports>/index.html (runs, rows and verdicts of every pipeline) and the Data Docs site.",
     )
     add_root(report)
-    report.add_argument("--reports", metavar="URI", help="where the report goes (default: <root>/reports)")
+    add_quality_report(report)
     report.add_argument("--summary-only", action="store_true", help="skip rebuilding the Data Docs site")
     report.set_defaults(handler=handle)
 

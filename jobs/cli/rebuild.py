@@ -37,30 +37,36 @@ def add_parser(commands) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from jobs.change.rebuild import RebuildError, rebuild, roll_back
+    from jobs.change.rebuild import (
+        BuildRunFailed,
+        RebuildError,
+        rebuild,
+        refuse_the_one_in_use,
+        roll_back,
+        rollback_target,
+    )
     from jobs.lake.builds import in_use
-    from jobs.run import runner
     from jobs.session import spark_for
 
     pipeline = declare.load(args.pipeline)
-    spark = spark_for(
-        in_use(pipeline.name, args.root),
-        f"jobs-rebuild-{pipeline.name}",
-        table_format=pipeline.output.format,
-    )
-    try:
+    build_id = args.id or new_run_id(datetime.now(UTC))
+    try:  # what would be refused is refused before Spark starts
+        if args.rollback:
+            rollback_target(pipeline, args.root)
+        else:
+            refuse_the_one_in_use(pipeline.name, args.root, build_id)
+        where = in_use(pipeline.name, args.root)
+        spark = spark_for(where, f"jobs-rebuild-{pipeline.name}", table_format=pipeline.output.format)
         if args.rollback:
             back = roll_back(spark, pipeline, args.root)
-            print(f"{pipeline.name}: back to build {back['build']} (checkpoint {back['checkpoint']})")
+            print(f"{pipeline.name}: back to build {back.id} (checkpoint {back.about['checkpoint']})")
             return ExitCode.OK
-        build_id = args.id or new_run_id(datetime.now(UTC))
         print(f"{pipeline.name}: rebuild {build_id}")
-        options = runner.RunOptions(max_files_per_trigger=args.max_files_per_trigger)
-        switched = rebuild(spark, pipeline, args.root, build_id, options)
-    except (RebuildError, runner.RunRefused) as error:
+        switched = rebuild(spark, pipeline, args.root, build_id, args.max_files_per_trigger)
+    except RebuildError as error:
         return fail(ExitCode.REFUSED, str(error))
-    except runner.RunFailed as error:
+    except BuildRunFailed as error:
         return fail(ExitCode.FAILED, f"rebuild failed (the same --id resumes it): {error}")
-    print(f"{pipeline.name}: switched to build {switched['build']} at {switched['switched_at']}")
-    print(json.dumps({k: v for k, v in switched.items() if k != "previous"}, indent=2))
+    print(f"{pipeline.name}: switched to build {switched.id} at {switched.at}")
+    print(json.dumps({k: v for k, v in switched.to_dict().items() if k != "previous"}, indent=2))
     return ExitCode.OK

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 from jobs import declare
-from jobs.cli.common import add_table_locations, check_link, fail, locations_of, parse_date
-from jobs.cli.quarantine_file import quarantine
+from jobs.cli.common import add_table_locations, fail, locations_of
 from jobs.exit_codes import ExitCode
-from jobs.units import UsageError, check_id, parse_size
+from jobs.request import RunRequest, add_arguments, from_args
+from jobs.units import UsageError
 from jobs.validate.suite import load_suite
 
 
@@ -45,79 +46,22 @@ def add_parser(commands) -> None:
         metavar="URI",
         help="unusable records, with file, line and reason (default: <root>/quarantine/<pipeline>)",
     )
+    add_arguments(run)  # the run's own options, as the run request defines them (jobs/request.py)
     run.add_argument(
-        "--trigger",
-        default="available-now",
-        metavar="TRIGGER",
-        help=(
-            "available-now (default): everything landed so far, in as many batches as the rate limits "
-            "allow, then stop; once: everything in a single batch (rate limits ignored), then stop; "
-            "processing-time=<duration> (e.g. processing-time=30s): keep running, one "
-            "batch per interval, until stopped with Ctrl-C or SIGTERM"
-        ),
-    )
-    run.add_argument(
-        "--quarantine-file",
-        metavar="FILE",
-        help="first quarantine this landed file's lines, unread (see `quarantine-file`; needs --quarantine-reason)",
-    )
-    run.add_argument("--quarantine-reason", metavar="TEXT", help="why --quarantine-file is quarantined")
-    # Admission control (jobs/flow/admission.py): one or the other; by default about a
-    # sixteenth of the driver's memory per batch, or what the declaration's spark: block says.
-    limit = run.add_mutually_exclusive_group()
-    limit.add_argument("--max-files-per-trigger", type=int, metavar="N", help="at most N new files per batch")
-    limit.add_argument(
-        "--max-bytes-per-trigger",
-        metavar="SIZE",
-        help="about SIZE of new files per batch (bytes, or e.g. 64m, 1g; default: the driver's memory / 16)",
-    )
-    run.add_argument(
-        "--landing-glob",
-        metavar="PATTERN",
-        help="list only files matching PATTERN under the landing location (e.g. 'dt=2023-07-*/*')",
-    )
-    run.add_argument(
-        "--landing-since",
-        metavar="DATE",
-        help="list only dt=YYYY-MM-DD folders from DATE to today (UTC) under the landing location",
-    )
-    run.add_argument("--report", metavar="PATH", help="also write the run report as JSON to PATH")
-    run.add_argument(
-        "--no-validate",
-        action="store_true",
-        help="skip validating the run's output (e.g. when a later step, like the Airflow DAG's, validates it)",
-    )
-    run.add_argument(
-        "--run-id",
-        metavar="ID",
-        help="name the run (default: start time and a random suffix); the Airflow DAG sets it to find the report",
-    )
-    run.add_argument(
-        "--link",
-        metavar="URL",
-        help="where the run was started from (the Airflow DAG sets its task's page); kept in the run report",
+        "--request",
+        metavar="JSON",
+        help="a whole run request, or a list of them, as JSON (how the Airflow operators start a run)",
     )
     run.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
-    from jobs.flow.sink import Trigger
-    from jobs.run.context import RunOptions
-
+    if args.request:
+        return _run_requests(args.request)
     names = _chosen_pipelines(args)
-    options = RunOptions(
-        trigger=Trigger.from_text(args.trigger),
-        max_files_per_trigger=args.max_files_per_trigger,
-        max_bytes_per_trigger=parse_size(args.max_bytes_per_trigger) if args.max_bytes_per_trigger else None,
-        report_path=args.report,
-        landing_glob=args.landing_glob,
-        landing_since=parse_date(args.landing_since, "--landing-since"),
-        run_id=check_id(args.run_id, "--run-id") if args.run_id else None,
-        link=check_link(args.link),
-    )
     if len(names) == 1 and not (args.all or args.schedule):
-        return _run_one(args, declare.load(names[0]), options)
-    return _run_group(args, names, options)
+        return _run_one(args, names[0])
+    return _run_group(args, names)
 
 
 def _chosen_pipelines(args: argparse.Namespace) -> list[str]:
@@ -136,58 +80,74 @@ def _chosen_pipelines(args: argparse.Namespace) -> list[str]:
     return list(dict.fromkeys(args.pipelines))
 
 
-def _run_one(args: argparse.Namespace, pipeline: declare.PipelineBase, options) -> int:
-    from jobs.lake import fs
-    from jobs.launch import Member, run_and_validate
-    from jobs.run.report import report_uri
-    from jobs.session import check_java
+def _request(args: argparse.Namespace, name: str) -> RunRequest:
+    request = from_args(args, name, locations_of(args, name))
+    request.listed()  # a bad pattern or date is a usage error
+    if request.validate:
+        load_suite(declare.load(name))  # a broken suite stops the run before it starts
+    return request
 
-    suite = None if args.no_validate else load_suite(pipeline)  # a broken suite stops the run before it starts
-    locations = locations_of(args, pipeline.name)
-    options.listed(locations.landing)  # a bad pattern or date is a usage error
-    if args.run_id and fs.exists(report_uri(locations.runs, args.run_id)):
-        return fail(ExitCode.REFUSED, f"run {args.run_id} already has a report in {locations.runs}; use a new id")
-    if bool(args.quarantine_file) != bool(args.quarantine_reason):
-        raise UsageError("--quarantine-file and --quarantine-reason go together")
-    if args.quarantine_file:
-        refused = quarantine(pipeline, locations, args.quarantine_file, args.quarantine_reason)
-        if refused:
-            return refused
-    check_java()
-    outcome = run_and_validate(Member(pipeline, locations, suite), options)
-    if outcome.error and outcome.code not in (ExitCode.OK, ExitCode.STOPPED):
-        return fail(outcome.code, outcome.error)
-    return outcome.code
+
+def _run_one(args: argparse.Namespace, name: str) -> int:
+    return _run([_request(args, name)])
 
 
 # What names one pipeline's own files: refused when a run names several.
-_ONE_PIPELINE_OPTIONS = ("landing", "output", "checkpoint", "quarantine", "report", "quarantine_file")
+_ONE_PIPELINE_OPTIONS = {
+    "landing": "--landing",
+    "output": "--output",
+    "checkpoint": "--checkpoint",
+    "quarantine": "--quarantine",
+    "report_path": "--run-report",
+    "quarantine_file": "--quarantine-file",
+}
 
 
-def _run_group(args: argparse.Namespace, names: list[str], options) -> int:
-    from jobs.cli.logs import name_pipelines_in_logs
-    from jobs.lake import fs
-    from jobs.launch import Member, run_group
-    from jobs.run.report import report_uri
-    from jobs.session import check_java
-
-    given = [f"--{o.replace('_', '-')}" for o in _ONE_PIPELINE_OPTIONS if getattr(args, o, None)]
+def _run_group(args: argparse.Namespace, names: list[str]) -> int:
+    given = [flag for dest, flag in _ONE_PIPELINE_OPTIONS.items() if getattr(args, dest, None)]
     if given:
         raise UsageError(f"{', '.join(given)} name one pipeline's files: run that pipeline alone to use them")
     if args.at_once is not None and args.at_once < 1:
         raise UsageError("--at-once must be 1 or more")
-    pipelines = [declare.load(name) for name in names]
-    members = [Member(p, locations_of(args, p.name), None if args.no_validate else load_suite(p)) for p in pipelines]
-    for member in members:
-        options.listed(member.locations.landing)
-        if args.run_id and fs.exists(report_uri(member.locations.runs, args.run_id)):
-            return fail(ExitCode.REFUSED, f"run {args.run_id} already has a report for {member.pipeline.name}")
+    return _run([_request(args, name) for name in names], at_once=args.at_once)
+
+
+def _run_requests(text: str) -> int:
+    """`--request JSON`: one request, or a group's list of them."""
+    try:
+        found = json.loads(text)
+        requests = [RunRequest.from_json(json.dumps(r)) for r in (found if isinstance(found, list) else [found])]
+    except (ValueError, TypeError, KeyError) as error:
+        raise UsageError(f"--request: not a run request ({error})") from None
+    return _run(requests)
+
+
+def _run(requests: list[RunRequest], at_once: int | None = None) -> int:
+    """Run the requests (several: in one Spark application); the exit code, the worst of theirs."""
+    from jobs.cli.logs import name_pipelines_in_logs
+    from jobs.lake import fs
+    from jobs.launch import execute, execute_group
+    from jobs.run.events import Finished
+    from jobs.run.report import report_uri
+    from jobs.session import check_java
+
+    for request in requests:
+        if request.run_id and fs.exists(report_uri(request.locations.runs, request.run_id)):
+            return fail(
+                ExitCode.REFUSED, f"run {request.run_id} already has a report for {request.pipeline}; use a new id"
+            )
     check_java()
+    if len(requests) == 1:
+        (finished,) = [e for e in execute(requests[0]) if isinstance(e, Finished)]
+        if finished.error and finished.code not in (ExitCode.OK, ExitCode.STOPPED):
+            return fail(finished.code, finished.error)
+        return finished.code
     name_pipelines_in_logs()
-    print(f"running {len(members)} pipelines in one Spark application: {', '.join(names)}", flush=True)
-    outcomes = run_group(members, options, at_once=args.at_once)
-    code = ExitCode.worst([o.code for o in outcomes])
-    print(f"\n{len(outcomes)} pipelines, exit {int(code)}:")
-    for outcome in outcomes:
-        print(f"  {outcome.line()}")
+    names = ", ".join(r.pipeline for r in requests)
+    print(f"running {len(requests)} pipelines in one Spark application: {names}", flush=True)
+    ended = [e for e in execute_group(requests, at_once=at_once) if isinstance(e, Finished)]
+    code = ExitCode.worst([f.code for f in ended])
+    print(f"\n{len(ended)} pipelines, exit {int(code)}:")
+    for finished in ended:
+        print(f"  {finished.line()}")
     return code

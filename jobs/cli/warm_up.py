@@ -13,9 +13,9 @@ def load_classes() -> None:
     from jobs import declare
     from jobs.lake.landing import land_lines
     from jobs.lake.layout import Locations, literal
-    from jobs.run import runner
+    from jobs.launch import execute
+    from jobs.request import RunRequest
     from jobs.session import get_spark
-    from jobs.validate.validation import validate_run
 
     spark = get_spark("jvm-archive", {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
     pipeline = declare.load("clickstream")
@@ -28,8 +28,8 @@ def load_classes() -> None:
                 for i in range(5)
             ]
             land_lines({f"arrival-{arrival}.json": lines}, locations.landing)
-            report = runner.run(pipeline, locations, runner.RunOptions(), spark=spark)
-            validate_run(spark, pipeline, locations, report)
+            for _ in execute(RunRequest(pipeline.name, locations), spark=spark):  # the run, then its validation
+                pass
         spark.read.parquet(literal(locations.output)).collect()
     spark.stop()
 

@@ -72,7 +72,7 @@ def own_schedule(pipeline: PipelineBase) -> str | None:
 def group_spark_conf(members: list[PipelineBase]) -> dict[str, str]:
     """The settings of the members' one application: each declaration's `spark:` block,
     the largest of each memory (driver, executor). Each member's SQL settings are set on
-    its own session too, before its query starts (jobs/run/check.py)."""
+    its own session too, before its query starts (jobs/run/preflight.py)."""
     conf: dict[str, str] = {}
     for member in members:
         for key, value in member.spark_settings.session_conf().items():

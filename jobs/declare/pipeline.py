@@ -66,6 +66,11 @@ class PipelineBase(Part):
     partition_column: ClassVar[str | None] = "event_date"
     partition_meaning: ClassVar[str] = "event_time"
 
+    @property
+    def sources(self) -> list[Source]:
+        """The streams the query reads, in the order of their checkpoint ids (sources/0, 1)."""
+        return [self.source]
+
     @field_validator("description", mode="before")
     @classmethod
     def _one_paragraph(cls, value: Any) -> str:
@@ -211,6 +216,10 @@ class ProcessPipeline(PipelineBase):
 class JoinPipeline(PipelineBase):
     pattern: Literal["join"] = "join"
     join: Join
+
+    @property
+    def sources(self) -> list[Source]:
+        return [self.source, self.join.source]
 
     @model_validator(mode="before")
     @classmethod

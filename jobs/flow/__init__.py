@@ -2,10 +2,8 @@
 
 source.py    landing -> lines (streaming and batch alike); inferred schemas
 parse.py     lines -> typed events, each with the reason it cannot be used (the JVM's decoder
-             reads each line strictly: functions.py; decode.py is its reference, reading
-             batches of lines in Python, line_reader.py one line the careful way, with its
-             reason or what it rescued, depth.py bounding how deep lines nest; fields.py
-             names a field's column by its path)
+             reads each line strictly: functions.py; its reference, in Python, is the tests'
+             tests/reference/; fields.py names a field's column by its path)
 functions.py the decoder and the counter of the product's jar, as a session's SQL functions
 rules.py     the declared row rules on each parsed record: counted, quarantined, or failing the batch
 enrich.py    events + a dimension's columns (a stream-static join)

@@ -28,8 +28,8 @@ from jobs.columns import (
 from jobs.declare.parts import Source
 from jobs.declare.rules import Rule
 from jobs.flow.fields import field
-from jobs.flow.line_reader import TOO_LARGE_KEPT
 from jobs.flow.rules import checked
+from jobs.flow.source import TOO_LARGE_KEPT
 from jobs.flow.tally import Tally
 from jobs.schema import Array, Kind, Struct, contains, spelled
 from jobs.units import duration_words
@@ -100,7 +100,7 @@ def _unconverted(value: Column, kind: Kind, path: str) -> list[tuple[Column, Col
 
 def decoded(lines: DataFrame, source: Source, tally: Tally | None = None) -> DataFrame:
     """Lines -> the declared fields, read strictly by the JVM's decoder (jobs/flow/functions.py;
-    jobs/flow/decode.py is its reference), with `_reason` and `_detail` for a line that cannot
+    tests/reference/decode.py is its reference), with `_reason` and `_detail` for a line that cannot
     be read, and each line's number in its part of the file; blank lines dropped. The lines
     read of each file are counted in the tally."""
     from jobs.flow.functions import register_decode

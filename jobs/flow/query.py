@@ -28,7 +28,7 @@ from jobs.flow.parse import parse_events, usable
 from jobs.flow.patterns import pattern_of
 from jobs.flow.source import stream_lines
 from jobs.flow.tally import Tally, counted
-from jobs.lake.layout import join
+from jobs.request import Trigger
 
 
 def usable_events(
@@ -82,13 +82,6 @@ def output_schema(spark: SparkSession, pipeline: PipelineBase, dimension: DataFr
     return pipeline_table(pipeline, [no_lines] * len(sources), dimension).schema
 
 
-def source_landings(pipeline: PipelineBase, landing: str) -> list[str]:
-    """Where each source lands: the landing location, or with two sources (a join), a
-    folder of each source's name under it."""
-    sources = pattern_of(pipeline).sources
-    return [landing] if len(sources) == 1 else [join(landing, source.name) for source in sources]
-
-
 def start_query(
     spark: SparkSession,
     pipeline: PipelineBase,
@@ -96,7 +89,7 @@ def start_query(
     landings: list[str],
     output: str,
     checkpoint: str,
-    trigger: sink.Trigger,
+    trigger: Trigger,
     limits: Limits | None = None,
     dimension: DataFrame | None = None,
     tally: Tally | None = None,

@@ -12,38 +12,14 @@ The table is Parquet (the default) or Delta Lake (`output: {format: delta}`):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import StructType
 
 from jobs.lake import delta, fs
 from jobs.lake.layout import join, literal
-from jobs.units import UsageError, parse_duration_s, spark_duration
-
-TRIGGERS = ("available-now", "once", "processing-time=<duration>")
-
-
-@dataclass(frozen=True)
-class Trigger:
-    """available-now: everything landed so far, in as many batches as the rate limits
-    allow, then stop; once: one batch, rate limits ignored; processing-time: a batch per
-    interval until stopped."""
-
-    kind: str = "available-now"
-    interval_s: int | None = None
-
-    @classmethod
-    def from_text(cls, text: str) -> Trigger:
-        if text in ("available-now", "once"):
-            return cls(text)
-        if text.startswith("processing-time="):
-            return cls("processing-time", parse_duration_s(text.split("=", 1)[1], "--trigger processing-time"))
-        raise UsageError(f"--trigger {text!r}: use one of {', '.join(TRIGGERS)}")
-
-    def __str__(self) -> str:
-        return f"processing-time={self.interval_s}s" if self.interval_s else self.kind
+from jobs.request import Trigger
+from jobs.units import spark_duration
 
 
 def start(

@@ -3,10 +3,12 @@ atomic landing. No Spark.
 
     layout.py   locations under a root; local paths and s3a:// URIs
     builds.py   which build of a pipeline is in use (after a rebuild's switch): its locations
+    pointer.py  a _CURRENT.json: which version is current (a published backfill's, a build), one format
     fs.py       read, write, list, remove (pyarrow.fs)
     delta.py    Delta tables: Spark's settings for them, what their transaction log says
     s3.py       S3 clients, Spark's s3a settings, S3 errors in one line
-    locks.py    one run per checkpoint (flock, or a lease in a bucket)
+    locks.py    one writer of a pipeline's table at a time (a flock; lease.py: a lease in a bucket;
+                holders.py: who holds it, and how a writer waits)
     landing.py  landing files atomically, as producers must
     faults.py   the root cause of a storage error, in words a user can act on
 """

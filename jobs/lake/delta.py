@@ -1,5 +1,7 @@
-"""Delta Lake tables (`output: {format: delta}`): Spark's settings for them, and what their
-transaction log says, read only.
+"""Delta Lake tables (`output: {format: delta}`): Spark's settings for them, what their
+transaction log says, and the one way the product commits to a table outside a run's
+stream (`commit_once`: a backfill's replacement and its rollback, a rebuild's switch and
+its rollback), found again after a restart rather than made twice.
 
     <output>/_delta_log/00000000000000000007.json   version 7: its commit's actions, one per line
 
@@ -17,11 +19,15 @@ files a batch wrote and never committed are never read, and VACUUM removes them.
 from __future__ import annotations
 
 import json
-from typing import Any
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from jobs.lake import fs
 from jobs.lake.layout import join
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrameWriter
 
 # A session that writes or reads Delta tables: Delta's SQL extension and its catalog, beside
 # the jars of the jar lock's `delta` (jobs/session.py table_conf).
@@ -62,6 +68,40 @@ def user_metadata(output: str, version: int) -> dict[str, Any]:
     except ValueError:
         return {}
     return said if isinstance(said, dict) else {}
+
+
+ATTEMPTS = 3  # a commit refused by Delta's conflict check (a writer outside the pipeline's lock) is tried again
+
+
+def said(output: str, version: int) -> dict[str, Any]:
+    """What the writer of a version said of it, without when (`commit_once` adds `at`)."""
+    return {k: v for k, v in user_metadata(output, version).items() if k != "at"}
+
+
+def find_commit(output: str, says: dict[str, Any], after: int = -1) -> int | None:
+    """The first version after `after` whose writer said `says` (None: none did)."""
+    return next((v for v in versions(output) if v > after and said(output, v) == says), None)
+
+
+def commit_once(writer: DataFrameWriter, output: str, says: dict[str, Any], after: int = -1) -> int:
+    """`writer` saved to the Delta table `output` in one commit that says `says` (and when),
+    unless a version after `after` says it already: a writer started again after a crash
+    finds its commit rather than making a second. That commit's version."""
+    found = find_commit(output, says, after)
+    if found is not None:
+        return found
+    metadata = json.dumps(says | {"at": datetime.now(UTC).isoformat(timespec="seconds")})
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            writer.option("userMetadata", metadata).save(output)
+            break
+        except Exception as error:  # Delta's conflict arrives as a JVM exception: told by its name
+            if "Concurrent" not in str(error) or attempt == ATTEMPTS:
+                raise
+    found = find_commit(output, says, after)
+    if found is None:
+        raise RuntimeError(f"the commit that says {says} is not in {output}'s log")
+    return found
 
 
 def partition_columns(output: str) -> list[str]:

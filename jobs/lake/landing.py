@@ -18,7 +18,8 @@ from datetime import date
 from pathlib import Path
 
 from jobs.lake import fs, s3
-from jobs.lake.layout import is_s3, join, local_path, normalize
+from jobs.lake.layout import is_s3, join, literal, local_path, normalize
+from jobs.units import UsageError
 
 _ONE_NAME_ONCE = "the pipeline reads each name once, so give new data a new file name"
 
@@ -126,3 +127,59 @@ def undated(names: list[str]) -> list[str]:
 
 
 _DATED = re.compile(r"dt=\d{4}-\d{2}-\d{2}", re.ASCII)
+
+
+def landing_path(landing: str, glob: str | None = None, since: date | None = None, until: date | None = None) -> str:
+    """What the source lists: the landing location, or only part of it.
+
+    A long history under date-organised prefixes (landing/dt=2023-07-30/hour=10/...)
+    would be listed in full by every run. `glob` (e.g. 'dt=2023-07-*/*') or `since` (only
+    the dt=YYYY-MM-DD folders from that date on; `until` stops at a date, for backfills)
+    narrow the listing. Files already processed are remembered by the checkpoint either
+    way, so narrowing never reprocesses; it only keeps older files from being listed.
+    """
+    if glob and (since or until):
+        raise UsageError("use --landing-glob or --landing-since/--landing-until, not both")
+    if until and not since:
+        raise UsageError("--landing-until needs --landing-since")
+    if since and until and since > until:
+        raise UsageError(f"--landing-since {since} is after --landing-until {until}")
+    if glob:
+        if glob.startswith("/") or ".." in glob.split("/"):
+            raise UsageError(f"--landing-glob {glob!r}: give a pattern inside the landing location")
+        return join(literal(landing), glob)  # the operator's pattern, under the landing as it is named
+    if since:
+        # One listing of the top level only, then the source lists just these folders.
+        folders = dated_folders(landing, since, until)
+        if not folders:
+            return join(literal(landing), f"dt={since.isoformat()}")  # nothing yet: an empty folder lists nothing
+        return join(literal(landing), any_of(folders))
+    return literal(landing)
+
+
+def any_of(names: list[str]) -> str:
+    """A pattern that matches exactly these names."""
+    escaped = [literal(name) for name in names]
+    return escaped[0] if len(escaped) == 1 else "{" + ",".join(escaped) + "}"
+
+
+def new_files_path(landing: str, files: tuple[str, ...]) -> str | None:
+    """What the source lists when the run knows which files are new: their names under the
+    landing location, level by level (`dt={a,b}/{x.json,y.json}`), so that a long history
+    is not listed again for a few new files; None when they lie at different depths (the
+    landing is listed whole). The pattern may match a file taken before (another folder's
+    name): Spark's source log passes it over, as it does when the whole landing is listed.
+    A file that lands meanwhile is the next run's, as one landing a moment after any
+    listing; a file gone meanwhile matches nothing."""
+    parts = [file.removeprefix(landing.rstrip("/") + "/").split("/") for file in files]
+    if len({len(names) for names in parts}) != 1:
+        return None
+    # Hadoop keeps a pattern's escapes only in braces without a '/' (a brace with one is
+    # expanded first, its escapes lost): one brace per level.
+    return join(literal(landing), "/".join(any_of(sorted(set(level))) for level in zip(*parts, strict=True)))
+
+
+def source_landings(landing: str, source_names: list[str | None]) -> list[str]:
+    """Where each source lands: the landing location, or with two sources (a join), a
+    folder of each source's name under it."""
+    return [landing] if len(source_names) == 1 else [join(landing, name) for name in source_names]

@@ -23,7 +23,6 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 DEFAULT_ROOT = "./data"
-CURRENT_BUILD = "_CURRENT.json"  # under <root>/builds/<pipeline>/
 S3_SCHEMES = ("s3a", "s3")
 
 
@@ -103,6 +102,17 @@ def is_inside(uri: str, folder: str) -> bool:
     return uri == folder or uri.startswith(folder.rstrip("/") + "/")
 
 
+OWN_ROOTS = ("backfills", "builds")  # what has a root of its own under <root>/<kind>/<pipeline>/<id>
+
+
+def own_root(root: str, kind: str, pipeline_name: str, build_id: str) -> str:
+    """The root of a backfill's or a rebuild's build: its own checkpoint, table, quarantine
+    and run reports (`Locations.with_own_root`), beside the pipeline's."""
+    if kind not in OWN_ROOTS:
+        raise ValueError(f"{kind!r} has no root of its own: one of {OWN_ROOTS}")
+    return join(normalize(root), kind, pipeline_name, build_id)
+
+
 @dataclass(frozen=True)
 class Locations:
     landing: str
@@ -147,6 +157,7 @@ class Locations:
         )
 
     def with_own_root(self, pipeline_name: str, root: str) -> Locations:
+        # `root`: a backfill's or a build's (own_root).
         """A checkpoint, table, quarantine and runs of their own under `root` (a backfill's, a
         build's), reading this landing and these dimensions, named as here (normalizing them
         again would follow a symlink, and two file ledgers would name one file two ways)."""

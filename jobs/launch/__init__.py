@@ -1,11 +1,12 @@
-"""What a command or an Airflow task starts: one pipeline's run, then its validation; or
-several pipelines' runs in one Spark application, each validated in it.
+"""The one door of a run: what a command or an Airflow task starts with a run request
+(jobs/request.py): one pipeline's run, then its validation; or several pipelines' runs in
+one Spark application, each validated in it. Both yield the runs' events.
 
-single.py   one pipeline: its run (jobs/run/), then its validation (jobs/validate/), as one outcome
-group.py    several pipelines' runs at once in one application, each with its own outcome
+execute.py  one request: its run (jobs/run/), then its validation (jobs/validate/), its events
+group.py    several requests at once in one application, each with its own events
 """
 
-from jobs.launch.group import run_group
-from jobs.launch.single import Member, run_and_validate
+from jobs.launch.execute import execute
+from jobs.launch.group import execute_group
 
-__all__ = ["Member", "run_and_validate", "run_group"]
+__all__ = ["execute", "execute_group"]

@@ -16,56 +16,58 @@ members running at once.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from pyspark.sql import SparkSession
 
+from jobs import declare
+from jobs.declare import PipelineBase
 from jobs.declare.groups import group_spark_conf
-from jobs.exit_codes import ExitCode
-from jobs.launch.single import Member, run_and_validate
-from jobs.run.context import RunOptions, run_log
-from jobs.run.failure import one_line
-from jobs.run.outcome import Outcome
+from jobs.launch.execute import events_of, finished
+from jobs.request import RunRequest
+from jobs.run.events import Emit, Event, Finished
 from jobs.run.pending import pending_input
 
 
-def run_group(members: list[Member], options: RunOptions, *, at_once: int | None = None) -> list[Outcome]:
-    """Run the members in one application, `at_once` at a time (all of them by default);
-    their outcomes in the members' order. Spark starts only if one has something to read
-    (and `options.start_spark` allows it)."""
-    at_once = min(at_once or len(members), len(members))
-    pending = [pending_input(m.pipeline, m.locations, options) for m in members]
-    spark = None
-    if options.start_spark and not all(p.nothing_new for p in pending):
-        new_bytes = None if any(p.needs_spark for p in pending) else sum(p.bytes for p in pending)
-        spark = _group_session(members, new_bytes)
-    # Each run's default batch cap is its share of the heap; with no Spark, a file landed
-    # since the look above is the next run's.
-    shared = replace(options, heap_shares=at_once, start_spark=spark is not None)
+def execute_group(requests: list[RunRequest], *, at_once: int | None = None) -> Iterator[Event]:
+    """Run the requests in one application, `at_once` at a time (all of them by default);
+    their events as they come, then each one's `Finished` in the requests' order. Spark
+    starts only if one has something to read (and the requests' `start_spark` allows it)."""
+    return events_of(lambda emit: _run_group(requests, emit, at_once))
 
-    def one(member: Member) -> Outcome:
-        try:
-            return run_and_validate(member, shared, spark.newSession() if spark is not None else None)
-        except Exception as error:  # noqa: BLE001 - one member's surprise must not end the others
-            run_log(member.pipeline.name).exception("  ended by an unexpected error")
-            return Outcome(member.pipeline.name, "failed", ExitCode.FAILED, error=one_line(error))
+
+def _run_group(requests: list[RunRequest], emit: Emit, at_once: int | None) -> list[Finished]:
+    at_once = min(at_once or len(requests), len(requests))
+    pipelines = [declare.load(r.pipeline) for r in requests]
+    pending = [pending_input(p, r) for p, r in zip(pipelines, requests, strict=True)]
+    spark = None
+    if all(r.start_spark for r in requests) and not all(p.nothing_new for p in pending):
+        new_bytes = None if any(p.needs_spark for p in pending) else sum(p.bytes for p in pending)
+        spark = _group_session(pipelines, requests, new_bytes)
+
+    def one(pipeline: PipelineBase, request: RunRequest) -> Finished:
+        # Each run's default batch cap is its share of the heap; with no Spark, a file landed
+        # since the look above is the next run's.
+        shared = replace(request, heap_shares=at_once, start_spark=spark is not None)
+        return finished(shared, emit, pipeline=pipeline, spark=spark.newSession() if spark is not None else None)
 
     with ThreadPoolExecutor(max_workers=at_once, thread_name_prefix="member") as pool:
-        return list(pool.map(one, members))
+        return list(pool.map(one, pipelines, requests))
 
 
-def _group_session(members: list[Member], new_bytes: int | None) -> SparkSession:
+def _group_session(pipelines: list[PipelineBase], requests: list[RunRequest], new_bytes: int | None) -> SparkSession:
     """One application for every member, with the group's settings, the s3a settings if any
     member reads or writes a bucket, and Delta's if any member's table is Delta."""
     from jobs import executors
     from jobs.session import get_spark, merged_conf, s3a_conf, table_conf
 
-    conf = group_spark_conf([m.pipeline for m in members])
-    if any(m.locations.uses_s3 for m in members):
+    conf = group_spark_conf(pipelines)
+    if any(r.locations.uses_s3 for r in requests):
         conf = merged_conf(conf, s3a_conf())
-    conf = merged_conf(conf, table_conf(m.pipeline.output.format for m in members))
+    conf = merged_conf(conf, table_conf(p.output.format for p in pipelines))
     spark = get_spark("jobs-group", conf, new_bytes=new_bytes)
-    for member in members:
-        executors.check_reachable(spark.sparkContext.master, member.locations)
+    for request in requests:
+        executors.check_reachable(spark.sparkContext.master, request.locations)
     return spark

@@ -39,7 +39,7 @@ from jobs import declare
 from jobs.declare.operations import Orchestration
 from jobs.exit_codes import ExitCode
 from jobs.orchestration import arrival, environment
-from jobs.orchestration.operators import BackfillStepOperator, RunPipelineOperator, ValidateTableOperator
+from jobs.orchestration.operators import BackfillStepOperator, ValidateTableOperator
 from jobs.orchestration.reports import (
     location_asset,
     run_report,
@@ -48,6 +48,8 @@ from jobs.orchestration.reports import (
     validation_verdict,
 )
 from jobs.orchestration.retries import retry_args
+from jobs.orchestration.run_operators import RunPipelineOperator
+from jobs.request import dag_params
 
 log = logging.getLogger(__name__)
 START_DATE = datetime(2024, 1, 1, tzinfo=UTC)
@@ -71,25 +73,7 @@ def pipeline_dag(pipeline: declare.PipelineBase, root: str) -> DAG:
         catchup=False,
         max_active_runs=1,  # two runs never share the checkpoint (the run also locks it)
         default_args=retry_args(pipeline.orchestration, root),
-        params={
-            "max_files_per_trigger": Param(
-                None, type=["null", "integer"], minimum=1, description="at most this many new files per batch"
-            ),
-            "max_bytes_per_trigger": Param(
-                None,
-                type=["null", "string"],
-                pattern=r"^\d+[kmgtKMGT]?[bB]?$",
-                description="about this much new data per batch (e.g. 64m)",
-            ),
-            "quarantine_file": Param(
-                None,
-                type=["null", "string"],
-                description="a landed file whose batch fails on its data every run: its lines are quarantined unread",
-            ),
-            "quarantine_reason": Param(
-                "quarantined by hand from Airflow", type="string", description="why quarantine_file is quarantined"
-            ),
-        },
+        params=dag_params(),  # a run's options a DAG run may set, as the run request defines them
         tags=["jobs", "pipeline"],
         doc_md=f"**{pipeline.name}**: {pipeline.description}\n\nDeclared in `jobs/pipelines/{pipeline.name}.yaml`.",
     ) as dag:
@@ -184,7 +168,7 @@ def declaration_problems() -> None:
 # The backfill DAG.
 @task(retries=0)
 def check_params() -> dict[str, Any]:
-    """Every param checked before any Spark work; the plan the next tasks follow."""
+    """Every param checked before any Spark work; the backfill request the next tasks follow."""
     from jobs import backfill
 
     context = get_current_context()
@@ -193,7 +177,7 @@ def check_params() -> dict[str, Any]:
     root = environment.root()
     try:
         with environment.task_environment(log):
-            plan = backfill.plan_backfill(
+            request = backfill.backfill_request(
                 params,
                 root=root,
                 allowed_roots=backfill.publish_roots(root),
@@ -201,21 +185,21 @@ def check_params() -> dict[str, Any]:
             )
     except backfill.BackfillError as error:
         raise AirflowFailException(f"rejected, nothing was run: {error}") from None
-    for warning in plan.warnings:
+    for warning in request.warnings:
         log.warning("%s", warning)
-    log.info("backfill plan: %s", json.dumps(plan.to_dict(), indent=2))
-    return plan.to_dict()
+    log.info("backfill request: %s", json.dumps(request.to_dict(), indent=2))
+    return request.to_dict()
 
 
 @task(outlets=[PUBLISHED_ALIAS])
-def publish_backfill(plan: dict[str, Any]) -> dict[str, Any]:
+def publish_backfill(request: dict[str, Any]) -> dict[str, Any]:
     """Point <publish_to>/_CURRENT.json at the validated version: one atomic write; then an
     event for the publish location's Asset (through the alias), the pointer as its extra."""
     from jobs import backfill
 
-    published = backfill.BackfillPlan.from_dict(plan)
+    published = backfill.BackfillRequest.from_dict(request)
     if published.into_table:
-        raise AirflowSkipException("the plan replaces the range in the production Delta table (the task replace)")
+        raise AirflowSkipException("the backfill replaces the range in the production Delta table (the task replace)")
     with environment.task_environment(log):
         pointer = backfill.publish(published)
     log.info("published: %s", json.dumps(pointer, indent=2))
@@ -258,7 +242,7 @@ def backfill_dag(pipelines: list[str]) -> DAG:
             ),
             # For a Delta table, none: the range's dates are replaced in the production table.
             "publish_to": Param(None, type=["null", "string"], description="default: <root>/published/<pipeline>"),
-            "max_files_per_trigger": Param(None, type=["null", "integer"], minimum=1),
+            "max_files_per_trigger": dag_params()["max_files_per_trigger"],
         },
         tags=["jobs", "backfill"],
         doc_md=(
@@ -268,11 +252,11 @@ def backfill_dag(pipelines: list[str]) -> DAG:
             "over the production table's in one commit (the task replace). See docs/backfills.md."
         ),
     ) as dag:
-        plan = check_params()
+        request = check_params()
         reprocess = BackfillStepOperator(task_id="reprocess", step="reprocess", name="jobs-backfill")
         validate = BackfillStepOperator(task_id="validate", step="validate", name="jobs-backfill-validate")
         replace = BackfillStepOperator(task_id="replace", step="replace", name="jobs-backfill-replace")
-        plan >> reprocess >> validate >> [publish_backfill(plan), replace]
+        request >> reprocess >> validate >> [publish_backfill(request), replace]
     return dag
 
 

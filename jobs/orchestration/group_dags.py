@@ -25,9 +25,9 @@ from jobs import declare
 from jobs.declare.groups import each_group, group_orchestration, group_spark_conf
 from jobs.orchestration import arrival, environment
 from jobs.orchestration.factory import DAG_PREFIX, START_DATE, broken_dag, built
-from jobs.orchestration.operators import GroupRunOperator, RunPipelineOperator
 from jobs.orchestration.reports import run_summary, table_asset
 from jobs.orchestration.retries import retry_args
+from jobs.orchestration.run_operators import GroupRunOperator, RunPipelineOperator
 from jobs.units import ON_ARRIVAL
 
 log = logging.getLogger(__name__)

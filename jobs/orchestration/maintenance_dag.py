@@ -26,7 +26,7 @@ def maintenance_dags() -> dict[str, DAG]:
 
 def maintenance_dag(pipelines: list[str], root: str) -> DAG:
     """Daily: a task per Delta table, `python -m jobs maintain` (compaction of its closed
-    partitions while the pipeline's runs go on, then vacuum)."""
+    partitions between the pipeline's runs, under its lock, then vacuum)."""
     with DAG(
         dag_id=MAINTENANCE_DAG_ID,
         auto_register=False,
@@ -39,7 +39,7 @@ def maintenance_dag(pipelines: list[str], root: str) -> DAG:
         tags=["jobs", "maintenance"],
         doc_md=(
             "Daily, for each pipeline whose table is Delta: `python -m jobs maintain` (OPTIMIZE of the closed "
-            "partitions, while the pipeline's runs go on; VACUUM within `retention.time_travel`)."
+            "partitions, between the pipeline's runs, under its lock; VACUUM within `retention.time_travel`)."
         ),
     ) as dag:
         for name in pipelines:

@@ -8,9 +8,7 @@ another option or a shell command.
 
 from __future__ import annotations
 
-import json
 import re
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +16,21 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
 from jobs.exit_codes import ExitCode
-from jobs.orchestration import arrival, environment
+from jobs.orchestration import environment
+from jobs.run.arrivals import describe
 from jobs.settings import package_file, settings
-from jobs.units import new_run_id
 
 ENTRY_POINT = package_file("entry/spark_submit.py")
 LOG4J_CONFIG = package_file("log4j2.properties")
+
+
+def log_arrivals(context: Any, log: Any) -> None:
+    """In a run the landing's Asset started: what each event said (the files may be more by now)."""
+    for events in (context.get("triggering_asset_events") or {}).values():
+        for event in events:
+            payload = (event.extra or {}).get("payload")
+            if isinstance(payload, dict) and "files" in payload:
+                log.info("started by files landing at %s: %s", event.timestamp, describe(payload))
 
 
 def submit_exit_code(operator: SparkSubmitOperator) -> int | None:
@@ -44,12 +51,12 @@ def task_log_file(context: Any) -> Path:
     return path
 
 
-def table_formats(args: list[str]) -> set[str]:
-    """The table formats of the declared pipelines a command line names (`run A B`, `validate A`)."""
+def table_formats(names: list[str]) -> set[str]:
+    """The table formats of the declared pipelines named."""
     from jobs import declare
 
     declared = declare.load_each()
-    return {declared.pipelines[name].output.format for name in args[1:] if name in declared.pipelines}
+    return {declared.pipelines[name].output.format for name in names if name in declared.pipelines}
 
 
 class JobsSubmitOperator(SparkSubmitOperator):
@@ -78,6 +85,9 @@ class JobsSubmitOperator(SparkSubmitOperator):
         super().__init__(application=str(ENTRY_POINT), **kwargs)
         self.spark_conn_id: str = kwargs["conn_id"]  # the provider keeps its own copy private
         self.jobs_args = jobs_args
+        # Whose table's format matters (Delta's jars from the JVM's start); None: the pipeline the
+        # command line names at run time (`maintain A`, `validate A`, a backfill's step).
+        self.pipeline_names: list[str] | None = None
         self.skip_on_exit = skip_on_exit
         self.done_on_exit = done_on_exit  # the task succeeds: a later task reads what they mean
         self.exit_code: ExitCode | None = None
@@ -85,6 +95,11 @@ class JobsSubmitOperator(SparkSubmitOperator):
     def arguments(self, context: Any) -> list[str]:
         """The command line after `python -m jobs`; subclasses add to it at run time."""
         return [str(arg) for arg in self.jobs_args]
+
+    def reported_code(self) -> ExitCode | None:
+        """How the command ended, as what it stored says (a run's report), when it says; a
+        sturdier contract than spark-submit's exit status, which the provider keeps private."""
+        return None
 
     # How much new input the application reads, when the task knows (jobs/jvm/archive.py: a lean start).
     new_bytes: int | None = None
@@ -108,14 +123,16 @@ class JobsSubmitOperator(SparkSubmitOperator):
                 # hadoop-aws on the classpath from the JVM's start; s3a settings hold no secret.
                 self.conf = merged_conf(s3a_conf(), self.conf or {})
             # Delta's jars, SQL extension and catalog from the JVM's start, if a table is Delta.
-            self.conf = merged_conf(self.conf, table_conf(table_formats(self.application_args)))
+            names = self.pipeline_names if self.pipeline_names is not None else self.application_args[1:2]
+            self.conf = merged_conf(self.conf, table_conf(table_formats(names)))
             # The product's jar (its decoder and counter) on the driver's class path from its start.
             self.conf = {**self.conf, "spark.jars": with_product_jar(self.conf.get("spark.jars"))}
             try:
                 super().execute(context)
             except AirflowException as error:
                 returned = submit_exit_code(self)
-                code = ExitCode.of(returned)
+                reported = self.reported_code()  # what the command stored says, when it says how it failed
+                code = reported if reported not in (None, ExitCode.OK) else ExitCode.of(returned)
                 self.exit_code = code
                 if code in self.done_on_exit:
                     return None
@@ -125,178 +142,6 @@ class JobsSubmitOperator(SparkSubmitOperator):
                 failure = AirflowFailException if code and not code.worth_retrying else AirflowException
                 raise failure(f"python -m jobs {self.application_args[0]}: {meaning}") from error
         return None
-
-
-class RunPipelineOperator(JobsSubmitOperator):
-    """`python -m jobs run PIPELINE` with a run id chosen here, returned as the task's XCom,
-    so the tasks after it find this run's report. Rate limits come from the DAG run's params.
-
-    `validate`: the run validates its output in its own application (a failed validation
-    is for a later task to report); otherwise the DAG's next task validates it.
-    `group_task`: a rerun of a group's member; its run id follows the group run's."""
-
-    def __init__(
-        self, *, pipeline_name: str, root: str, validate: bool = False, group_task: str | None = None, **kwargs: Any
-    ) -> None:
-        if group_task:  # mapped over the members to rerun: named and sized at run time
-            from jobs import declare
-
-            kwargs.setdefault("name", f"jobs-{pipeline_name}")
-            kwargs.setdefault("conf", declare.load(pipeline_name).spark_settings.session_conf())
-        args = ["run", pipeline_name, f"--root={root}", *([] if validate else ["--no-validate"])]
-        super().__init__(jobs_args=args, done_on_exit=(ExitCode.INVALID,) if validate else (), **kwargs)
-        self.pipeline_name = pipeline_name
-        self.root = root
-        self.group_task = group_task
-
-    def arguments(self, context: Any) -> list[str]:
-        args = [*super().arguments(context), f"--run-id={self.run_id}", f"--link={context['ti'].log_url}"]
-        params = context["params"]
-        if params.get("max_files_per_trigger"):
-            args.append(f"--max-files-per-trigger={int(params['max_files_per_trigger'])}")
-        if params.get("max_bytes_per_trigger"):
-            args.append(f"--max-bytes-per-trigger={params['max_bytes_per_trigger']}")
-        if params.get("quarantine_file"):  # the way past a batch that fails on its data
-            args += [
-                f"--quarantine-file={params['quarantine_file']}",
-                f"--quarantine-reason={params['quarantine_reason']}",
-            ]
-        return args
-
-    def execute(self, context: Any) -> str:
-        arrival.log_arrivals(context, self.log)
-        self.run_id = new_run_id(datetime.now(UTC))
-        if self.group_task:
-            group_run = context["ti"].xcom_pull(task_ids=self.group_task)["run_id"]
-            self.run_id = f"{group_run}.r{context['ti'].try_number}"
-        if self._ran_without_spark(context):
-            return self.run_id
-        try:
-            super().execute(context)
-        except AirflowSkipException:
-            raise
-        except AirflowException as error:  # the run's one-line error (a rule's, a poison file's), not a trace
-            why = self._run_error()
-            raise type(error)(f"{error}: {why}" if why else str(error)) from error
-        return self.run_id
-
-    def _ran_without_spark(self, context: Any) -> bool:
-        """A run with nothing new needs no Spark application: it runs here, in the task's own
-        process, and its report is stored as any run's. Otherwise how much is new (a small
-        increment starts lean) and False."""
-        from jobs import declare
-        from jobs.lake.builds import in_use
-        from jobs.launch import Member, run_and_validate
-        from jobs.run.context import RunOptions
-        from jobs.run.pending import pending_input
-        from jobs.validate.suite import load_suite
-
-        if context["params"].get("quarantine_file"):
-            return False
-        pipeline = declare.load(self.pipeline_name)
-        options = RunOptions(run_id=self.run_id, link=context["ti"].log_url, start_spark=False)
-        with environment.task_environment(self.log):
-            member = Member(
-                pipeline,
-                in_use(self.pipeline_name, self.root),  # the build a rebuild switched to, if any
-                load_suite(pipeline) if "--no-validate" not in self.jobs_args else None,
-            )
-            pending = pending_input(pipeline, member.locations, options)
-            self.new_bytes = None if pending.needs_spark else pending.bytes
-            if not pending.nothing_new:
-                self.log.info("%s: %s: running it with spark-submit", self.pipeline_name, pending.describe())
-                return False
-            outcome = run_and_validate(member, options)
-        if outcome.code == ExitCode.REFUSED:
-            raise AirflowException(f"python -m jobs run: {ExitCode.REFUSED.meaning}: {outcome.error}")
-        if outcome.error:
-            raise AirflowException(f"python -m jobs run: {outcome.error}")
-        return True
-
-    def _run_error(self) -> str | None:
-        from jobs.lake.builds import in_use
-        from jobs.run.report import load_report
-
-        try:
-            with environment.task_environment(self.log):
-                return load_report(in_use(self.pipeline_name, self.root).runs, self.run_id).error
-        except Exception:  # noqa: BLE001 - no report (the run never started): the exit code says enough
-            return None
-
-
-class GroupRunOperator(JobsSubmitOperator):
-    """`python -m jobs run A B C` in one Spark application, each member validated in it.
-
-    Succeeds whatever a member's run did (a member's outcome is read from its run report
-    and validation result): returns the run id, each member's outcome and the members to
-    run again on their own (their run failed in a way a rerun can change, was refused or
-    stopped, or never ran). A member stopped on its data, or whose output failed
-    validation, is not run again: a rerun would end the same."""
-
-    def __init__(self, *, pipeline_names: list[str], root: str, **kwargs: Any) -> None:
-        super().__init__(
-            jobs_args=["run", *pipeline_names, f"--root={root}"],
-            done_on_exit=tuple(code for code in ExitCode if code != ExitCode.USAGE),
-            **kwargs,
-        )
-        self.pipeline_names = pipeline_names
-        self.root = root
-
-    def arguments(self, context: Any) -> list[str]:
-        return [*super().arguments(context), f"--run-id={self.run_id}", f"--link={context['ti'].log_url}"]
-
-    def execute(self, context: Any) -> dict[str, Any]:
-        from jobs import declare
-        from jobs.lake.builds import in_use
-        from jobs.launch import Member, run_group
-        from jobs.run.context import RunOptions
-        from jobs.run.pending import pending_input
-        from jobs.validate.suite import load_suite
-
-        arrival.log_arrivals(context, self.log)
-        self.run_id = new_run_id(datetime.now(UTC))
-        pipelines = [declare.load(name) for name in self.pipeline_names]
-        options = RunOptions(run_id=self.run_id, link=context["ti"].log_url, start_spark=False)
-        with environment.task_environment(self.log):
-            members = [Member(p, in_use(p.name, self.root), load_suite(p)) for p in pipelines]
-            pending = [pending_input(m.pipeline, m.locations, options) for m in members]
-            if all(p.nothing_new for p in pending):  # no Spark application: each run here, in this process
-                self.log.info("nothing new for any member: running them here, without Spark")
-                run_group(members, options)
-            else:
-                known = not any(p.needs_spark for p in pending)
-                self.new_bytes = sum(p.bytes for p in pending) if known else None
-                super().execute(context)
-        return self._outcomes(members)
-
-    def _outcomes(self, members: list) -> dict[str, Any]:
-        from jobs.lake import fs
-        from jobs.run.report import load_report, report_uri
-        from jobs.validate.result import result_uri
-
-        outcomes, rerun = {}, []
-        with environment.task_environment(self.log):
-            for member in members:
-                runs = member.locations.runs
-                if not fs.exists(report_uri(runs, self.run_id)):
-                    outcomes[member.pipeline.name] = {"status": "not run", "error": "the application ended first"}
-                    rerun.append(member.pipeline.name)
-                    continue
-                report = load_report(runs, self.run_id)
-                results = result_uri(runs, self.run_id)
-                validation = fs.read_json(results)["status"] if fs.exists(results) else None
-                outcomes[member.pipeline.name] = {
-                    "status": report.status,
-                    "validation": validation,
-                    "error": report.error,
-                }
-                if report.status in ("failed", "refused", "stopped") and not report.stopped_on_data:
-                    rerun.append(member.pipeline.name)
-        for name, outcome in outcomes.items():
-            self.log.info("%s: %s", name, json.dumps(outcome))
-        if rerun:
-            self.log.warning("to run again on their own: %s", ", ".join(rerun))
-        return {"run_id": self.run_id, "members": outcomes, "rerun": rerun}
 
 
 class ValidateTableOperator(JobsSubmitOperator):
@@ -328,22 +173,22 @@ class ValidateTableOperator(JobsSubmitOperator):
 
 
 class BackfillStepOperator(JobsSubmitOperator):
-    """One step of a backfill plan (checked by the DAG's first task and passed as its XCom)."""
+    """One step of a backfill request (checked by the DAG's first task and passed as its XCom)."""
 
-    def __init__(self, *, step: str, plan_task: str = "check_params", **kwargs: Any) -> None:
+    def __init__(self, *, step: str, request_task: str = "check_params", **kwargs: Any) -> None:
         super().__init__(jobs_args=[], **kwargs)
         self.step = step
-        self.plan_task = plan_task
+        self.request_task = request_task
 
-    def _plan(self, context: Any):
-        from jobs.backfill import BackfillPlan
+    def _request(self, context: Any):
+        from jobs.backfill import BackfillRequest
 
-        return BackfillPlan.from_dict(context["ti"].xcom_pull(task_ids=self.plan_task))
+        return BackfillRequest.from_dict(context["ti"].xcom_pull(task_ids=self.request_task))
 
     def arguments(self, context: Any) -> list[str]:
-        return self._plan(context).step_args(self.step)
+        return self._request(context).step_args(self.step)
 
     def execute(self, context: Any) -> Any:
-        if self.step == "replace" and not self._plan(context).into_table:
-            raise AirflowSkipException("the plan publishes a copy: nothing to replace in the production table")
+        if self.step == "replace" and not self._request(context).into_table:
+            raise AirflowSkipException("the backfill publishes a copy: nothing to replace in the production table")
         return super().execute(context)

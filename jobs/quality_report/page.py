@@ -24,6 +24,7 @@ from jobs.backfill import PUBLISHED, REPLACED, BackfillError, current_version
 from jobs.lake import fs
 from jobs.lake.builds import current_build, in_use
 from jobs.lake.layout import Locations, is_s3, join, normalize
+from jobs.lake.pointer import Pointer
 from jobs.quality_report import health
 from jobs.quality_report.chart import FATES, run_chart
 from jobs.run.report import RunReport, load_reports
@@ -122,7 +123,7 @@ def backfills(root: str, pipeline_name: str) -> list[dict[str, Any]]:
         work_root = join(folder, backfill_id)
         runs = load_reports(Locations.resolve(pipeline_name, root=work_root).runs)
         record = join(work_root, PUBLISHED)
-        published = fs.read_json(record) if fs.exists(record) else None
+        published = Pointer.from_dict(fs.read_json(record)).to_dict() if fs.exists(record) else None
         if published:
             try:
                 published["current"] = current_version(published["publish_to"]) == published["path"]
@@ -158,7 +159,7 @@ def _section(root: str, pipeline: declare.PipelineBase, locations: Locations, no
         "table_checks": [v for v in reversed(results) if v.scope == "table"],
         "stale": stale_checks(runs, results),
         "backfills": backfills(root, pipeline.name),
-        "build": current_build(root, pipeline.name),  # the switch a rebuild made, if any
+        "build": _as_dict(current_build(root, pipeline.name)),  # the switch a rebuild made, if any
         "warned_pages": {v.data_docs_page for v in results if v.status == "warned" and v.data_docs_page},
     }
 
@@ -213,3 +214,7 @@ def build(root: str, reports: str | None = None, with_data_docs: bool = True) ->
     page = join(locations.reports, "index.html")
     fs.write_text(page, render(root, reports, found))
     return page
+
+
+def _as_dict(pointer: Pointer | None) -> dict | None:
+    return pointer.to_dict() if pointer is not None else None

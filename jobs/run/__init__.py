@@ -1,16 +1,18 @@
-"""Running a pipeline once: the lifecycle, its outcome, and its run report.
+"""Running a pipeline once: the lifecycle, its events, and its run report.
 
-runner.py           the run as named steps: lock -> check -> pending -> recover -> start -> watch -> settle -> audit
+runner.py           the run as named steps: lock -> preflight -> pending -> recover -> start -> watch -> settle -> audit
 pending.py          what is new, read from Spark's logs before Spark starts (nothing new: no Spark)
-context.py          what a run is given (RunOptions) and works with (RunContext, built once)
-check.py            the declaration against the checkpoint, then the schema and the dimension
+arrivals.py         what an on-arrival watcher says, and when: (listing, cursor, now) -> (event, cursor)
+context.py          what a run works with (RunContext, built once from its request: jobs/request.py)
+events.py           what a run says as it goes: started, batch committed, report stored, finished
+stop.py             a stop request (Ctrl-C, SIGTERM), read by every run in progress
+preflight.py        the declaration against the checkpoint, then the schema and the dimension
 progress.py         a line per batch as it completes (StreamingQueryProgress)
 report.py           the run report: what one run did, in numbers a person can check
 audit.py            after a run: output no batch committed, landed files never read
 retention.py        landed files deleted or archived, as declared
 maintain.py         a Delta table's upkeep: compaction of closed partitions, vacuum
 failure.py          why a run failed, in one line (and, for a batch failing on its data, the way past it)
-outcome.py          how a run ended: its status and exit code, whatever ended it
 warnings.py         what a run that succeeded still gets wrong: a watermark ahead of now, most rows
                     late, a quarantine share that jumped
 

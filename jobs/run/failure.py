@@ -92,6 +92,15 @@ def data_condition(error: BaseException) -> tuple[str, str] | None:
     return None
 
 
+def _where(files: list[str], command: str) -> tuple[str, str]:
+    """Which file a batch failed reading, and the command that quarantines it (when one)."""
+    if len(files) == 1:
+        return f"reading {files[0]} (line unknown)", command.replace("FILE", files[0])
+    if files:
+        return f"reading one of {len(files)} files ({', '.join(files[:3])}{' ...' if len(files) > 3 else ''})", command
+    return "reading its files", command
+
+
 def _data_failure(error: BaseException, checkpoint_log: CheckpointLog, report: RunReport) -> str | None:
     """What to tell a user whose batch fails on a record every time it is redone: where
     it was reading, the error, and the command that gets past it."""
@@ -123,12 +132,7 @@ def _data_failure(error: BaseException, checkpoint_log: CheckpointLog, report: R
         cause = [line for line in message.splitlines() if line.strip() and not line.startswith(" ")][-1][:500]
     else:
         cause = one_line(RuntimeError(message))
-    if len(files) == 1:
-        where, command = f"reading {files[0]} (line unknown)", command.replace("FILE", files[0])
-    elif files:
-        where = f"reading one of {len(files)} files ({', '.join(files[:3])}{' ...' if len(files) > 3 else ''})"
-    else:
-        where = "reading its files"
+    where, command = _where(files, command)
     return (
         f"{at} failed on its data, {where}: {condition}: {cause}; every rerun redoes it, so to get past it "
         f"quarantine the file: {command} (Airflow: the DAG's quarantine_file param), then run again"

@@ -2,14 +2,16 @@
 
     compact   OPTIMIZE rewrites each closed partition's small files into few large ones, in
               one commit. Closed: a date no batch can add rows to any more, the watermark
-              having passed the end of its last window (later events are late). The running stream only appends to
-              open partitions, so the two never touch the same files; a table without
-              partitions is compacted whole (a blind append never conflicts with OPTIMIZE).
+              having passed the end of its last window (later events are late); a table
+              without partitions is compacted whole.
     vacuum    VACUUM removes the files no version within `retention.time_travel` needs (what
-              OPTIMIZE replaced, what a failed batch wrote and never committed). A file a
-              batch in flight has written is younger than any run may last (the pipeline's
-              `airflow.timeout`): a shorter time_travel vacuums only under the pipeline's
-              lock, while no run holds it.
+              OPTIMIZE replaced, what a failed batch wrote and never committed).
+
+Both run under the pipeline's lock (jobs/lake/locks.py), as every writer of the table does:
+on S3, Delta's log store assumes one driver commits at a time, and a run's batch in flight
+has files no version names yet, which a short time_travel would vacuum. Upkeep started
+during a run waits for it (up to the pipeline's `airflow.timeout`), and a run started
+during upkeep waits for the upkeep.
 
 Figures (files and bytes on disk and in the table's newest version, before and after) are
 printed, and returned for the maintenance DAG's log.
@@ -17,7 +19,6 @@ printed, and returned for the maintenance DAG's log.
 
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
@@ -30,8 +31,6 @@ from jobs.lake import delta, fs
 from jobs.lake.layout import Locations
 from jobs.lake.locks import checkpoint_lock
 from jobs.units import UsageError
-
-log = logging.getLogger(__name__)
 
 # Delta refuses a VACUUM that keeps less than this unless told (its own safety check).
 DELTA_SAFE_RETENTION_S = 7 * 24 * 3600
@@ -47,13 +46,15 @@ class Upkeep:
     disk_files_after: int
     disk_bytes_before: int
     disk_bytes_after: int
-    vacuumed: bool
     seconds: float
+    waited_s: float = 0.0  # for the pipeline's lock, held by a run
 
     def lines(self) -> list[str]:
+        waited = [f"  lock: waited {self.waited_s:.0f}s for the run in progress"] if self.waited_s >= 1 else []
         return [
+            *waited,
             f"  compact: {self.compacted}: {self.table_files_before} -> {self.table_files_after} file(s) in the table",
-            f"  vacuum: {'done' if self.vacuumed else 'skipped'}: {self.disk_files_before} -> "
+            f"  vacuum: {self.disk_files_before} -> "
             f"{self.disk_files_after} file(s) in the folder, {self.disk_bytes_before:,} -> {self.disk_bytes_after:,} bytes",
             f"{self.pipeline} maintained in {self.seconds:.1f}s",
         ]
@@ -88,15 +89,19 @@ def refuse_unless_maintainable(pipeline: declare.PipelineBase, locations: Locati
 
 
 def maintain(spark: SparkSession, pipeline: declare.PipelineBase, locations: Locations) -> Upkeep:
+    """OPTIMIZE, then VACUUM, under the pipeline's lock. AlreadyRunning when a run held the
+    lock for longer than a run may last."""
     refuse_unless_maintainable(pipeline, locations)
     output = locations.output
     started = time.monotonic()
-    on_disk = _disk(output)
-    table_before = len(delta.table_files(output))
-    compacted = _compact(spark, pipeline, CheckpointLog(locations.checkpoint, output))
-    table_after = len(delta.table_files(output))
-    vacuumed = _vacuum(spark, pipeline, locations)
-    after = _disk(output)
+    lock = checkpoint_lock(locations.ledger, pipeline.name, "OPTIMIZE and VACUUM", pipeline.orchestration.timeout_s)
+    with lock:
+        on_disk = _disk(output)
+        table_before = len(delta.table_files(output))
+        compacted = _compact(spark, pipeline, CheckpointLog(locations.checkpoint, output))
+        table_after = len(delta.table_files(output))
+        _vacuum(spark, pipeline, locations)
+        after = _disk(output)
     return Upkeep(
         pipeline=pipeline.name,
         compacted=compacted,
@@ -106,8 +111,8 @@ def maintain(spark: SparkSession, pipeline: declare.PipelineBase, locations: Loc
         disk_files_after=after[0],
         disk_bytes_before=on_disk[1],
         disk_bytes_after=after[1],
-        vacuumed=vacuumed,
         seconds=time.monotonic() - started,
+        waited_s=lock.waited_s,
     )
 
 
@@ -130,23 +135,11 @@ def _compact(spark: SparkSession, pipeline: declare.PipelineBase, checkpoint_log
     return f"{column} < {before}"
 
 
-def _vacuum(spark: SparkSession, pipeline: declare.PipelineBase, locations: Locations) -> bool:
+def _vacuum(spark: SparkSession, pipeline: declare.PipelineBase, locations: Locations) -> None:
     keep_s = pipeline.retention.time_travel_s
     statement = f"VACUUM delta.`{locations.output}` RETAIN {keep_s / 3600:g} HOURS"
     check = "spark.databricks.delta.retentionDurationCheck.enabled"
-    if keep_s >= pipeline.orchestration.timeout_s:
-        _with_check(spark, check, keep_s >= DELTA_SAFE_RETENTION_S, statement)
-        return True
-    # Shorter than a run may last: a batch in flight could have written files that old.
-    from jobs.lake.locks import AlreadyRunning
-
-    try:
-        with checkpoint_lock(locations.ledger, pipeline.name):
-            _with_check(spark, check, keep_s >= DELTA_SAFE_RETENTION_S, statement)
-    except AlreadyRunning as error:
-        log.warning("  vacuum skipped: time_travel is shorter than a run may last, and %s", error)
-        return False
-    return True
+    _with_check(spark, check, keep_s >= DELTA_SAFE_RETENTION_S, statement)
 
 
 def _with_check(spark: SparkSession, check: str, enabled: bool, statement: str) -> None:

@@ -17,16 +17,14 @@ from dataclasses import dataclass
 from jobs.accounting.checkpoint import CheckpointLog, Recorded
 from jobs.accounting.ledger import Ledger
 from jobs.declare import PipelineBase
-from jobs.flow.query import source_landings
-from jobs.flow.source import new_files_path
 from jobs.lake import fs
-from jobs.lake.landing import dated_folders
-from jobs.lake.layout import Locations, join
+from jobs.lake.landing import dated_folders, new_files_path, source_landings
+from jobs.lake.layout import join
+from jobs.request import RunRequest
 from jobs.run.audit import MAX_FILE_AGE_MS
-from jobs.run.context import RunOptions
 
 # Up to this many new files, the run hands Spark their names rather than the landing to list
-# (jobs/flow/source.py new_files_path): a long history costs its log, not a listing each run.
+# (jobs/lake/landing.py new_files_path): a long history costs its log, not a listing each run.
 # Spark looks each named file up again, one by one up to its parallel-listing threshold
 # (spark.sql.sources.parallelPartitionDiscovery.threshold, 32) and in a job of its own
 # beyond it: more new files than that are a backlog, for which one listing is cheaper.
@@ -55,7 +53,7 @@ class Pending:
 
     def source_paths(self, landings: list[str], listed: list[str]) -> list[str]:
         """What each source lists: its new files by name when they are few enough to name
-        (jobs/flow/source.py new_files_path), else its landing as the run lists it (`listed`)."""
+        (jobs/lake/landing.py new_files_path), else its landing as the run lists it (`listed`)."""
         if self.named is None:
             return listed
         return [
@@ -69,15 +67,16 @@ class Pending:
         return f"{self.files} new file(s), {self.bytes:,} bytes" if self.files else "nothing new landed"
 
 
-def pending_input(pipeline: PipelineBase, locations: Locations, options: RunOptions) -> Pending:
+def pending_input(pipeline: PipelineBase, request: RunRequest) -> Pending:
     """The new files a run of `pipeline` would take now, or why only Spark can tell."""
-    if options.trigger.kind == "processing-time":
+    locations = request.locations
+    if request.trigger.kind == "processing-time":
         return Pending(0, 0, "a processing-time trigger waits for files")
-    if options.landing_glob:
+    if request.landing_glob:
         return Pending(0, 0, "the run lists the landing by a pattern")
-    if options.from_archive:
+    if request.from_archive:
         return Pending(0, 0, "the run reads retention's archive")
-    checkpoint_log = CheckpointLog(locations.checkpoint, locations.output)
+    checkpoint_log = CheckpointLog.of(locations)
     in_flight = checkpoint_log.batch_in_flight()
     if in_flight is not None:
         return Pending(0, 0, f"batch {in_flight} was planned and not committed: it is redone")
@@ -88,12 +87,12 @@ def pending_input(pipeline: PipelineBase, locations: Locations, options: RunOpti
     named: list[tuple[str, ...]] = []
     listed: list[dict[str, int]] = []
     recorded: list[Recorded] = []
-    for source, landing in enumerate(source_landings(pipeline, locations.landing)):
+    for source, landing in enumerate(source_landings(locations.landing, [s.name for s in pipeline.sources])):
         recorded.append(checkpoint_log.recorded_through(source))
         taken = recorded[-1][0]
         passed_over_before = max(taken.values()) - MAX_FILE_AGE_MS if taken else None
         new = []
-        found = _listed(landing, options)
+        found = _listed(landing, request)
         for uri, (file_bytes, mtime_ms) in found.items():
             if uri in taken or (passed_over_before is not None and mtime_ms < passed_over_before):
                 continue
@@ -104,7 +103,7 @@ def pending_input(pipeline: PipelineBase, locations: Locations, options: RunOpti
         named.append(tuple(new))
         listed.append({uri: mtime_ms for uri, (_, mtime_ms) in found.items()})
     inflation = _inflation(gzipped)
-    if not options.lists_all:
+    if not request.lists_all:
         return Pending(files, size, inflation=inflation)
     named_files = tuple(named) if files <= NAMED_FILES else None
     return Pending(files, size, named=named_files, listed=tuple(listed), taken=tuple(recorded), inflation=inflation)
@@ -116,11 +115,11 @@ def _inflation(gzipped: list[tuple[str, int]]) -> float:
     return max((fs.gzip_size(uri, size) / size for uri, size in gzipped[:GZIP_SAMPLE]), default=1.0)
 
 
-def _listed(landing: str, options: RunOptions) -> dict[str, tuple[int, int]]:
-    """The files the run lists under `landing` (jobs/flow/source.py landing_path) -> (size, mtime ms)."""
-    if options.landing_since is None:
+def _listed(landing: str, request: RunRequest) -> dict[str, tuple[int, int]]:
+    """The files the run lists under `landing` (jobs/lake/landing.py landing_path) -> (size, mtime ms)."""
+    if request.landing_since is None:
         return fs.sizes_and_times(landing)
     listed: dict[str, tuple[int, int]] = {}
-    for folder in dated_folders(landing, options.landing_since, options.landing_until):
+    for folder in dated_folders(landing, request.landing_since, request.landing_until):
         listed |= fs.sizes_and_times(join(landing, folder))
     return listed

@@ -1,7 +1,7 @@
 """The streaming lifecycle, for any declared pipeline, as named steps:
 
     lock     one run per checkpoint (a flock, or a lease in a bucket)
-    check    the declaration against the checkpoint, the landing, the schema, the dimension
+    preflight  the declaration against the checkpoint, the landing, the schema, the dimension
     pending  what is new, read from Spark's own logs: with nothing new, the run ends here
              (audit and report) without starting Spark; a small increment starts lean
     recover  account the batches an interrupted run committed but did not account
@@ -18,7 +18,6 @@ interrupted before its commit is redone from the same files on the next run.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import asdict
 from datetime import UTC, datetime
 from functools import partial
@@ -26,121 +25,96 @@ from functools import partial
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
+from jobs.accounting.accounts import BatchAccount
 from jobs.accounting.batches import Accounting, account_batches
 from jobs.accounting.checkpoint import CheckpointLog, ms_to_iso
 from jobs.accounting.ledger import IncompatibleCheckpoint
 from jobs.declare import DeclarationError, PipelineBase
 from jobs.flow.admission import batch_limits, inflated
 from jobs.flow.patterns import pattern_of
-from jobs.flow.query import source_landings, start_query
+from jobs.flow.query import start_query
+from jobs.lake.landing import source_landings
 from jobs.lake.layout import Locations, StorageError, StorageUnavailable
 from jobs.lake.locks import AlreadyRunning, LeaseLost, checkpoint_lock
+from jobs.request import RunRequest
+from jobs.run import stop
 from jobs.run.audit import remove_stray_output, skipped_files
-from jobs.run.check import check_before_spark, checked_context, context_without_spark
-from jobs.run.context import RunContext, RunOptions, run_log
+from jobs.run.context import RunContext, run_log
+from jobs.run.events import (
+    BatchCommitted,
+    Emit,
+    Event,
+    ReportStored,
+    RunFailed,
+    RunRefused,
+    RunStopped,
+    RunStoppedOnData,
+    Started,
+)
 from jobs.run.failure import data_condition, failure_cause, one_line
 from jobs.run.pending import Pending, pending_input
+from jobs.run.preflight import before_spark, context_with_spark, context_without_spark
 from jobs.run.progress import ProgressWatch
 from jobs.run.report import RuleCount, RunReport, last_state_rows, recent_reports, save
 from jobs.run.retention import apply_retention
 from jobs.run.warnings import HISTORY_RUNS, run_warnings
 from jobs.units import new_run_id
 
-__all__ = ["RunFailed", "RunOptions", "RunRefused", "RunStopped", "request_stop", "run"]
-
-# Set by a signal handler: the run in progress stops at its next poll. A KeyboardInterrupt
-# from the handler could land inside a py4j call and turn a clean stop into a failed run.
-_stop_requested = threading.Event()
-_runs_in_progress = 0  # more than one in a group (jobs/launch/group.py)
-_runs_lock = threading.Lock()
+__all__ = ["RunFailed", "RunRefused", "RunStopped", "RunStoppedOnData", "run"]
 
 
-def request_stop() -> bool:
-    """Ask the runs in progress to stop cleanly; False if no run is in progress."""
-    _stop_requested.set()
-    return _runs_in_progress > 0
-
-
-def _begin() -> None:
-    global _runs_in_progress
-    with _runs_lock:
-        if _runs_in_progress == 0:
-            _stop_requested.clear()
-        _runs_in_progress += 1
-
-
-def _end() -> None:
-    global _runs_in_progress
-    with _runs_lock:
-        _runs_in_progress -= 1
-
-
-class RunFailed(RuntimeError):
-    """The run started but did not finish; its report says why."""
-
-
-class RunStoppedOnData(RunFailed):
-    """A batch failed on its data (a `fail` rule, a record Spark cannot get past), as it
-    will on every rerun; the error names the file and the command that gets past it."""
-
-
-class RunRefused(RuntimeError):
-    """The run did not start, so nothing changed."""
-
-
-class RunStopped(RuntimeError):
-    """The run was asked to stop (Ctrl-C or SIGTERM) and stopped cleanly."""
+def _said(event: Event) -> None:
+    """What a run says when its caller listens to nothing."""
 
 
 def run(
-    pipeline: PipelineBase,
-    locations: Locations,
-    options: RunOptions = RunOptions(),
-    *,
-    spark: SparkSession | None = None,
+    pipeline: PipelineBase, request: RunRequest, *, spark: SparkSession | None = None, emit: Emit = _said
 ) -> RunReport:
-    """Run one pipeline once with the given trigger; always stores a run report.
+    """Run one pipeline once, as `request` asks; always stores a run report. What it says as
+    it goes (started, each batch committed, its report stored) goes to `emit`.
 
     Raises RunRefused (nothing was done), RunStopped or RunFailed; the report is
     stored and logged in every case.
     """
-    report, log = _new_report(pipeline, locations, options), run_log(pipeline.name)
-    log.info("%s: run %s, trigger %s, landing %s", pipeline.name, report.run_id, options.trigger, locations.landing)
-    _begin()
+    locations = request.locations
+    report, log = _new_report(pipeline, request), run_log(pipeline.name)
+    log.info("%s: run %s, trigger %s, landing %s", pipeline.name, report.run_id, request.trigger, locations.landing)
+    emit(Started(pipeline.name, report.run_id))
+    stop.begin()
     try:
-        with checkpoint_lock(locations.ledger, pipeline.name) as lock:
-            log.info("  lock: %s", lock.describe())
-            check_before_spark(pipeline, locations)
-            pending = pending_input(pipeline, locations, options)
-            if pending.nothing_new or not options.start_spark:
-                without = context_without_spark(pipeline, locations, options, lock=lock, run_id=report.run_id)
-                _without_spark(without, report, pending)
+        with checkpoint_lock(locations.ledger, pipeline.name, wait_s=pipeline.orchestration.timeout_s) as lock:
+            waited = f", after {lock.waited_s:.0f}s waiting" if lock.waited_s >= 1 else ""
+            log.info("  lock: %s%s", lock.describe(), waited)
+            before_spark(pipeline, locations)
+            pending = pending_input(pipeline, request)
+            given = {"lock": lock, "run_id": report.run_id, "emit": emit}
+            if pending.nothing_new or not request.start_spark:
+                _without_spark(context_without_spark(pipeline, request, **given), report, pending)
             else:
                 log.info("  pending: %s", pending.describe())
                 spark = spark or _session(pipeline, locations, pending)
                 lock.record_spark(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
                 report.spark_log = _spark_log_file(spark)
-                context = checked_context(spark, pipeline, locations, options, lock=lock, run_id=report.run_id)
-                _execute(context, report, pending)
+                _execute(context_with_spark(spark, pipeline, request, **given), report, pending)
         report.finish("succeeded")
         report.warnings = _warnings(report, locations)
     except (Exception, KeyboardInterrupt) as error:
         raise _ended(error, report, locations, spark) from error
     finally:
-        _end()
-        _store(report, locations, options)
+        stop.end()
+        _store(report, request, emit)
     return report
 
 
-def _new_report(pipeline: PipelineBase, locations: Locations, options: RunOptions) -> RunReport:
+def _new_report(pipeline: PipelineBase, request: RunRequest) -> RunReport:
     started = datetime.now(UTC)
     return RunReport(
-        run_id=options.run_id or new_run_id(started),
+        run_id=request.run_id or new_run_id(started),
         pipeline=pipeline.name,
-        trigger=str(options.trigger),
+        trigger=str(request.trigger),
         started_at=started.isoformat(timespec="seconds"),
-        locations=asdict(locations),
-        link=options.link,
+        locations=asdict(request.locations),
+        link=request.link,
         rules={rule.name: RuleCount(action=rule.on_violation) for rule in pipeline.rules},
     )
 
@@ -176,8 +150,10 @@ def _without_spark(run: RunContext, report: RunReport, pending: Pending) -> None
 def _execute(run: RunContext, report: RunReport, pending: Pending) -> None:
     """recover -> start -> watch -> settle -> audit. Committed batches are accounted
     whatever ended the query; what ended it early is raised once they are."""
-    store_as_it_goes = run.options.trigger.kind == "processing-time"
-    accounting = Accounting(partial(account_batches, run), run, report.add_batches, store_as_it_goes=store_as_it_goes)
+    store_as_it_goes = run.request.trigger.kind == "processing-time"
+    accounting = Accounting(
+        partial(account_batches, run), run, partial(_counted, run, report), store_as_it_goes=store_as_it_goes
+    )
     _recover(run, report, accounting)
     query = _start(run, report, pending)
     watch = ProgressWatch(query, pattern_of(run.pipeline), run.log)
@@ -191,6 +167,13 @@ def _execute(run: RunContext, report: RunReport, pending: Pending) -> None:
         run.log.warning("  could not account the committed batches (%s); the next run will", one_line(error))
     if interrupted is not None:
         raise interrupted
+
+
+def _counted(run: RunContext, report: RunReport, accounts: list[BatchAccount]) -> None:
+    """Batches accounted: in the report, and said."""
+    report.add_batches(accounts)
+    for account in accounts:
+        run.emit(BatchCommitted(report.pipeline, account.batch_id, account.input_rows, account.output_rows or 0))
 
 
 def _recover(run: RunContext, report: RunReport, accounting: Accounting) -> None:
@@ -209,7 +192,7 @@ def _start(run: RunContext, report: RunReport, pending: Pending) -> StreamingQue
     few and known (`pending`) are handed to the source by name, not listed again."""
     from jobs.session import heap_bytes
 
-    declared, options = run.pipeline.spark_settings, run.options
+    declared, options = run.pipeline.spark_settings, run.request
     limits = batch_limits(
         heap_bytes(run.spark) // options.heap_shares,
         declared.max_files_per_trigger,
@@ -220,7 +203,7 @@ def _start(run: RunContext, report: RunReport, pending: Pending) -> StreamingQue
     limits = inflated(limits, pending.inflation)
     report.batch_limits = asdict(limits)
     run.log.info("  start: %s", limits.describe())
-    landed = source_landings(run.pipeline, run.locations.landing)
+    landed = source_landings(run.locations.landing, [s.name for s in run.pipeline.sources])
     listed = list(options.from_archive or [options.listed(landing) for landing in landed])
     return start_query(
         run.spark,
@@ -242,10 +225,10 @@ def _watch(
     early (a stop request, a failure), once it is stopped. Raised at once: the lease was
     lost (what it committed is accounted by the run that holds the lease), or the JVM is gone."""
     try:
-        while not query.awaitTermination(run.options.poll_s):
-            if _stop_requested.is_set():
+        while not query.awaitTermination(run.request.poll_s):
+            if stop.requested():
                 raise KeyboardInterrupt
-            run.lock.check()
+            run.lock.ensure_held()
             watch.poll()
             accounting.follow(watch.metrics)
             watch.forget_through(accounting.accounted_through)  # a long run holds only what it needs
@@ -301,8 +284,8 @@ def _audit(run: RunContext, report: RunReport, pending: Pending, *, with_retenti
     """What the folders hold that Spark's logs do not say (jobs/run/audit.py), and retention."""
     stray = remove_stray_output(run.checkpoint_log, run.pipeline.retention.output_after_s, log=run.log)
     report.uncommitted_files_removed, report.expired_output_files_removed = stray
-    if run.options.lists_all:  # what a run does not list is not skipped
-        landed = source_landings(run.pipeline, run.locations.landing)
+    if run.request.lists_all:  # what a run does not list is not skipped
+        landed = source_landings(run.locations.landing, [s.name for s in run.pipeline.sources])
         report.skipped_files = skipped_files(landed, run.checkpoint_log, pending.listed, pending.taken)
     if with_retention:
         report.retention = apply_retention(run)
@@ -331,7 +314,7 @@ def _ended(error: BaseException, report: RunReport, locations: Locations, spark:
     if isinstance(error, KeyboardInterrupt):
         report.finish("stopped", None)
         return RunStopped("stopped on request")
-    checkpoint_log = CheckpointLog(locations.checkpoint, locations.output)
+    checkpoint_log = CheckpointLog.of(locations)
     report.finish("failed", failure_cause(error, checkpoint_log, report, locations.uses_s3))
     if spark is not None:
         run_log(report.pipeline).error("  stack traces: %s", report.spark_log or "in the log of the JVM that died")
@@ -339,12 +322,14 @@ def _ended(error: BaseException, report: RunReport, locations: Locations, spark:
     return (RunStoppedOnData if report.stopped_on_data else RunFailed)(report.error)
 
 
-def _store(report: RunReport, locations: Locations, options: RunOptions) -> None:
+def _store(report: RunReport, request: RunRequest, emit: Emit) -> None:
     """Log the run's summary and store its report."""
     log = run_log(report.pipeline)
     log.info("%s", report.summary())
     try:
-        log.info("  report: %s", save(report, locations.runs, options.report_path))
+        uri = save(report, request.locations.runs, request.report_path)
+        log.info("  report: %s", uri)
+        emit(ReportStored(report.pipeline, uri))
     except StorageError as error:
         # The run's outcome matters more than its report: say so, and keep the run's error.
         log.error("  the run report could not be stored: %s", error)

@@ -133,7 +133,7 @@ def validate_run(
 ) -> ValidationResult:
     """Validates the rows one run committed, and its row accounting (`spark`: None when the
     run committed no batch, since then only its report is checked)."""
-    files = committed_files(CheckpointLog(locations.checkpoint, locations.output), report.batch_ids)
+    files = committed_files(CheckpointLog.of(locations), report.batch_ids)
     result = ValidationResult(
         pipeline=pipeline.name,
         scope="run",

@@ -125,7 +125,7 @@ def batches_as_spark_ran(locations: Locations, files: dict[str, list[str]], repo
     query's next batch ends at the file source's newest entry). The batch then judges late
     rows of both files against one watermark, and a model that assumed a file per batch
     would expect another table."""
-    checkpoint_log = CheckpointLog(locations.checkpoint, locations.output)
+    checkpoint_log = CheckpointLog.of(locations)
     batch_ids = sorted({batch for report in reports for batch in report.batch_ids})
     return [[line for path in checkpoint_log.source_files(b) for line in files[Path(path).name]] for b in batch_ids]
 
@@ -140,7 +140,9 @@ def kill_the_run_after(checkpoint: Path, root: Path, killed: list[int]) -> Calla
                 for candidate in psutil.process_iter(["cmdline"]):
                     line = candidate.info["cmdline"] or []
                     is_driver = line and "python" in Path(line[0]).name and any("spark_submit.py" in a for a in line)
-                    if is_driver and f"--root={root}" in line and "run" in line:
+                    # `run --request=<JSON naming the root's locations>`, or another command's --root
+                    asks = any(a == f"--root={root}" or (a.startswith("--request=") and str(root) in a) for a in line)
+                    if is_driver and asks and "run" in line:
                         candidate.kill()
                         killed.append(candidate.pid)
             time.sleep(0.05)

@@ -51,13 +51,13 @@ def test_a_backfill_publishes_every_window_of_its_range(airflow_home, tmp_path, 
     mode, expected_mode = modes(Path(publish_to) / backfill.POINTER)
     assert mode == expected_mode  # the process umask decides, as for any file
     (published,) = asset_events(airflow_home, f"file://{publish_to}")
-    assert published["version"] == pointer["version"] and published["rows"] == len(expected)
+    assert published["id"] == pointer["id"] and published["rows"] == len(expected)
     # The data quality report lists the backfill, its run and the version it made current.
     (listed,) = quality_report.backfills(str(root), "clickstream")
-    assert listed["id"] == pointer["version"] and [r.status for r in listed["runs"]] == ["succeeded"]
+    assert listed["id"] == pointer["id"] and [r.status for r in listed["runs"]] == ["succeeded"]
     assert listed["published"]["current"] is True and listed["published"]["publish_to"] == publish_to
     page = quality_report.render(str(root))
-    assert f"{pointer['version']}</td>" in page and f"to {publish_to} <b>(current)</b>" in page
+    assert f"{pointer['id']}</td>" in page and f"to {publish_to} <b>(current)</b>" in page
     # Production checkpoint and table untouched: they were never created.
     assert sorted(p.name for p in root.iterdir()) == ["backfills", "landing", "published"]
 

@@ -261,7 +261,7 @@ def test_a_dag_on_arrival_is_scheduled_on_its_landing_s_watcher_or_its_clock(tmp
     import yaml
 
     from jobs.declare.load import pipelines_dir
-    from jobs.orchestration.arrival import LandingArrivals
+    from jobs.orchestration.arrival_watcher import LandingArrivals
     from jobs.orchestration.factory import pipeline_dag
 
     raw = yaml.safe_load((pipelines_dir() / "clickstream.yaml").read_text())
@@ -284,7 +284,7 @@ def test_a_dag_on_arrival_is_scheduled_on_its_landing_s_watcher_or_its_clock(tmp
 
 
 def test_a_group_on_arrival_watches_each_member_s_landing_and_runs_them_all(tmp_path):
-    from jobs.orchestration.arrival import LandingArrivals
+    from jobs.orchestration.arrival_watcher import LandingArrivals
     from jobs.orchestration.group_dags import group_dag
 
     quick = {"quiet_period": "10 seconds", "at_least_every": "20 minutes"}

@@ -47,7 +47,7 @@ def test_a_rebuild_killed_and_retried_then_the_pipeline_dag_runs_the_new_build(a
     first, later = arrivals(0, 5), arrivals(5, 2)
     land_in_order(original.landing, first)
     assert run_pipeline(spark, declare.load("clickstream"), original).status == "succeeded"
-    committed = CheckpointLog(original.checkpoint, original.output).committed_batches()
+    committed = CheckpointLog.of(original).committed_batches()
     changed = declaration_copy(tmp_path / "pipelines", "clickstream", window={"duration": "5 minutes"})
 
     killed: list[int] = []
@@ -66,7 +66,7 @@ def test_a_rebuild_killed_and_retried_then_the_pipeline_dag_runs_the_new_build(a
     model = replace(ClickstreamModel(), window=timedelta(minutes=5))
     build = in_use("clickstream", str(root))
     model.run(batches_as_spark_ran(build, first, load_reports(build.runs)))  # mostly a file per batch
-    assert build.checkpoint == pointer["checkpoint"] and table_rows(spark, build.output) == model.rows()
+    assert build.checkpoint == pointer.about["checkpoint"] and table_rows(spark, build.output) == model.rows()
 
     land_in_order(original.landing, later)
     again = dags_test(
@@ -75,6 +75,4 @@ def test_a_rebuild_killed_and_retried_then_the_pipeline_dag_runs_the_new_build(a
     assert again.state == "success", again.output[-5000:]
     model.run([all_lines({name: lines}) for name, lines in later.items()])
     assert table_rows(spark, build.output) == model.rows()
-    assert (
-        CheckpointLog(original.checkpoint, original.output).committed_batches() == committed
-    )  # the old one: as it was
+    assert CheckpointLog.of(original).committed_batches() == committed  # the old one: as it was

@@ -60,7 +60,7 @@ def test_help_explains_every_run_option():
         "--trigger",
         "--max-files-per-trigger",
         "--max-bytes-per-trigger",
-        "--report",
+        "--run-report",
     ):
         assert option in result.stdout
 
@@ -100,7 +100,7 @@ def test_run_writes_table_and_reports(tmp_path):
     land(str(root / "landing" / "clickstream"), {"a.json": [event("u1", "2023-07-30T10:00:20Z"), "{bad"]})
     extra_report = tmp_path / "report.json"
 
-    result = cli("run", "clickstream", "--root", str(root), "--report", str(extra_report))
+    result = cli("run", "clickstream", "--root", str(root), "--run-report", str(extra_report))
 
     assert result.returncode == 0, result.stderr
     assert "succeeded" in result.stdout and "quarantined 1" in result.stdout

@@ -1,4 +1,4 @@
-"""The watcher of a landing (jobs/orchestration/arrival.py), run here as the triggerer runs
+"""The watcher of a landing (jobs/orchestration/arrival_watcher.py), run here as the triggerer runs
 it: one event per burst of files once they are quiet, naming them; nothing while what
 it said is not taken yet; the next arrival after a run is news again; a listing that
 fails is tried again at the next. Real files, a real run taking them in between."""
@@ -9,7 +9,7 @@ import asyncio
 import time
 
 from jobs.lake.layout import Locations
-from jobs.orchestration.arrival import LandingArrivals
+from jobs.orchestration.arrival_watcher import LandingArrivals
 from tests.helpers import event, land, run_pipeline
 
 QUIET_S = 2
@@ -133,3 +133,32 @@ def test_a_bucket_s_notifications_start_it_and_the_listing_catches_a_lost_one(s3
         listening.cancel()
 
     asyncio.run(watch())
+
+
+def test_a_run_that_died_mid_batch_is_news_once_its_lock_is_free(spark, clickstream, tmp_path):
+    """Before, the watcher heard nothing until `at_least_every` after a run died with a batch
+    planned and not committed (only Spark can redo it, so the listing could not tell)."""
+    from pathlib import Path
+
+    from jobs.accounting.checkpoint import CheckpointLog
+    from jobs.lake.locks import CheckpointLock
+    from jobs.run.arrivals import UNKNOWN, new_files
+
+    root = str(tmp_path / "root")
+    locations = Locations.resolve("clickstream", root=root)
+    land(locations.landing, lines("first"))
+    run_pipeline(spark, clickstream, locations)
+    assert new_files(clickstream, root) is None
+    last = CheckpointLog.of(locations).committed_batches()[-1]
+    (Path(locations.checkpoint) / "commits" / str(last)).unlink()  # as a run killed before the commit leaves it
+
+    with CheckpointLock(locations.ledger, clickstream.name):  # a run is redoing it: no answer yet
+        assert new_files(clickstream, root) is UNKNOWN
+    unfinished = new_files(clickstream, root)
+    assert unfinished == {
+        "pipeline": "clickstream",
+        "files": 0,
+        "bytes": 0,
+        "named": [],
+        "unfinished": f"batch {last} was planned and not committed: it is redone",
+    }

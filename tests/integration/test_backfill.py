@@ -51,19 +51,19 @@ def land_days(root: Path) -> dict[str, dict[str, list[str]]]:
     return days
 
 
-def plan_for(root: Path, **params) -> backfill.BackfillPlan:
-    return backfill.plan_backfill(
+def plan_for(root: Path, **params) -> backfill.BackfillRequest:
+    return backfill.backfill_request(
         {"pipeline": "clickstream", **params}, root=str(root), allowed_roots=[str(root)], backfill_id="bf-1"
     )
 
 
-def run_backfill(spark, plan: backfill.BackfillPlan) -> dict:
-    spec = declare.load(plan.pipeline)
-    options = {"landing_glob": plan.landing_glob, "max_files_per_trigger": plan.max_files_per_trigger}
-    if plan.since:
-        options.update(landing_since=date.fromisoformat(plan.since), landing_until=date.fromisoformat(plan.until))
-    run_pipeline(spark, spec, plan.locations, **options)
-    return stage_closed_range(spark, spec, plan.locations, plan.stage)
+def run_backfill(spark, request: backfill.BackfillRequest) -> dict:
+    spec = declare.load(request.pipeline)
+    options = {"landing_glob": request.landing_glob, "max_files_per_trigger": request.max_files_per_trigger}
+    if request.since:
+        options.update(landing_since=date.fromisoformat(request.since), landing_until=date.fromisoformat(request.until))
+    run_pipeline(spark, spec, request.locations, **options)
+    return stage_closed_range(spark, spec, request.locations, request.stage)
 
 
 def published_rows(spark, publish_to: str) -> list[tuple]:
@@ -72,8 +72,8 @@ def published_rows(spark, publish_to: str) -> list[tuple]:
 
 def test_a_date_range_backfill_publishes_every_window_of_the_range(spark, tmp_path):
     days = land_days(tmp_path)
-    plan = plan_for(tmp_path, since="2023-07-30", until="2023-07-31")
-    summary = run_backfill(spark, plan)
+    request = plan_for(tmp_path, since="2023-07-30", until="2023-07-31")
+    summary = run_backfill(spark, request)
 
     # One availableNow batch over both days' files: nothing is late within one batch.
     model = ClickstreamModel()
@@ -85,12 +85,14 @@ def test_a_date_range_backfill_publishes_every_window_of_the_range(spark, tmp_pa
     assert len(expected) > len(model.rows()), "the range must end with windows still held in state"
 
     validation = validate_table(
-        spark, declare.load("clickstream"), Locations.resolve("clickstream", root=plan.work_root, output=plan.stage)
+        spark,
+        declare.load("clickstream"),
+        Locations.resolve("clickstream", root=request.work_root, output=request.stage),
     )
     assert validation.status in ("passed", "warned"), validation.summary()
-    pointer = backfill.publish(plan)
+    pointer = backfill.publish(request)
 
-    assert published_rows(spark, plan.publish_to) == expected
+    assert published_rows(spark, request.publish_to) == expected
     assert pointer["rows"] == summary["rows"] == len(expected)
     assert summary["held_rows"] == len(model.state) and summary["emitted_rows"] == len(model.rows())
     assert summary["last_window"] == max(r[1] for r in expected).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -102,17 +104,17 @@ def test_a_date_range_backfill_publishes_every_window_of_the_range(spark, tmp_pa
 def test_prefixes_with_rate_limits_follow_the_watermark_and_still_close_the_range(spark, tmp_path):
     days = land_days(tmp_path)
     prefixes = ["dt=2023-07-31", "dt=2023-08-01"]
-    plan = plan_for(tmp_path, prefixes=prefixes, max_files_per_trigger=1)
-    run_backfill(spark, plan)
+    request = plan_for(tmp_path, prefixes=prefixes, max_files_per_trigger=1)
+    run_backfill(spark, request)
     model = ClickstreamModel()
     result = model.run([lines for folder in prefixes for lines in days[folder].values()])
     assert result.late_rows_dropped > 0, "one batch per file: the late rows of later files are dropped"
-    assert published_after(spark, plan) == model.closed_range_rows()
+    assert published_after(spark, request) == model.closed_range_rows()
 
 
-def published_after(spark, plan: backfill.BackfillPlan) -> list[tuple]:
-    backfill.publish(plan)
-    return published_rows(spark, plan.publish_to)
+def published_after(spark, request: backfill.BackfillRequest) -> list[tuple]:
+    backfill.publish(request)
+    return published_rows(spark, request.publish_to)
 
 
 def test_nested_prefixes_select_only_their_files(spark, tmp_path):
@@ -120,11 +122,11 @@ def test_nested_prefixes_select_only_their_files(spark, tmp_path):
     land(str(landing / "dt=2023-07-30" / "hour=10"), {"a.json": [event("u1", at(0)), event("u1", at(0.5))]})
     land(str(landing / "dt=2023-07-30" / "hour=11"), {"b.json": [event("u2", at(60))]})
     land(str(landing / "dt=2023-07-31" / "hour=10"), {"c.json": [event("u3", at(24 * 60))]})
-    plan = plan_for(tmp_path, prefixes=["dt=2023-07-30/hour=10", "dt=2023-07-31/hour=10"])
-    summary = run_backfill(spark, plan)
+    request = plan_for(tmp_path, prefixes=["dt=2023-07-30/hour=10", "dt=2023-07-31/hour=10"])
+    summary = run_backfill(spark, request)
     assert summary["input_files"] == 2
     start0, start1 = T0, T0 + timedelta(days=1)
-    assert published_after(spark, plan) == [
+    assert published_after(spark, request) == [
         (start0, start0 + timedelta(minutes=1), "u1", 2),
         (start1, start1 + timedelta(minutes=1), "u3", 1),
     ]
@@ -134,22 +136,22 @@ def test_publishing_switches_versions_at_once_and_keeps_the_previous_one(spark, 
     land_days(tmp_path)
     ids = ["20230801T000000Z-a", "20230802T000000Z-b", "20230803T000000Z-c"]
     for backfill_id in ids:
-        plan = backfill.plan_backfill(
+        request = backfill.backfill_request(
             {"pipeline": "clickstream", "since": "2023-07-30", "until": "2023-07-30"},
             root=str(tmp_path),
             allowed_roots=[str(tmp_path)],
             backfill_id=backfill_id,
         )
-        run_backfill(spark, plan)
+        run_backfill(spark, request)
         # Staged but not published: readers still see the previous version.
-        before = None if backfill_id == ids[0] else backfill.current_version(plan.publish_to)
-        assert before != plan.stage
-        backfill.publish(plan)
-        assert backfill.current_version(plan.publish_to) == plan.stage
-    versions = sorted(p.name for p in (Path(plan.publish_to) / backfill.VERSIONS).iterdir())
+        before = None if backfill_id == ids[0] else backfill.current_version(request.publish_to)
+        assert before != request.stage
+        backfill.publish(request)
+        assert backfill.current_version(request.publish_to) == request.stage
+    versions = sorted(p.name for p in (Path(request.publish_to) / backfill.VERSIONS).iterdir())
     assert versions == ids[1:]
-    pointer = json.loads((Path(plan.publish_to) / backfill.POINTER).read_text())
-    assert pointer["version"] == ids[-1] and pointer["range"] == {"since": "2023-07-30", "until": "2023-07-30"}
+    pointer = json.loads((Path(request.publish_to) / backfill.POINTER).read_text())
+    assert pointer["id"] == ids[-1] and pointer["range"] == {"since": "2023-07-30", "until": "2023-07-30"}
 
 
 def test_held_windows_finalize_every_aggregate_function(spark, tmp_path):
@@ -204,12 +206,12 @@ def test_held_windows_finalize_every_aggregate_function(spark, tmp_path):
 
 def test_a_rerun_of_the_same_backfill_resumes_and_restages_the_same_result(spark, tmp_path):
     land_days(tmp_path)
-    plan = plan_for(tmp_path, since="2023-07-31", until="2023-08-01", max_files_per_trigger=2)
-    first = run_backfill(spark, plan)
-    again = run_backfill(spark, plan)  # e.g. an Airflow retry after the stage step failed
+    request = plan_for(tmp_path, since="2023-07-31", until="2023-08-01", max_files_per_trigger=2)
+    first = run_backfill(spark, request)
+    again = run_backfill(spark, request)  # e.g. an Airflow retry after the stage step failed
     assert {k: v for k, v in again.items() if k != "runs"} == {k: v for k, v in first.items() if k != "runs"}
     assert len(again["runs"]) == 2
-    assert published_after(spark, plan) == table_rows(spark, plan.stage)
+    assert published_after(spark, request) == table_rows(spark, request.stage)
 
 
 def _lines(files: dict[str, list[str]]) -> list[str]:

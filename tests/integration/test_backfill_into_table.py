@@ -74,9 +74,9 @@ def land_day(locations: Locations, day: datetime) -> None:
     land_in_order(join(locations.landing, f"dt={day.date()}"), {f"readings-{day.date()}.json": lines})
 
 
-def plan_of(pipeline: declare.PipelineBase, root, backfill_id: str, check_landing: bool = True, **params):
+def request_of(pipeline: declare.PipelineBase, root, backfill_id: str, check_landing: bool = True, **params):
     """A backfill of `pipeline` (as given, not as shipped) under `root`."""
-    return backfill.plan_backfill(
+    return backfill.backfill_request(
         {"pipeline": pipeline.name, **params},
         root=str(root),
         allowed_roots=[str(root)],
@@ -111,12 +111,12 @@ def test_a_backfill_replaces_its_dates_in_one_commit_and_the_rollback_keeps_late
         assert on(day, before) == model(day_readings(day), hottest=60)
 
     # The second day, backfilled under the fixed declaration.
-    plan = plan_of(shipped, root, "fix-1", since="2023-07-29", until="2023-07-29")
-    assert plan.into_table and plan.stage == join(plan.work_root, "staged")
-    refuse_unless_replaceable(shipped, plan, production)
-    run_pipeline(spark, shipped, plan.locations, landing_since=DAYS[1].date(), landing_until=DAYS[1].date())
-    stage_closed_range(spark, shipped, plan.locations, plan.stage)
-    staged = Locations.resolve("rack_temperatures", root=plan.work_root, output=plan.stage)
+    request = request_of(shipped, root, "fix-1", since="2023-07-29", until="2023-07-29")
+    assert request.into_table and request.stage == join(request.work_root, "staged")
+    refuse_unless_replaceable(shipped, request, production)
+    run_pipeline(spark, shipped, request.locations, landing_since=DAYS[1].date(), landing_until=DAYS[1].date())
+    stage_closed_range(spark, shipped, request.locations, request.stage)
+    staged = Locations.resolve("rack_temperatures", root=request.work_root, output=request.stage)
     assert validate_table(spark, shipped, staged, load_suite(shipped)).status != "failed"
 
     old, new = on(DAYS[1], before), model(day_readings(DAYS[1]), hottest=150)
@@ -137,7 +137,7 @@ def test_a_backfill_replaces_its_dates_in_one_commit_and_the_rollback_keeps_late
     reader = threading.Thread(target=poll)
     reader.start()
     try:
-        done = replace_range(spark, shipped, plan, production)
+        done = replace_range(spark, shipped, request, production)
     finally:
         stop.set()
         reader.join()
@@ -149,7 +149,7 @@ def test_a_backfill_replaces_its_dates_in_one_commit_and_the_rollback_keeps_late
     assert (done["rows_written"], done["rows_left_out"]) == (len(new), 0)
     commit_info = [a["commitInfo"] for a in delta.commit(production.output, done["version"]) if "commitInfo" in a]
     assert commit_info[0]["operation"] == "WRITE" and "fix-1" in commit_info[0]["userMetadata"]
-    assert fs.read_json(join(plan.work_root, REPLACED))["version"] == done["version"]
+    assert fs.read_json(join(request.work_root, REPLACED))["version"] == done["version"]
 
     # The runs go on: a fifth day, under the production declaration as it is.
     land_day(production, DAYS[4])
@@ -158,11 +158,11 @@ def test_a_backfill_replaces_its_dates_in_one_commit_and_the_rollback_keeps_late
     assert on(DAYS[3], with_fifth) == model(day_readings(DAYS[3]), hottest=60)
 
     # The rollback: the range as it was, in one commit; the fifth day's run stays.
-    undone = roll_back(spark, plan.work_root, "fix-1", production)
+    undone = roll_back(spark, shipped, request.work_root, "fix-1", production)
     assert undone["version"] > done["version"] + 1  # the run's version came between
     assert rows_of(production.output) == (with_fifth - new) | old
     with pytest.raises(backfill.BackfillError, match="rolled back already"):
-        roll_back(spark, plan.work_root, "fix-1", production)
+        roll_back(spark, shipped, request.work_root, "fix-1", production)
     # The data quality report's history of the pipeline shows both commits.
     (listed,) = quality_report.backfills(str(root), "rack_temperatures")
     assert listed["replaced"]["version"] == done["version"]
@@ -177,15 +177,15 @@ def test_a_range_the_runs_still_write_windows_of_is_refused(spark, tmp_path, shi
     for day in DAYS[:2]:
         land_day(production, day)
     assert run_pipeline(spark, shipped, production).status == "succeeded"
-    plan = plan_of(shipped, root, "too-soon", since="2023-07-29", until="2023-07-29")
+    request = request_of(shipped, root, "too-soon", since="2023-07-29", until="2023-07-29")
     with pytest.raises(backfill.BackfillError, match="not closed in the production table yet"):
-        refuse_unless_replaceable(shipped, plan, production)
+        refuse_unless_replaceable(shipped, request, production)
 
 
 def test_prefixes_name_no_dates_to_replace(tmp_path, shipped):
     with pytest.raises(backfill.BackfillError, match="give a date range"):
-        plan_of(shipped, tmp_path, "b", check_landing=False, prefixes=["dt=2023-07-29"])
-    copy = plan_of(
+        request_of(shipped, tmp_path, "b", check_landing=False, prefixes=["dt=2023-07-29"])
+    copy = request_of(
         shipped, tmp_path, "b", check_landing=False, prefixes=["dt=2023-07-29"], publish_to=str(tmp_path / "copy")
     )
     assert not copy.into_table  # a copy is published, as for Parquet
@@ -203,7 +203,7 @@ def test_an_events_table_s_range_is_replaced_with_the_events_the_fix_lets_throug
     users = {"u1": ("DE", "free"), "u2": ("FR", "pro")}
     (root / "dimensions").mkdir(parents=True)
     (root / "dimensions" / "users.csv").write_text(
-        "user_id,country,plan\n" + "".join(f"{u},{c},{p}\n" for u, (c, p) in users.items())
+        "user_id,country,request\n" + "".join(f"{u},{c},{p}\n" for u, (c, p) in users.items())
     )
     days = {}
     for day in DAYS[:3]:
@@ -229,7 +229,7 @@ def test_an_events_table_s_range_is_replaced_with_the_events_the_fix_lets_throug
         return {(e, u, kind, *users[u]) for e, u, kind, _ in days[day] if kind in kinds}
 
     def table() -> dict[str, set[tuple]]:
-        columns = ["event_id", "user_id", "event", "country", "plan", "event_date"]
+        columns = ["event_id", "user_id", "event", "country", "request", "event_date"]
         found: dict[str, set[tuple]] = defaultdict(set)
         for *row, date in delta_rs_rows(production.output, columns):
             found[str(date)].add(tuple(row))
@@ -237,11 +237,11 @@ def test_an_events_table_s_range_is_replaced_with_the_events_the_fix_lets_throug
 
     before = table()
     assert before["2023-07-29"] == expected(DAYS[1], ("click",))
-    plan = plan_of(fixed, root, "fix-events", since="2023-07-29", until="2023-07-29")
-    refuse_unless_replaceable(fixed, plan, production)  # events: nothing held back, nothing to wait for
-    run_pipeline(spark, fixed, plan.locations, landing_since=DAYS[1].date(), landing_until=DAYS[1].date())
-    stage_closed_range(spark, fixed, plan.locations, plan.stage)
-    done = replace_range(spark, fixed, plan, production)
+    request = request_of(fixed, root, "fix-events", since="2023-07-29", until="2023-07-29")
+    refuse_unless_replaceable(fixed, request, production)  # events: nothing held back, nothing to wait for
+    run_pipeline(spark, fixed, request.locations, landing_since=DAYS[1].date(), landing_until=DAYS[1].date())
+    stage_closed_range(spark, fixed, request.locations, request.stage)
+    done = replace_range(spark, fixed, request, production)
 
     after = table()
     assert after["2023-07-29"] == expected(DAYS[1], ("click", "signup"))
@@ -250,7 +250,7 @@ def test_an_events_table_s_range_is_replaced_with_the_events_the_fix_lets_throug
     }
     assert done["rows_written"] == 12
     # Killed after its commit, before its record: run again, it finds the commit, writes nothing.
-    fs.write_json(join(plan.work_root, REPLACED), {"log_was_at": done["version_before"]})
+    fs.write_json(join(request.work_root, REPLACED), {"log_was_at": done["version_before"]})
     versions = delta.versions(production.output)
-    assert replace_range(spark, fixed, plan, production) == done
+    assert replace_range(spark, fixed, request, production) == done
     assert delta.versions(production.output) == versions and table() == after

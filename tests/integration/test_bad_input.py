@@ -12,7 +12,7 @@ from pathlib import Path
 
 from jobs.accounting.checkpoint import CheckpointLog
 from jobs.accounting.ledger import Ledger
-from jobs.flow.line_reader import RECORD_LIMIT
+from jobs.flow.source import RECORD_LIMIT
 from tests.helpers import event, land, run_pipeline
 
 BAD_LINES = {
@@ -62,7 +62,7 @@ def test_accounting_a_batch_again_rewrites_the_same_quarantine(spark, clickstrea
 
     report = run_pipeline(spark, clickstream, locations)
 
-    assert report.recovered_batch_ids == CheckpointLog(locations.checkpoint, locations.output).committed_batches()
+    assert report.recovered_batch_ids == CheckpointLog.of(locations).committed_batches()
     assert (report.input_rows, report.quarantined_rows) == (3, 2)
     assert Ledger(locations.ledger).read_account(0)["read_again"] is True  # its count died with the run
     again = quarantine_rows(locations.quarantine)

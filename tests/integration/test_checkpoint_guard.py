@@ -16,9 +16,9 @@ import pytest
 
 from jobs.accounting.checkpoint import CheckpointLog
 from jobs.declare.parts import Window
-from jobs.flow.sink import Trigger
 from jobs.lake.layout import Locations
 from jobs.lake.locks import AlreadyRunning, CheckpointLock
+from jobs.request import Trigger
 from jobs.run.runner import RunRefused
 from tests.helpers import REPO, event, land, run_pipeline
 
@@ -72,7 +72,7 @@ def test_a_second_run_on_a_held_checkpoint_refuses_to_start(spark, clickstream, 
     with CheckpointLock(locations.ledger, clickstream.name), pytest.raises(RunRefused) as error:
         run_pipeline(spark, clickstream, locations)
     assert "already running" in str(error.value) and f"pid {__import__('os').getpid()}" in str(error.value)
-    assert not CheckpointLog(locations.checkpoint, locations.output).has_started()
+    assert not CheckpointLog.of(locations).has_started()
     # Released: the next run goes ahead.
     assert run_pipeline(spark, clickstream, locations).status == "succeeded"
 

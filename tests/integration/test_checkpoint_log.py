@@ -43,7 +43,7 @@ def test_batches_stay_readable_after_spark_compacts_its_logs(spark, clickstream,
 
     report = run_pipeline(spark, clickstream, locations, max_files_per_trigger=1)
 
-    log = CheckpointLog(locations.checkpoint, locations.output)
+    log = CheckpointLog.of(locations)
     source_log, sink_log = Path(locations.checkpoint) / "sources" / "0", Path(locations.output) / "_spark_metadata"
     for folder in (source_log, sink_log):
         assert {"9.compact", "19.compact"} <= {p.name for p in folder.iterdir()}, folder

@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jobs import declare
-from jobs.backfill import plan_backfill, publish
-from jobs.flow.source import landing_path, new_files_path, read_lines
-from jobs.lake.landing import dated_folders, folder_date, undated
+from jobs.backfill import backfill_request, publish
+from jobs.flow.source import read_lines
+from jobs.lake.landing import dated_folders, folder_date, landing_path, new_files_path, undated
 from jobs.lake.layout import Locations, from_spark, literal
 from tests.helpers import all_lines, event, land_in_order, run_pipeline, table_rows
 from tests.model import ClickstreamModel
@@ -130,15 +130,15 @@ def test_a_backfill_reads_exactly_its_range_beside_a_folder_named_like_a_pattern
     }
     for folder, files in days.items():
         land_in_order(str(landing / folder), files)
-    plan = plan_backfill(
+    request = backfill_request(
         {"pipeline": "clickstream", "since": "2023-07-30", "until": "2023-07-31"},
         root=str(tmp_path),
         allowed_roots=[str(tmp_path)],
         backfill_id="bf-names",
     )
-    assert any("'dt=2023-07-30,*'" in warning for warning in plan.warnings)  # named, never read
-    run_backfill(spark, plan)
-    publish(plan)
+    assert any("'dt=2023-07-30,*'" in warning for warning in request.warnings)  # named, never read
+    run_backfill(spark, request)
+    publish(request)
     model = ClickstreamModel()
     model.run([all_lines(days["dt=2023-07-30"]) + all_lines(days["dt=2023-07-31"])])
-    assert published_rows(spark, plan.publish_to) == model.closed_range_rows()
+    assert published_rows(spark, request.publish_to) == model.closed_range_rows()

@@ -12,7 +12,7 @@ import pytest
 
 from infra.s3 import notifications
 from jobs import declare
-from jobs.backfill import BackfillError, plan_backfill
+from jobs.backfill import BackfillError, backfill_request
 from jobs.lake import s3
 from jobs.lake.layout import Locations, StorageError, join, normalize, split_bucket
 from jobs.run.runner import RunRefused
@@ -43,7 +43,7 @@ def test_a_location_with_dot_dot_or_empty_parts_is_refused(location):
 def test_a_backfill_cannot_publish_into_production_through_dot_dot():
     """Before, s3a://lake/prod/published/../tables/clicks passed the overlap check."""
     with pytest.raises(BackfillError, match=r"'\.\.' parts"):
-        plan_backfill(
+        backfill_request(
             {
                 "pipeline": "clickstream",
                 "prefixes": ["dt=2023-07-30"],

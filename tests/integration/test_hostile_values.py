@@ -177,7 +177,7 @@ def test_a_line_of_1_5_gib_is_quarantined_and_the_run_goes_on(spark, tmp_path):
     a malformed line after it keeps its own number."""
     import gzip
 
-    from jobs.flow.line_reader import TOO_LARGE_KEPT
+    from jobs.flow.source import TOO_LARGE_KEPT
     from jobs.lake.landing import land_files
     from tests.helpers import event
 

@@ -1,5 +1,5 @@
 """The JVM's decoder (the product's jar) against its reference, the Python decoder
-(jobs/flow/decode.py), line by line: the same verdict (blank, used or quarantined), the same
+(tests/reference/decode.py), line by line: the same verdict (blank, used or quarantined), the same
 reason, the same detail where the product writes it (not the JSON parsers' own words for
 malformed JSON), the same values, new fields and rescued values. The lines are the property
 tests' (tests/unit/test_poison_properties.py: arbitrary bytes, records of each shipped
@@ -20,8 +20,8 @@ from hypothesis import example, given
 
 from jobs import declare
 from jobs.columns import BLOCK_START, DETAIL, FILE_SIZE, LINE, NEW_FIELDS, REASON, RESCUED, SOURCE_FILE
-from jobs.flow.decode import LineDecoder
 from jobs.flow.functions import decoder_config
+from tests.reference.decode import LineDecoder
 from tests.unit.test_poison_properties import ADVERSARIAL, PROPERTY, SHAPES, lines_of
 
 SOURCES = {name: p.source for name, p in declare.load_all().items() if not p.source.infer_schema}

@@ -144,7 +144,7 @@ def test_files_the_sink_never_committed_are_not_read(spark, validated, tmp_path)
 
 def _corrupt_one_committed_file(spark, locations: Locations, run_report: RunReport) -> pd.DataFrame:
     """Rewrites a file the run committed: one duplicated row, one null user, one 2-minute window."""
-    log = CheckpointLog(locations.checkpoint, locations.output)
+    log = CheckpointLog.of(locations)
     files = [Path(f.removeprefix("file:")) for b in run_report.batch_ids for f in log.sink_files(b)]
     target = max(files, key=lambda f: pq.ParquetFile(f).metadata.num_rows)
     rows = spark.read.parquet(str(target)).orderBy("window_start", "user_id").toPandas()

@@ -44,7 +44,7 @@ def arrival(number: int) -> dict[str, list[str]]:
 
 
 def ledger_files(locations: Locations) -> list[str]:
-    checkpoint_log = CheckpointLog(locations.checkpoint, locations.output)
+    checkpoint_log = CheckpointLog.of(locations)
     return [taken["path"].rsplit("/", 1)[1] for taken in taken_files(Ledger(locations.ledger), checkpoint_log)]
 
 
@@ -76,8 +76,8 @@ def test_a_changed_window_rebuilt_while_files_land_then_the_switch_and_the_rollb
     new_model.run([all_lines(arrivals[3]) + all_lines(arrivals[4])])
 
     build = in_use(new.name, root)  # what runs and readers resolve now
-    assert current_build(root, new.name)["build"] == "five-minutes"
-    assert build.checkpoint == switched["checkpoint"] != original.checkpoint
+    assert current_build(root, new.name).id == "five-minutes"
+    assert build.checkpoint == switched.about["checkpoint"] != original.checkpoint
     # arrival 4 was read once, by the new build; the old one took 1 to 3, the new one 1 to 4.
     assert ledger_files(original) == ["arrival-1.json", "arrival-2.json", "arrival-3.json"]
     assert sorted(ledger_files(build)) == [f"arrival-{n}.json" for n in range(1, 5)]
@@ -96,7 +96,7 @@ def test_a_changed_window_rebuilt_while_files_land_then_the_switch_and_the_rollb
 
     # Back: the old build's checkpoint and table; it takes what the new build took since.
     back = rebuild.roll_back(spark, new, root)
-    assert back["build"] == rebuild.ORIGINAL
+    assert back.id == rebuild.ORIGINAL
     resolved = in_use(old.name, root)
     assert (resolved.checkpoint, resolved.output) == (original.checkpoint, original.output)
     land(original.landing, arrivals[6])
@@ -127,7 +127,7 @@ def test_a_wrongly_declared_field_fixed_and_rebuilt_uses_the_lines_it_quarantine
     assert found.verdict == "resumes"  # the field's type is no part of the checkpoint: a rebuild is a choice
     switched = rebuild.switch(spark, clickstream, root, "fixed", found)
 
-    assert switched["previously_quarantined_now_used"] == 20
+    assert switched.about["previously_quarantined_now_used"] == 20
     page = quality_report.render(root)  # the pipeline's history shows the switch
     assert "Build <b>fixed</b> since" in page and "20 lines build original quarantined are used now" in page
     model = ClickstreamModel()
@@ -180,7 +180,7 @@ def test_a_processor_pipeline_rebuilt_with_a_shorter_gap(spark, tmp_path):
     hourly.run([lines + closing])
     assert len(model.rows()) == 6 and len(hourly.rows()) == 2  # the change changes the sessions
     build = in_use(shipped.name, root)
-    assert build.checkpoint == switched["checkpoint"]
+    assert build.checkpoint == switched.about["checkpoint"]
     assert table(spark, shorter, build) == ordered(model.rows())
     assert sorted(ledger_files(build)) == sorted(
         [f"transactions-{n}.json" for n in range(3)] + ["transactions-late.json"]
@@ -206,7 +206,7 @@ def test_a_rebuild_in_a_bucket(spark, clickstream, s3_root, table_format):
     model = replace(ClickstreamModel(), window=timedelta(minutes=5))
     model.run([all_lines(arrivals[0]) + all_lines(arrivals[1])])
     build = in_use(new.name, s3_root)
-    assert build.checkpoint == switched["checkpoint"] and build.checkpoint.startswith("s3a://")
+    assert build.checkpoint == switched.about["checkpoint"] and build.checkpoint.startswith("s3a://")
     assert table_rows(spark, build.output) == model.rows()
 
 
@@ -286,7 +286,7 @@ def test_an_events_pipeline_rebuilt_keeps_the_events_it_quarantined_unmatched(sp
     before.run([lines])
     after.run([lines])
     assert len(after.rows()) > len(before.rows())  # the samples have users the dimension lacks
-    assert switched["previously_quarantined_now_used"] == len(after.rows()) - len(before.rows())
+    assert switched.about["previously_quarantined_now_used"] == len(after.rows()) - len(before.rows())
     build = in_use(shipped.name, root)
     assert build.output == original.output  # Delta: the same table, switched in one commit
     assert table(spark, keeping, build) == ordered(after.rows())
@@ -316,6 +316,6 @@ def test_a_join_pipeline_rebuilt_with_a_longer_interval(spark, tmp_path):
     one_hour.run([lines])
     assert len(model.rows()) > len(one_hour.rows())  # the samples have clicks 1 to 2 hours after their ad
     build = in_use(shipped.name, root)
-    assert build.checkpoint == switched["checkpoint"]
+    assert build.checkpoint == switched.about["checkpoint"]
     assert table(spark, longer, build) == ordered(model.rows())
     assert len(ledger_files(build)) == sum(len(files) for files in arrivals)

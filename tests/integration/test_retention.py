@@ -48,7 +48,7 @@ def test_landed_files_are_deleted_once_accounted_and_the_ledger_still_answers(sp
     assert_run_matches(second, model.run([all_lines(SECOND)]))
     assert second.retention.deleted == 1 and table_rows(spark, locations.output) == model.rows()
     # The ledger names every file, with its rows, after the files are gone.
-    taken = taken_files(Ledger(locations.ledger), CheckpointLog(locations.checkpoint, locations.output))
+    taken = taken_files(Ledger(locations.ledger), CheckpointLog.of(locations))
     assert [(Path(f["path"]).name, f["input_rows"]) for f in taken] == [("a.json", 2), ("b.json", 1), ("c.json", 1)]
 
 

@@ -65,7 +65,7 @@ def test_arrivals_in_a_bucket_match_the_model_run_by_run(spark, s3_root):
     assert len(load_reports(locations.runs)) == len(ARRIVALS)
     assert list_names(locations.quarantine)
     # The file ledger names every object once, with its size, from what the runs recorded.
-    taken = taken_files(Ledger(locations.ledger), CheckpointLog(locations.checkpoint, locations.output))
+    taken = taken_files(Ledger(locations.ledger), CheckpointLog.of(locations))
     assert {f["path"]: f["size_bytes"] for f in taken} == landed_bytes
     assert sum(f["input_rows"] for f in taken) == sum(r.input_rows for r in load_reports(locations.runs))
 
@@ -251,7 +251,7 @@ def test_retention_archives_landed_objects_within_the_bucket(spark, s3_root):
     assert {name: read_text(f"{locations.archive}/{name}") for name in files} == {
         name: "".join(f"{line}\n" for line in lines) for name, lines in files.items()
     }
-    taken = taken_files(Ledger(locations.ledger), CheckpointLog(locations.checkpoint, locations.output))
+    taken = taken_files(Ledger(locations.ledger), CheckpointLog.of(locations))
     assert sorted((f["path"].rsplit("/", 1)[-1], f["quarantined_rows"]) for f in taken) == [
         ("a.json", 0),
         ("b.json", 1),

@@ -148,7 +148,7 @@ def test_a_run_whose_lease_another_run_took_stops_before_its_next_commit(spark, 
     taken_at = time.monotonic()
     out, err = run.communicate(timeout=120)
     stopped_after_s = time.monotonic() - taken_at
-    committed_then = CheckpointLog(locations.checkpoint, locations.output).committed_batches()
+    committed_then = CheckpointLog.of(locations).committed_batches()
     print(f"\nlease taken over: the run stopped {stopped_after_s:.1f} s later, {len(committed_then)} batches committed")
     assert run.returncode == 1, out + err
     errors = [line for line in err.splitlines() if line.startswith("error:")]
@@ -170,7 +170,7 @@ def test_a_lease_left_by_a_dead_process_here_is_taken_at_once_and_elsewhere_afte
     bucket, key = split_bucket(f"{ledger}/lock")
     with S3Lease(ledger, "clickstream", lease_s=60) as first:
         left = json.loads(s3.client().get_object(Bucket=bucket, Key=key)["Body"].read())
-        first.check()
+        first.ensure_held()
     assert left["host"] and left["pid"] > 0
     # A run on this machine that died without releasing it: free at once.
     dead_here = {**left, "pid": _dead_pid()}
@@ -199,7 +199,7 @@ def _dead_pid() -> int:
 def test_a_lease_is_aged_by_the_store_s_clock_not_this_machine_s(s3_root, monkeypatch):
     """Before, age was this machine's clock against S3's LastModified: a clock set 10 minutes
     ahead took a live lease of another machine over."""
-    import jobs.lake.locks as locks
+    import jobs.lake.lease as lease
 
     ledger = Locations.resolve("clickstream", root=s3_root).ledger
     bucket, key = split_bucket(f"{ledger}/lock")
@@ -211,7 +211,7 @@ def test_a_lease_is_aged_by_the_store_s_clock_not_this_machine_s(s3_root, monkey
         def now(cls, tz=None):
             return datetime.now(tz) + timedelta(minutes=10)
 
-    monkeypatch.setattr(locks, "datetime", Ahead)
+    monkeypatch.setattr(lease, "datetime", Ahead)
     with pytest.raises(AlreadyRunning, match="pid 1 on elsewhere"):
         S3Lease(ledger, "clickstream", lease_s=60).__enter__()
 

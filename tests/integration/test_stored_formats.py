@@ -54,7 +54,7 @@ def test_earlier_run_reports_accounts_and_file_ledger_load(tmp_path, clickstream
     assert [a.batch_id for a in accounts] == [0, 1, 2, 3]
     assert sum(a.input_rows for a in accounts) == sum(r.input_rows for r in expected) == 8
     assert ledger.recorded_contract() is not None
-    listed = taken_files(ledger, CheckpointLog(locations.checkpoint, locations.output), None, None)
+    listed = taken_files(ledger, CheckpointLog.of(locations), None, None)
     assert [(Path(f["path"]).name, f["batch_id"], f["input_rows"]) for f in listed] == [
         ("a.json", 0, 5),
         ("b.json", 2, 3),

@@ -14,8 +14,8 @@ from jobs.columns import LINE, SOURCE_FILE
 from jobs.flow.parse import parse_events, usable
 from jobs.flow.patterns import pattern_of
 from jobs.flow.query import start_query
-from jobs.flow.sink import Trigger
-from jobs.flow.source import new_files_path
+from jobs.lake.landing import new_files_path
+from jobs.request import Trigger
 from jobs.run.report import load_reports
 from tests.helpers import (
     all_lines,
@@ -200,9 +200,7 @@ def test_max_bytes_per_trigger_splits_a_backlog_into_batches(spark, clickstream,
     files = {f"b{i}.json": [event("u1", at(i)), event("u2", at(i + 0.5))] for i in range(3)}
     land_in_order(locations.landing, files)
     report = run_pipeline(spark, clickstream, locations, max_bytes_per_trigger=1)  # at least one file per batch
-    data_batches = [
-        b for b in report.batch_ids if CheckpointLog(locations.checkpoint, locations.output).source_files(b)
-    ]
+    data_batches = [b for b in report.batch_ids if CheckpointLog.of(locations).source_files(b)]
     assert len(data_batches) == 3
     assert report.input_rows == 6 and report.used_rows == 6
 

@@ -46,7 +46,7 @@ def test_a_file_gone_before_its_batch_was_accounted_is_named_and_the_run_goes_on
     assert (report.input_rows, report.used_rows, report.quarantined_rows) == (1, 1, 0)  # f2's only: f1's are unknown
     assert any("1 landed file(s) gone before they were accounted: f1.json" in line for line in caplog.messages)
     assert table_rows(spark, locations.output) == table  # exactly once, as Spark committed it
-    taken = taken_files(Ledger(locations.ledger), CheckpointLog(locations.checkpoint, locations.output))
+    taken = taken_files(Ledger(locations.ledger), CheckpointLog.of(locations))
     assert [(Path(f["path"]).name, f["input_rows"]) for f in taken] == [
         ("f0.json", 2),
         ("f1.json", None),

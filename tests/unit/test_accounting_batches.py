@@ -29,7 +29,7 @@ class Ledger:
 
 
 class Lock:
-    def check(self):
+    def ensure_held(self):
         pass
 
 

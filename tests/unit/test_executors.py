@@ -22,7 +22,7 @@ def test_the_package_zip_holds_the_package_and_its_data_and_is_named_by_its_cont
     archive = executors.package_zip()
     assert archive.parent == tmp_path / "dist" and archive.name.startswith("jobs-")
     names = zipfile.ZipFile(archive).namelist()
-    assert {"jobs/__init__.py", "jobs/flow/decode.py", "jobs/pipelines/clickstream.yaml"} <= set(names)
+    assert {"jobs/__init__.py", "jobs/flow/guard.py", "jobs/pipelines/clickstream.yaml"} <= set(names)
     assert not [name for name in names if "__pycache__" in name]
     assert executors.package_zip() == archive  # the same code, the same file
 
@@ -55,14 +55,11 @@ def test_a_cluster_run_refuses_locations_on_this_machines_disk(monkeypatch):
     executors.check_reachable("spark://master:7077", local)
 
 
-# What Spark's Python workers import of the package (the decoder, the tally, the processor
+# What Spark's Python workers import of the package (the tally, the processor
 # guard, the processors), and libraries a cluster node's Python need not have.
 WORKER_MODULES = (
-    "jobs.flow.decode",
-    "jobs.flow.line_reader",
     "jobs.flow.tally",
     "jobs.flow.guard",
-    "jobs.flow.depth",
     "jobs.processors",
 )
 NOT_ON_NODES = ("yaml", "pydantic_settings", "airflow", "great_expectations", "boto3", "jinja2")

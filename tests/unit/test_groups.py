@@ -13,7 +13,7 @@ from jobs import declare
 from jobs.declare.groups import group_of, groups, own_schedule, schedule_group
 from jobs.exit_codes import ExitCode
 from jobs.lake.layout import Locations
-from jobs.run.context import RunOptions
+from jobs.request import RunRequest
 from jobs.run.pending import pending_input
 
 
@@ -94,29 +94,32 @@ def test_pending_input_is_read_from_the_file_sources_log(tmp_path):
     now_ms = int(time.time() * 1000)
     eight_days_ago = time.time() - 8 * 24 * 3600
     os.utime(old, (eight_days_ago, eight_days_ago))  # Spark passes it over (maxFileAge)
-    assert pending_input(pipeline, locations, RunOptions()).files == 3  # a first run takes every file
+    assert pending_input(pipeline, RunRequest(pipeline.name, locations)).files == 3  # a first run takes every file
 
     checkpoint = tmp_path / "checkpoints" / "clickstream"
     _checkpoint_with(checkpoint, {str(taken): now_ms})
-    assert pending_input(pipeline, locations, RunOptions()).needs_spark == "committed batches are not accounted yet"
+    assert (
+        pending_input(pipeline, RunRequest(pipeline.name, locations)).needs_spark
+        == "committed batches are not accounted yet"
+    )
 
     (checkpoint / "_pipeline" / "accounting").mkdir(parents=True)
     (checkpoint / "_pipeline" / "accounting" / "0").write_text("{}")
-    pending = pending_input(pipeline, locations, RunOptions())
+    pending = pending_input(pipeline, RunRequest(pipeline.name, locations))
     assert (pending.files, pending.bytes, pending.needs_spark) == (1, new.stat().st_size, None)  # b.json only
 
     new.unlink()
-    assert pending_input(pipeline, locations, RunOptions()).nothing_new
-    assert pending_input(pipeline, locations, RunOptions(landing_glob="dt=*/*")).needs_spark
+    assert pending_input(pipeline, RunRequest(pipeline.name, locations)).nothing_new
+    assert pending_input(pipeline, RunRequest(pipeline.name, locations, landing_glob="dt=*/*")).needs_spark
     # --landing-since: only the dt= folders the run lists (here from the 2nd to the 3rd).
     for day in (1, 2, 3, 4):
         (landing / f"dt=2023-07-0{day}").mkdir()
         (landing / f"dt=2023-07-0{day}" / "e.json").write_text("{}\n" * day)
-    narrowed = RunOptions(landing_since=date(2023, 7, 2), landing_until=date(2023, 7, 3))
-    pending = pending_input(pipeline, locations, narrowed)
+    narrowed = RunRequest(pipeline.name, locations, landing_since=date(2023, 7, 2), landing_until=date(2023, 7, 3))
+    pending = pending_input(pipeline, narrowed)
     assert (pending.files, pending.bytes) == (2, 3 * 5)
-    assert pending_input(pipeline, locations, RunOptions(landing_since=date(2023, 7, 5))).nothing_new
+    assert pending_input(pipeline, RunRequest(pipeline.name, locations, landing_since=date(2023, 7, 5))).nothing_new
     (checkpoint / "offsets" / "1").write_text((checkpoint / "offsets" / "0").read_text())
-    assert pending_input(pipeline, locations, RunOptions()).needs_spark == (
+    assert pending_input(pipeline, RunRequest(pipeline.name, locations)).needs_spark == (
         "batch 1 was planned and not committed: it is redone"
     )

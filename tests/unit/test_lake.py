@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import date
 
 import pytest
 from pydantic import ValidationError
 
-from jobs.flow.source import landing_path
 from jobs.lake import s3
-from jobs.lake.landing import land_files
+from jobs.lake.landing import land_files, landing_path
 from jobs.lake.layout import Locations, StorageError, normalize
 from jobs.units import UsageError
 
@@ -121,3 +121,37 @@ def test_the_root_cause_of_common_faults_is_one_actionable_line(tmp_path, monkey
     )
     assert "refused the credentials" in root_cause("InvalidAccessKeyId: The AWS Access Key Id ...", uses_s3=True)
     assert root_cause("AnalysisException: column x not found", uses_s3=True) is None
+
+
+def test_both_pointers_are_one_format_and_those_written_before_it_read_the_same(tmp_path):
+    from jobs.lake import pointer
+    from jobs.lake.builds import current_build, in_use
+    from jobs.lake.pointer import Pointer
+
+    published = {"path": "/p/versions/b1", "version": "b1", "published_at": "2026-11-01T00:00:00+00:00", "rows": 3}
+    assert Pointer.from_dict(published) == Pointer("b1", "/p/versions/b1", "2026-11-01T00:00:00+00:00", {"rows": 3})
+    root = tmp_path / "root"
+    own = {"checkpoint": "/b/c", "output": "/b/t", "quarantine": "/b/q", "runs": "/b/r"}
+    before = {"build": "fix", **own, "switched_at": "2026-11-02T00:00:00+00:00", "why": ["keys"], "table_version": None}
+    before["previous"] = {
+        "build": "original",
+        "checkpoint": "/o/c",
+        "output": "/o/t",
+        "quarantine": "/o/q",
+        "runs": "/o/r",
+    }
+    (root / "builds" / "clickstream").mkdir(parents=True)
+    (root / "builds" / "clickstream" / pointer.NAME).write_text(json.dumps(before))
+    build = current_build(str(root), "clickstream")
+    assert (build.id, build.path, build.at, build.previous.id) == ("fix", "/b/t", before["switched_at"], "original")
+    locations = in_use("clickstream", str(root))
+    assert (locations.checkpoint, locations.output, locations.quarantine, locations.runs) == (
+        "/b/c",
+        "/b/t",
+        "/b/q",
+        "/b/r",
+    )
+    # Written again, it reads the same, in the one format.
+    pointer.write(str(root / "builds" / "clickstream"), build)
+    again = json.loads((root / "builds" / "clickstream" / pointer.NAME).read_text())
+    assert {"id", "path", "at"} <= set(again) and current_build(str(root), "clickstream") == build

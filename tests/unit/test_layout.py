@@ -24,6 +24,7 @@ STAGES = {
     "processors": 1,
     "declare": 2,
     "lake": 2,
+    "request": 2,  # what a caller asks of a run: read by the flow (its trigger) and every caller
     "jvm": 3,
     "session": 3,
     "executors": 3,
@@ -41,7 +42,18 @@ STAGES = {
     "__main__": 10,
 }
 MAX_TOP_LEVEL_MODULES = 8  # beside the packages: jobs/ stays a map of its stages
-NO_SPARK = ("units", "settings", "columns", "exit_codes", "processors", "declare", "lake", "executors", "orchestration")
+NO_SPARK = (
+    "units",
+    "settings",
+    "columns",
+    "exit_codes",
+    "processors",
+    "declare",
+    "lake",
+    "request",
+    "executors",
+    "orchestration",
+)
 
 
 def modules() -> dict[str, Path]:

@@ -2,7 +2,7 @@
 holds, it is either used, with each declared field equal to its JSON value, or
 quarantined with a reason; decoding never raises.
 
-The oracle is independent of jobs/flow/decode.py: Python's own `json` (strict: no NaN or
+The oracle is independent of tests/reference/decode.py: Python's own `json` (strict: no NaN or
 Infinity, no control characters), the model's depth count and text check (tests/model.py),
 and the JSON types each declared type takes, written out here. Generated inputs: arbitrary bytes; records of the
 declared fields with values of every JSON type, the extreme longs and doubles, huge
@@ -27,8 +27,8 @@ from jobs import declare
 from jobs.columns import BLOCK_START, FILE_SIZE, LINE, SOURCE_FILE
 from jobs.declare.load import pipelines_dir
 from jobs.declare.parts import MAX_DEPTH
-from jobs.flow.decode import DETAIL, REASON, LineDecoder
 from tests.model import is_double, nesting_depth, text_ok
+from tests.reference.decode import DETAIL, REASON, LineDecoder
 
 EXAMPLES = int(os.environ.get("JOBS_HYPOTHESIS_EXAMPLES", "150"))
 SCHEMAS = {
@@ -364,12 +364,12 @@ def test_numbers_outside_the_declared_type_are_quarantined_naming_the_field():
 def test_a_batch_the_decoder_fails_on_names_its_file_for_the_way_past_it():
     """Not a line's fault (a bug): the error names the file, which `_data_failure` turns
     into the quarantine-file command (jobs/run/failure.py)."""
-    from jobs.flow.decode import ReadFailed
     from jobs.run.failure import _READ_FAILED
+    from tests.reference.decode import ReadFailed
 
     batch = pa.RecordBatch.from_pydict({LINE: pa.array([7], pa.int64()), SOURCE_FILE: ["file:///l/a.json"]})
     with pytest.raises(ReadFailed) as failed:
         list(LineDecoder((("a", "string"),), max_depth=MAX_DEPTH)(iter([batch])))
-    message = f"jobs.flow.decode.ReadFailed: {failed.value}"
-    assert message.startswith("jobs.flow.decode.ReadFailed: reading file:///l/a.json: ArrowNotImplementedError: ")
+    message = f"tests.reference.decode.ReadFailed: {failed.value}"
+    assert message.startswith("tests.reference.decode.ReadFailed: reading file:///l/a.json: ArrowNotImplementedError: ")
     assert _READ_FAILED.search(message).group(1) == "file:///l/a.json"

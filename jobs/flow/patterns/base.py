@@ -49,7 +49,7 @@ class Pattern(ABC):
     @property
     def sources(self) -> list[Source]:
         """The streams the query reads, in the order of their checkpoint ids (sources/0, 1)."""
-        return [self.pipeline.source]
+        return self.pipeline.sources
 
     @property
     def stateful_operators(self) -> int:

@@ -27,10 +27,6 @@ class JoinPattern(Pattern):
     pipeline: JoinPipeline
     spark_counts = ("late_rows_dropped",)
 
-    @property
-    def sources(self) -> list[Source]:
-        return [self.pipeline.source, self.pipeline.join.source]
-
     def output_columns(self) -> list[str]:
         left, right = self.sources
         return [*_columns(left), *_columns(right, self._key_root)]

@@ -3,7 +3,7 @@ package io.triggeronce.jobs.decode;
 /**
  * What a landed line's bytes are, before any JSON is read: valid UTF-8 or not (and where
  * not, as Python's decoder says), blank or not (as Python's str.strip() has it), and how
- * deeply it nests (without recursing), as jobs/flow/line_reader.py and depth.py find them.
+ * deeply it nests (without recursing), as tests/reference/line_reader.py and depth.py find them.
  */
 final class Bytes {
     private Bytes() {}
@@ -102,7 +102,7 @@ final class Bytes {
     /**
      * How deeply the line nests objects and arrays: brackets inside strings do not count,
      * where a string is what the regular expression "(?:[^"\\]|\\.)*" matches, leftmost
-     * first (jobs/flow/depth.py); a closing bracket never takes the depth below zero.
+     * first (tests/reference/depth.py); a closing bracket never takes the depth below zero.
      */
     static int nestingDepth(byte[] raw) {
         int n = raw.length;

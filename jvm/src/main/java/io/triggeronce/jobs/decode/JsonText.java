@@ -14,7 +14,7 @@ import java.util.Map;
  * JSON values as text, as the Python decoder writes them (msgspec's encoder): compact, a
  * float as its shortest digits, a string escaping only what JSON needs; and a value kept as
  * landed (`as_text`), and a document with one value set to null (`nulled`), as
- * jobs/flow/line_reader.py has them.
+ * tests/reference/line_reader.py has them.
  */
 final class JsonText {
     private JsonText() {}

@@ -17,7 +17,7 @@ import org.apache.spark.sql.RowFactory;
 
 /**
  * One landed line -> the declared fields, or the reason it cannot be used: the JVM's reading
- * of jobs/flow/decode.py and line_reader.py, the reference it is tested against line by line
+ * of tests/reference/decode.py and line_reader.py, the reference it is tested against line by line
  * (same verdict, same reason):
  *
  * <pre>

@@ -10,7 +10,7 @@ import java.util.List;
 import org.apache.spark.sql.Row;
 import org.junit.jupiter.api.Test;
 
-/** The decoder's verdicts on lines the reference decoder (jobs/flow/decode.py) was asked
+/** The decoder's verdicts on lines the reference decoder (tests/reference/decode.py) was asked
  * about; tests/integration/test_jvm_decoder.py compares the two on generated lines. */
 class LineDecoderTest {
     private static final String FIELDS = "[[\"s\",\"string\"],[\"n\",\"long\"],[\"i\",\"int\"],[\"d\",\"double\"],"

@@ -1,4 +1,4 @@
-"""A backfill's params, checked before any Spark work, and the plan the later steps follow.
+"""A backfill's params, checked before any Spark work, and the request the later steps follow.
 
 params: pipeline; either since and until (dates: the landing's dt=YYYY-MM-DD folders,
 both included) or prefixes (folders under the pipeline's landing location); publish_to
@@ -19,7 +19,7 @@ from jobs import declare
 from jobs.flow.patterns import pattern_of
 from jobs.lake import fs
 from jobs.lake.landing import dated_folders, undated
-from jobs.lake.layout import Locations, StorageError, is_inside, join, normalize
+from jobs.lake.layout import Locations, StorageError, is_inside, join, normalize, own_root
 from jobs.settings import settings
 
 VERSIONS = "versions"
@@ -39,7 +39,7 @@ class BackfillError(ValueError):
 
 
 @dataclass(frozen=True)
-class BackfillPlan:
+class BackfillRequest:
     pipeline: str
     backfill_id: str
     root: str  # where the production landing location is
@@ -90,7 +90,7 @@ class BackfillPlan:
         return params
 
     def reprocess_args(self) -> list[str]:
-        """`python -m jobs backfill ... --stage-only`, which checks the plan again. One
+        """`python -m jobs backfill ... --stage-only`, which checks the request again. One
         argument per option, each `--name=value`, so no value can pass for an option."""
         args = ["backfill", self.pipeline, f"--root={self.root}", f"--id={self.backfill_id}"]
         if not self.into_table:
@@ -119,7 +119,7 @@ class BackfillPlan:
         return {**asdict(self), "prefixes": list(self.prefixes), "stage": self.stage}
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> BackfillPlan:
+    def from_dict(cls, raw: dict[str, Any]) -> BackfillRequest:
         fields = {k: v for k, v in raw.items() if k != "stage"}
         return cls(
             **{
@@ -132,7 +132,7 @@ class BackfillPlan:
 
 def work_root_of(root: str, pipeline: str, backfill_id: str) -> str:
     """A backfill's own checkpoint, table, quarantine and run reports (root normalized)."""
-    return join(root, "backfills", pipeline, backfill_id)
+    return own_root(root, "backfills", pipeline, backfill_id)
 
 
 def backfill_id_for(run_id: str, run_after: datetime) -> str:
@@ -176,15 +176,15 @@ def check_publish_location(publish_to: str, root: str, allowed_roots: list[str])
     return target
 
 
-def plan_backfill(
+def backfill_request(
     params: dict[str, Any],
     root: str,
     allowed_roots: list[str],
     backfill_id: str,
     pipelines: dict[str, declare.PipelineBase] | None = None,
     check_landing: bool = True,
-) -> BackfillPlan:
-    """Check a backfill's params and turn them into a plan; BackfillError says what is wrong."""
+) -> BackfillRequest:
+    """Check a backfill's params and turn them into a request; BackfillError says what is wrong."""
     unknown = set(params) - {"pipeline", "since", "until", "prefixes", "publish_to", "max_files_per_trigger"}
     if unknown:
         raise BackfillError(f"unknown param(s) {sorted(unknown)}")
@@ -230,7 +230,7 @@ def plan_backfill(
         )
     root = normalize(root)
     publish_to = params.get("publish_to") or join(root, "published", pipeline)
-    plan = BackfillPlan(
+    request = BackfillRequest(
         pipeline=pipeline,
         backfill_id=backfill_id,
         root=root,
@@ -243,17 +243,17 @@ def plan_backfill(
         into_table=into_table,
     )
     if check_landing:
-        plan = replace(plan, warnings=_check_landed(plan))
-    return plan
+        request = replace(request, warnings=_check_landed(request))
+    return request
 
 
-def _check_landed(plan: BackfillPlan) -> tuple[str, ...]:
+def _check_landed(request: BackfillRequest) -> tuple[str, ...]:
     """Refuse a range that selects nothing: a backfill of no data is a mistake. Warn of
     files a date range cannot select: those landed outside dt= folders."""
-    landing = plan.landing
-    if plan.since:
-        if not dated_folders(landing, date.fromisoformat(plan.since), date.fromisoformat(plan.until)):
-            raise BackfillError(f"no landed folders dt={plan.since} .. dt={plan.until} under {landing}")
+    landing = request.landing
+    if request.since:
+        if not dated_folders(landing, date.fromisoformat(request.since), date.fromisoformat(request.until)):
+            raise BackfillError(f"no landed folders dt={request.since} .. dt={request.until} under {landing}")
         outside = undated(fs.list_names(landing))
         if outside:
             shown = ", ".join(map(repr, outside[:3])) + (f" and {len(outside) - 3} more" if len(outside) > 3 else "")
@@ -262,7 +262,7 @@ def _check_landed(plan: BackfillPlan) -> tuple[str, ...]:
                 "never selects them; reprocess them with prefixes, or land files into dt= folders",
             )
         return ()
-    missing = [p for p in plan.prefixes if not fs.exists(join(landing, p))]
+    missing = [p for p in request.prefixes if not fs.exists(join(landing, p))]
     if missing:
         raise BackfillError(f"no landed data under {landing} for prefix(es) {missing}")
     return ()

@@ -1,5 +1,5 @@
 """One landed line, read the careful way: what it holds as declared, or the reason it
-cannot be used (jobs/flow/decode.py reads a batch of lines the quick way first, and hands
+cannot be used (decode.py reads a batch of lines the quick way first, and hands
 this module the lines that way cannot take). Pure Python and msgspec: it runs in Spark's
 Python workers.
 
@@ -19,11 +19,10 @@ from typing import Annotated, Any
 import msgspec
 
 from jobs import schema
-from jobs.flow.depth import nesting_depth
+from jobs.flow.source import RECORD_LIMIT, TOO_LARGE_KEPT
 from jobs.schema import Array, Kind, Struct
+from tests.reference.depth import nesting_depth
 
-RECORD_LIMIT = 64 * 2**20  # bytes; docs/accounting.md, "Poison records"
-TOO_LARGE_KEPT = 2**20  # bytes of a line over the limit its quarantine record keeps (parse.py)
 MAX_RESCUES = 100  # values of another type one record may have rescued; past them, it is quarantined
 
 _INT64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]

@@ -12,8 +12,8 @@ from jobs import backfill, declare
 PIPELINES = {"clickstream": declare.load("clickstream")}
 
 
-def plan(root: Path, allowed: list[str] | None = None, **params):
-    return backfill.plan_backfill(
+def request(root: Path, allowed: list[str] | None = None, **params):
+    return backfill.backfill_request(
         params,
         root=str(root),
         allowed_roots=allowed or [str(root)],
@@ -24,7 +24,7 @@ def plan(root: Path, allowed: list[str] | None = None, **params):
 
 
 def test_a_date_range_plan_isolates_the_work_and_passes_each_value_as_one_argument(tmp_path):
-    made = plan(tmp_path, pipeline="clickstream", since="2023-07-30", until="2023-07-31")
+    made = request(tmp_path, pipeline="clickstream", since="2023-07-30", until="2023-07-31")
     assert made.work_root == f"{tmp_path}/backfills/clickstream/20260101T000000Z-abc"
     assert made.publish_to == f"{tmp_path}/published/clickstream"
     assert made.stage == f"{made.publish_to}/versions/20260101T000000Z-abc"
@@ -40,11 +40,11 @@ def test_a_date_range_plan_isolates_the_work_and_passes_each_value_as_one_argume
         "--until=2023-07-31",
         "--stage-only",
     ]
-    assert backfill.BackfillPlan.from_dict(made.to_dict()) == made
+    assert backfill.BackfillRequest.from_dict(made.to_dict()) == made
 
 
 def test_prefixes_become_one_glob_under_the_landing_location(tmp_path):
-    made = plan(tmp_path, pipeline="clickstream", prefixes=["dt=2023-07-30/hour=10/", "dt=2023-07-31"])
+    made = request(tmp_path, pipeline="clickstream", prefixes=["dt=2023-07-30/hour=10/", "dt=2023-07-31"])
     assert made.landing_glob == "{dt=2023-07-30/hour=10,dt=2023-07-31}"
     assert "--prefix=dt=2023-07-30/hour=10" in made.reprocess_args()
 
@@ -78,7 +78,7 @@ def test_prefixes_become_one_glob_under_the_landing_location(tmp_path):
 )
 def test_bad_params_are_refused_with_their_reason(tmp_path, params, reason):
     with pytest.raises(backfill.BackfillError) as error:
-        plan(tmp_path, **params)
+        request(tmp_path, **params)
     assert reason in str(error.value)
 
 
@@ -98,7 +98,7 @@ def test_bad_params_are_refused_with_their_reason(tmp_path, params, reason):
 def test_the_publish_location_must_be_inside_a_root_and_clear_of_production(tmp_path, publish_to, reason):
     root = tmp_path / "root"
     with pytest.raises(backfill.BackfillError) as error:
-        plan(
+        request(
             root,
             pipeline="clickstream",
             since="2023-07-30",
@@ -112,7 +112,7 @@ def test_publish_roots_may_be_added_by_configuration(tmp_path, monkeypatch):
     elsewhere = tmp_path / "shared"
     monkeypatch.setenv("JOBS_PUBLISH_ROOTS", f" {elsewhere} ,s3a://lake/published")
     roots = backfill.publish_roots(str(tmp_path / "root"))
-    made = plan(
+    made = request(
         tmp_path / "root",
         roots,
         pipeline="clickstream",
@@ -135,7 +135,7 @@ def test_a_backfill_id_is_stable_for_a_dag_run_and_safe_as_a_folder_name():
 def test_a_range_with_no_landed_folders_is_refused(tmp_path):
     (tmp_path / "landing" / "clickstream" / "dt=2023-07-29").mkdir(parents=True)
     with pytest.raises(backfill.BackfillError, match="no landed folders"):
-        backfill.plan_backfill(
+        backfill.backfill_request(
             {"pipeline": "clickstream", "since": "2023-07-30", "until": "2023-07-31"},
             root=str(tmp_path),
             allowed_roots=[str(tmp_path)],
@@ -143,7 +143,7 @@ def test_a_range_with_no_landed_folders_is_refused(tmp_path):
             pipelines=PIPELINES,
         )
     with pytest.raises(backfill.BackfillError, match="no landed data"):
-        backfill.plan_backfill(
+        backfill.backfill_request(
             {"pipeline": "clickstream", "prefixes": ["dt=2023-07-30"]},
             root=str(tmp_path),
             allowed_roots=[str(tmp_path)],
@@ -158,17 +158,17 @@ def test_files_a_date_range_cannot_select_are_warned_about(tmp_path):
     for name in ("a.json", "b.json", "c.json", "d.json", "_COMPLETE"):
         (landing / name).write_text("{}\n")
     params = {"pipeline": "clickstream", "since": "2023-07-30", "until": "2023-07-30"}
-    found = backfill.plan_backfill(
+    found = backfill.backfill_request(
         params, root=str(tmp_path), allowed_roots=[str(tmp_path)], backfill_id="b1", pipelines=PIPELINES
     )
     assert found.warnings == (
         f"4 entries under {landing} are outside dt=YYYY-MM-DD folders ('a.json', 'b.json', 'c.json' and 1 more): "
         "a date range never selects them; reprocess them with prefixes, or land files into dt= folders",
     )
-    assert backfill.BackfillPlan.from_dict(found.to_dict()) == found  # the plan travels as an XCom
+    assert backfill.BackfillRequest.from_dict(found.to_dict()) == found  # the request travels as an XCom
     for name in ("a.json", "b.json", "c.json", "d.json"):
         (landing / name).unlink()
-    clean = backfill.plan_backfill(
+    clean = backfill.backfill_request(
         params, root=str(tmp_path), allowed_roots=[str(tmp_path)], backfill_id="b1", pipelines=PIPELINES
     )
     assert clean.warnings == ()
@@ -177,7 +177,7 @@ def test_files_a_date_range_cannot_select_are_warned_about(tmp_path):
 @pytest.mark.parametrize("pipeline", ["spending_sessions", "ad_clicks"])
 def test_only_window_and_events_pipelines_can_be_backfilled(tmp_path, pipeline):
     with pytest.raises(backfill.BackfillError, match="backfills cover window and events pipelines") as refused:
-        backfill.plan_backfill(
+        backfill.backfill_request(
             {"pipeline": pipeline, "since": "2023-07-30", "until": "2023-07-30"},
             root=str(tmp_path),
             allowed_roots=[str(tmp_path)],

@@ -1,6 +1,7 @@
-"""The run's check: that the declaration still describes the checkpoint's query (before
+"""The run's preflight: that the declaration still describes the checkpoint's query (before
 Spark starts, so that a refused run changes nothing), then, with Spark, the recorded (or
-now inferred) schema and the dimension; what the run then works with is its context."""
+now inferred) schema and the dimension; what the run then works with is its context.
+(A `check` is the product's word for what is asked of data: a rule, an expectation.)"""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from jobs.flow.tally import Tally
 from jobs.lake import fs
 from jobs.lake.layout import Locations, StorageError
 from jobs.lake.locks import CheckpointLock, S3Lease
-from jobs.run.context import RunContext, RunOptions, run_log
+from jobs.request import RunRequest
+from jobs.run.context import RunContext, run_log
 
 
 def checkpoint_contract(pipeline: PipelineBase, locations: Locations) -> dict[str, Any]:
@@ -26,10 +28,10 @@ def checkpoint_contract(pipeline: PipelineBase, locations: Locations) -> dict[st
     return {**pattern_of(pipeline).contract(), "landing": locations.landing, "output": locations.output}
 
 
-def check_before_spark(pipeline: PipelineBase, locations: Locations) -> None:
+def before_spark(pipeline: PipelineBase, locations: Locations) -> None:
     """Before Spark starts, so that a refused run changes nothing: the declaration still
     describes the checkpoint's query, and the landing exists."""
-    checkpoint_log = CheckpointLog(locations.checkpoint, locations.output)
+    checkpoint_log = CheckpointLog.of(locations)
     contract = checkpoint_contract(pipeline, locations)
     check_contract(pipeline.name, contract, Ledger(locations.ledger), checkpoint_log, locations.quarantine)
     if not fs.listable(locations.landing):
@@ -37,7 +39,7 @@ def check_before_spark(pipeline: PipelineBase, locations: Locations) -> None:
             f"landing location {locations.landing} does not exist; land files there first "
             f"(python -m jobs land FILE... --to {locations.landing}) or pass --landing"
         )
-    run_log(pipeline.name).info("  check: the declaration matches checkpoint %s", locations.checkpoint)
+    run_log(pipeline.name).info("  preflight: the declaration matches checkpoint %s", locations.checkpoint)
 
 
 def _infer_schema(spark: SparkSession, pipeline: PipelineBase, ledger: Ledger, listed: str) -> None:
@@ -58,20 +60,15 @@ def _dimension(spark: SparkSession, pipeline: PipelineBase, locations: Locations
     return dimension
 
 
-def checked_context(
-    spark: SparkSession,
-    pipeline: PipelineBase,
-    locations: Locations,
-    options: RunOptions,
-    *,
-    lock: CheckpointLock | S3Lease,
-    run_id: str,
+def context_with_spark(
+    spark: SparkSession, pipeline: PipelineBase, request: RunRequest, *, lock: CheckpointLock | S3Lease, **given
 ) -> RunContext:
-    """The rest of the check, with Spark: the recorded (or now inferred) schema, the
-    dimension; then the contract is recorded."""
+    """The rest of the preflight, with Spark: the recorded (or now inferred) schema, the
+    dimension; then the contract is recorded. `given`: the context's run_id and emit."""
     from jobs import executors
     from jobs.session import set_runtime_conf
 
+    locations = request.locations
     if pattern_of(pipeline).python_workers:
         executors.ship_package(spark)
     set_runtime_conf(
@@ -79,38 +76,39 @@ def checked_context(
     )
     ledger = Ledger(locations.ledger)
     if pipeline.source.infer_schema and ledger.recorded_schema() is None:
-        _infer_schema(spark, pipeline, ledger, options.listed(locations.landing))
+        _infer_schema(spark, pipeline, ledger, request.listed())
     dimension = _dimension(spark, pipeline, locations) if pipeline.enrich is not None else None
     ledger.record_contract(checkpoint_contract(pipeline, locations))
     return RunContext(
         spark=spark,
         pipeline=with_quarantined_files(with_recorded_schema(pipeline, ledger), ledger),
         locations=locations,
-        options=options,
-        checkpoint_log=CheckpointLog(locations.checkpoint, locations.output),
+        request=request,
+        checkpoint_log=CheckpointLog.of(locations),
         ledger=ledger,
         tally=Tally(spark),
         dimension=dimension,
         lock=lock,
-        run_id=run_id,
         log=run_log(pipeline.name),
+        **given,
     )
 
 
 def context_without_spark(
-    pipeline: PipelineBase, locations: Locations, options: RunOptions, *, lock: CheckpointLock | S3Lease, run_id: str
+    pipeline: PipelineBase, request: RunRequest, *, lock: CheckpointLock | S3Lease, **given
 ) -> RunContext:
     """What a run with nothing to read works with: the logs and the ledger, no Spark."""
+    locations = request.locations
     return RunContext(
         spark=None,
         pipeline=pipeline,
         locations=locations,
-        options=options,
-        checkpoint_log=CheckpointLog(locations.checkpoint, locations.output),
+        request=request,
+        checkpoint_log=CheckpointLog.of(locations),
         ledger=Ledger(locations.ledger),
         tally=None,
         dimension=None,
         lock=lock,
-        run_id=run_id,
         log=run_log(pipeline.name),
+        **given,
     )

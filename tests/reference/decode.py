@@ -18,7 +18,7 @@ field's JSON type as it goes:
 
 No line can fail the batch: every error a line causes is caught at that line. Depth is
 checked before any parser recurses (msgspec recurses once per level, and raises
-RecursionError near Python's limit; jobs/flow/depth.py).
+RecursionError near Python's limit; depth.py).
 
 A UTF-8 byte order mark and a CR before the line end are accepted; blank lines are not
 records. A key given twice counts once, with its last value (as JSON parsers do). Keys no
@@ -47,10 +47,11 @@ import pyarrow.compute as pc
 
 from jobs import schema
 from jobs.columns import BLOCK_START, DETAIL, FILE_SIZE, LINE, LINE_NUMBER, NEW_FIELDS, REASON, RESCUED, SOURCE_FILE
-from jobs.flow.depth import maybe_deeper
-from jobs.flow.line_reader import RECORD_LIMIT, Line, LineReader, accepts, as_text
+from jobs.flow.source import RECORD_LIMIT
 from jobs.flow.tally import FileCount, Files, Tally
 from jobs.schema import Array, Kind, Struct
+from tests.reference.depth import maybe_deeper
+from tests.reference.line_reader import Line, LineReader, accepts, as_text
 
 # A scalar type -> the Arrow type it is handed back as (a timestamp or a date as text, for
 # Spark to convert).

@@ -1,0 +1,127 @@
+"""The one door of a run: `execute(request)` runs a run request (jobs/request.py), then its
+validation (when asked and it committed a batch, in the same application), yielding the
+run's events as they come and `Finished` last (jobs/run/events.py). `execute_group` does
+the same for several requests in one Spark application (group.py).
+
+The run goes on in a thread of its own while the caller reads its events; a stop request
+(Ctrl-C, SIGTERM: jobs/run/stop.py) reaches it there as anywhere.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Iterator
+
+from pyspark.sql import SparkSession
+
+from jobs import declare
+from jobs.declare import PipelineBase
+from jobs.exit_codes import ExitCode
+from jobs.request import RunRequest
+from jobs.run import runner
+from jobs.run.context import run_log
+from jobs.run.events import Emit, Event, Finished
+from jobs.run.failure import one_line
+
+# Great Expectations' context is not known to be thread-safe: one run validates at a time.
+_validating = threading.Lock()
+
+
+def execute(
+    request: RunRequest, *, pipeline: PipelineBase | None = None, spark: SparkSession | None = None
+) -> Iterator[Event]:
+    """Run `request`; its events, `Finished` last. `pipeline`: the declaration to run, when
+    not the one its name loads (a rebuild's, with its retention kept)."""
+    return events_of(lambda emit: [finished(request, emit, pipeline=pipeline, spark=spark)])
+
+
+def events_of(work: Callable[[Emit], list[Finished]]) -> Iterator[Event]:
+    """The events `work` emits, as they come, from a thread of its own; its `Finished`s last."""
+    said: queue.SimpleQueue = queue.SimpleQueue()
+    done, failure = object(), []
+
+    def run() -> None:
+        try:
+            for ended in work(said.put):
+                said.put(ended)
+        except BaseException as error:  # noqa: BLE001 - raised again in the caller's thread
+            failure.append(error)
+        finally:
+            said.put(done)
+
+    thread = threading.Thread(target=run, name="run", daemon=True)
+    thread.start()
+    while (event := said.get()) is not done:
+        yield event
+    thread.join()
+    if failure:
+        raise failure[0]
+
+
+def finished(
+    request: RunRequest, emit: Emit, *, pipeline: PipelineBase | None = None, spark: SparkSession | None = None
+) -> Finished:
+    """The run, then its validation; how it finished, whatever ended it."""
+    name = request.pipeline
+    try:
+        pipeline = pipeline or declare.load(name)
+        refused = _quarantine_first(pipeline, request)
+        if refused is not None:
+            return refused
+        ended = _ran(pipeline, request, emit, spark)
+        if ended.report is None or not request.validate:
+            return ended
+        return _validated(pipeline, request, ended, spark)
+    except Exception as error:  # noqa: BLE001 - a surprise is this run's failure, in one line
+        run_log(name).exception("  ended by an unexpected error")
+        return Finished(name, "failed", ExitCode.FAILED, error=one_line(error))
+
+
+def _quarantine_first(pipeline: PipelineBase, request: RunRequest) -> Finished | None:
+    """The file the request names quarantined unread (the way past a batch that fails on its
+    data); how the run finished when that is refused."""
+    if not request.quarantine_file:
+        return None
+    from jobs.accounting.quarantine_file import FileAlreadyRead, quarantine_file
+
+    try:
+        path = quarantine_file(pipeline, request.locations, request.quarantine_file, request.quarantine_reason)
+    except FileAlreadyRead as error:
+        return Finished(pipeline.name, "refused", ExitCode.REFUSED, error=str(error))
+    run_log(pipeline.name).info(
+        "%s: %s is quarantined; this run quarantines each of its lines unread", pipeline.name, path
+    )
+    return None
+
+
+def _ran(pipeline: PipelineBase, request: RunRequest, emit: Emit, spark: SparkSession | None) -> Finished:
+    name = pipeline.name
+    try:
+        report = runner.run(pipeline, request, spark=spark, emit=emit)
+    except runner.RunRefused as error:
+        return Finished(name, "refused", ExitCode.REFUSED, error=str(error))
+    except runner.RunStopped:
+        code = ExitCode.OK if request.trigger.kind == "processing-time" else ExitCode.STOPPED
+        return Finished(name, "stopped", code, error="stopped on request")
+    except runner.RunStoppedOnData as error:
+        return Finished(name, "failed", ExitCode.DATA, error=f"run failed: {error}")
+    except runner.RunFailed as error:
+        return Finished(name, "failed", ExitCode.FAILED, error=f"run failed: {error}")
+    return Finished(name, "succeeded", ExitCode.OK, report)
+
+
+def _validated(pipeline: PipelineBase, request: RunRequest, ended: Finished, spark: SparkSession | None) -> Finished:
+    from jobs.validate.suite import load_suite
+    from jobs.validate.validation import validate_run
+
+    report = ended.report
+    if report.batch_ids and spark is None:
+        from jobs.session import spark_for
+
+        spark = spark_for(request.locations, f"jobs-{pipeline.name}", table_format=pipeline.output.format)
+    with _validating:
+        result = validate_run(
+            spark if report.batch_ids else None, pipeline, request.locations, report, load_suite(pipeline)
+        )
+    return ended.validated(result.status)

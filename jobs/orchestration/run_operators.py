@@ -1,0 +1,209 @@
+"""The operators that run pipelines: one pipeline's run request through spark-submit (or,
+with nothing new, in the task's own process), and a group's requests in one application."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from airflow.sdk.exceptions import AirflowException, AirflowSkipException
+
+from jobs.exit_codes import ExitCode
+from jobs.orchestration import environment
+from jobs.orchestration.operators import JobsSubmitOperator, log_arrivals
+from jobs.units import new_run_id
+
+
+class RunPipelineOperator(JobsSubmitOperator):
+    """`python -m jobs run` of one pipeline's run request (jobs/request.py), with a run id
+    chosen here and returned as the task's XCom, so the tasks after it find this run's
+    report. Rate limits and a file to quarantine come from the DAG run's params.
+
+    `validate`: the run validates its output in its own application (a failed validation
+    is for a later task to report); otherwise the DAG's next task validates it.
+    `group_task`: a rerun of a group's member; its run id follows the group run's."""
+
+    def __init__(
+        self, *, pipeline_name: str, root: str, validate: bool = False, group_task: str | None = None, **kwargs: Any
+    ) -> None:
+        if group_task:  # mapped over the members to rerun: named and sized at run time
+            from jobs import declare
+
+            kwargs.setdefault("name", f"jobs-{pipeline_name}")
+            kwargs.setdefault("conf", declare.load(pipeline_name).spark_settings.session_conf())
+        super().__init__(
+            jobs_args=["run", pipeline_name], done_on_exit=(ExitCode.INVALID,) if validate else (), **kwargs
+        )
+        self.pipeline_name = pipeline_name
+        self.pipeline_names = [pipeline_name]
+        self.root = root
+        self.validate = validate
+        self.group_task = group_task
+
+    def run_request(self, context: Any):
+        """This task's run request: the build in use, the DAG run's params."""
+        from jobs.lake.builds import in_use
+        from jobs.request import RunRequest
+
+        with environment.task_environment(self.log):
+            locations = in_use(self.pipeline_name, self.root)  # the build a rebuild switched to, if any
+        request = RunRequest(
+            self.pipeline_name, locations, validate=self.validate, run_id=self.run_id, link=context["ti"].log_url
+        )
+        return request.with_params(context["params"])
+
+    def arguments(self, context: Any) -> list[str]:
+        return self.request.argv()
+
+    def execute(self, context: Any) -> str:
+        log_arrivals(context, self.log)
+        self.run_id = new_run_id(datetime.now(UTC))
+        if self.group_task:
+            group_run = context["ti"].xcom_pull(task_ids=self.group_task)["run_id"]
+            self.run_id = f"{group_run}.r{context['ti'].try_number}"
+        self.request = self.run_request(context)
+        if self._ran_without_spark():
+            return self.run_id
+        try:
+            super().execute(context)
+        except AirflowSkipException:
+            raise
+        except AirflowException as error:  # the run's one-line error (a rule's, a poison file's), not a trace
+            why = self._run_error()
+            raise type(error)(f"{error}: {why}" if why else str(error)) from error
+        return self.run_id
+
+    def _ran_without_spark(self) -> bool:
+        """A run with nothing new needs no Spark application: it runs here, in the task's own
+        process, and its report is stored as any run's. Otherwise how much is new (a small
+        increment starts lean) and False."""
+        from dataclasses import replace
+
+        from jobs import declare
+        from jobs.launch import execute
+        from jobs.run.events import Finished
+        from jobs.run.pending import pending_input
+
+        request = replace(self.request, start_spark=False)
+        with environment.task_environment(self.log):
+            pending = pending_input(declare.load(self.pipeline_name), request)
+            self.new_bytes = None if pending.needs_spark else pending.bytes
+            if not pending.nothing_new:
+                self.log.info("%s: %s: running it with spark-submit", self.pipeline_name, pending.describe())
+                return False
+            (finished,) = [e for e in execute(request) if isinstance(e, Finished)]
+        if finished.code == ExitCode.REFUSED:
+            raise AirflowException(f"python -m jobs run: {ExitCode.REFUSED.meaning}: {finished.error}")
+        if finished.error:
+            raise AirflowException(f"python -m jobs run: {finished.error}")
+        return True
+
+    def reported_code(self) -> ExitCode | None:
+        from jobs.run.events import reported_code
+
+        report = self._report()
+        if report is None:
+            return None
+        return reported_code(report, self._validation() if report.status == "succeeded" else None)
+
+    def _report(self):
+        """This task's run report (None: the run never stored one)."""
+        from jobs.run.report import load_report
+
+        try:
+            with environment.task_environment(self.log):
+                return load_report(self.request.locations.runs, self.run_id)
+        except Exception:  # noqa: BLE001 - no report (the run never started): the exit status says enough
+            return None
+
+    def _validation(self) -> str | None:
+        from jobs.lake import fs
+        from jobs.validate.result import result_uri
+
+        with environment.task_environment(self.log):
+            results = result_uri(self.request.locations.runs, self.run_id)
+            return fs.read_json(results)["status"] if fs.exists(results) else None
+
+    def _run_error(self) -> str | None:
+        report = self._report()
+        return report.error if report is not None else None
+
+
+class GroupRunOperator(JobsSubmitOperator):
+    """`python -m jobs run` of the members' run requests in one Spark application, each
+    member validated in it.
+
+    Succeeds whatever a member's run did (a member's outcome is read from its run report
+    and validation result): returns the run id, each member's outcome and the members to
+    run again on their own (their run failed in a way a rerun can change, was refused or
+    stopped, or never ran). A member stopped on its data, or whose output failed
+    validation, is not run again: a rerun would end the same."""
+
+    def __init__(self, *, pipeline_names: list[str], root: str, **kwargs: Any) -> None:
+        super().__init__(
+            jobs_args=["run", *pipeline_names],
+            done_on_exit=tuple(code for code in ExitCode if code != ExitCode.USAGE),
+            **kwargs,
+        )
+        self.pipeline_names = pipeline_names
+        self.root = root
+
+    def arguments(self, context: Any) -> list[str]:
+        return ["run", "--request=[" + ",".join(r.to_json() for r in self.requests) + "]"]
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        from dataclasses import replace
+
+        from jobs import declare
+        from jobs.lake.builds import in_use
+        from jobs.launch import execute_group
+        from jobs.request import RunRequest
+        from jobs.run.pending import pending_input
+
+        log_arrivals(context, self.log)
+        self.run_id = new_run_id(datetime.now(UTC))
+        link = context["ti"].log_url
+        with environment.task_environment(self.log):
+            self.requests = [
+                RunRequest(name, in_use(name, self.root), run_id=self.run_id, link=link) for name in self.pipeline_names
+            ]
+            pending = [pending_input(declare.load(r.pipeline), r) for r in self.requests]
+            if all(p.nothing_new for p in pending):  # no Spark application: each run here, in this process
+                self.log.info("nothing new for any member: running them here, without Spark")
+                for _ in execute_group([replace(r, start_spark=False) for r in self.requests]):
+                    pass
+            else:
+                known = not any(p.needs_spark for p in pending)
+                self.new_bytes = sum(p.bytes for p in pending) if known else None
+                super().execute(context)
+        return self._outcomes()
+
+    def _outcomes(self) -> dict[str, Any]:
+        from jobs.lake import fs
+        from jobs.run.report import load_report, report_uri
+        from jobs.validate.result import result_uri
+
+        outcomes, rerun = {}, []
+        with environment.task_environment(self.log):
+            for request in self.requests:
+                runs, name = request.locations.runs, request.pipeline
+                if not fs.exists(report_uri(runs, self.run_id)):
+                    outcomes[name] = {"status": "not run", "error": "the application ended first"}
+                    rerun.append(name)
+                    continue
+                report = load_report(runs, self.run_id)
+                results = result_uri(runs, self.run_id)
+                validation = fs.read_json(results)["status"] if fs.exists(results) else None
+                outcomes[name] = {
+                    "status": report.status,
+                    "validation": validation,
+                    "error": report.error,
+                }
+                if report.status in ("failed", "refused", "stopped") and not report.stopped_on_data:
+                    rerun.append(name)
+        for name, outcome in outcomes.items():
+            self.log.info("%s: %s", name, json.dumps(outcome))
+        if rerun:
+            self.log.warning("to run again on their own: %s", ", ".join(rerun))
+        return {"run_id": self.run_id, "members": outcomes, "rerun": rerun}

@@ -1,0 +1,93 @@
+"""What a run says as it goes (jobs/launch/execute.py yields them): it started, a batch was
+committed, its report was stored, and last how it finished: its status (succeeded, failed,
+refused or stopped), its exit code (jobs/exit_codes.py), its error in one line, and its
+validation when it was validated after it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from jobs.exit_codes import ExitCode
+
+if TYPE_CHECKING:
+    from jobs.run.report import RunReport
+
+
+# How a run ends early, as the runner raises it (jobs/run/runner.py); `Finished` says it to callers.
+class RunFailed(RuntimeError):
+    """The run started but did not finish; its report says why."""
+
+
+class RunStoppedOnData(RunFailed):
+    """A batch failed on its data (a `fail` rule, a record Spark cannot get past), as it
+    will on every rerun; the error names the file and the command that gets past it."""
+
+
+class RunRefused(RuntimeError):
+    """The run did not start, so nothing changed."""
+
+
+class RunStopped(RuntimeError):
+    """The run was asked to stop (Ctrl-C or SIGTERM) and stopped cleanly."""
+
+
+@dataclass(frozen=True)
+class Started:
+    pipeline: str
+    run_id: str
+
+
+@dataclass(frozen=True)
+class BatchCommitted:
+    pipeline: str
+    batch_id: int
+    input_rows: int
+    output_rows: int
+
+
+@dataclass(frozen=True)
+class ReportStored:
+    pipeline: str
+    uri: str
+
+
+@dataclass(frozen=True)
+class Finished:
+    pipeline: str
+    status: str  # the run's: succeeded, failed, refused or stopped
+    code: ExitCode
+    report: RunReport | None = None  # a succeeded run's
+    validation: str | None = None  # passed, warned or failed; None when not validated
+    error: str | None = None
+
+    def validated(self, verdict: str) -> Finished:
+        """With its validation's verdict: exit 4 when a `fail` expectation failed."""
+        return replace(self, validation=verdict, code=ExitCode.INVALID if verdict == "failed" else self.code)
+
+    def line(self) -> str:
+        """One line: how the run ended, what it read and wrote, its validation."""
+        report = self.report
+        if report is None:
+            return f"{self.pipeline}: {self.status}, exit {int(self.code)}: {self.error or self.code.meaning}"
+        read = f"{report.input_files} file(s), {report.input_rows} rows in" if report.batch_ids else "nothing new"
+        written = f", {report.output_rows} rows written" if report.batch_ids else ""
+        checked = f", validation {self.validation}" if self.validation else ""
+        return f"{self.pipeline}: succeeded in {report.duration_s}s, {read}{written}{checked}, exit {int(self.code)}"
+
+
+def reported_code(report: RunReport, validation: str | None = None) -> ExitCode:
+    """The exit code a run's report (and its validation's verdict) says it ended with, as
+    `Finished` has it: what another process reads of a run, rather than its exit status."""
+    if report.status == "refused":
+        return ExitCode.REFUSED
+    if report.status == "stopped":
+        return ExitCode.OK if report.trigger.startswith("processing-time") else ExitCode.STOPPED
+    if report.status == "failed":
+        return ExitCode.DATA if report.stopped_on_data else ExitCode.FAILED
+    return ExitCode.INVALID if validation == "failed" else ExitCode.OK
+
+
+Event = Started | BatchCommitted | ReportStored | Finished
+Emit = Callable[[Event], None]  # where a run says them
