@@ -60,7 +60,7 @@ def handle(args: argparse.Namespace) -> int:
         return _run_requests(args.request)
     names = _chosen_pipelines(args)
     if len(names) == 1 and not (args.all or args.schedule):
-        return _run_one(args, names[0])
+        return _run([_request(args, names[0])])
     return _run_group(args, names)
 
 
@@ -86,10 +86,6 @@ def _request(args: argparse.Namespace, name: str) -> RunRequest:
     if request.validate:
         load_suite(declare.load(name))  # a broken suite stops the run before it starts
     return request
-
-
-def _run_one(args: argparse.Namespace, name: str) -> int:
-    return _run([_request(args, name)])
 
 
 # What names one pipeline's own files: refused when a run names several.
@@ -138,7 +134,8 @@ def _run(requests: list[RunRequest], at_once: int | None = None) -> int:
             )
     check_java()
     if len(requests) == 1:
-        (finished,) = [e for e in execute(requests[0]) if isinstance(e, Finished)]
+        for event in execute(requests[0]):
+            finished = event  # the last: Finished
         if finished.error and finished.code not in (ExitCode.OK, ExitCode.STOPPED):
             return fail(finished.code, finished.error)
         return finished.code

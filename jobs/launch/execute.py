@@ -12,6 +12,7 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable, Iterator
+from functools import partial
 
 from pyspark.sql import SparkSession
 
@@ -33,18 +34,19 @@ def execute(
 ) -> Iterator[Event]:
     """Run `request`; its events, `Finished` last. `pipeline`: the declaration to run, when
     not the one its name loads (a rebuild's, with its retention kept)."""
-    return events_of(lambda emit: [finished(request, emit, pipeline=pipeline, spark=spark)])
+    return events_of(partial(finished, request, pipeline=pipeline, spark=spark))
 
 
-def events_of(work: Callable[[Emit], list[Finished]]) -> Iterator[Event]:
+def events_of(work: Callable[[Emit], Finished | list[Finished]]) -> Iterator[Event]:
     """The events `work` emits, as they come, from a thread of its own; its `Finished`s last."""
     said: queue.SimpleQueue = queue.SimpleQueue()
     done, failure = object(), []
 
     def run() -> None:
         try:
-            for ended in work(said.put):
-                said.put(ended)
+            ended = work(said.put)
+            for each in ended if isinstance(ended, list) else [ended]:
+                said.put(each)
         except BaseException as error:  # noqa: BLE001 - raised again in the caller's thread
             failure.append(error)
         finally:
@@ -69,10 +71,17 @@ def finished(
         refused = _quarantine_first(pipeline, request)
         if refused is not None:
             return refused
-        ended = _ran(pipeline, request, emit, spark)
-        if ended.report is None or not request.validate:
-            return ended
-        return _validated(pipeline, request, ended, spark)
+        ran = Finished(name, "succeeded", ExitCode.OK, runner.run(pipeline, request, spark=spark, emit=emit))
+        return _validated(pipeline, request, ran, spark) if request.validate else ran
+    except runner.RunRefused as error:
+        return Finished(name, "refused", ExitCode.REFUSED, error=str(error))
+    except runner.RunStopped:
+        code = ExitCode.OK if request.trigger.kind == "processing-time" else ExitCode.STOPPED
+        return Finished(name, "stopped", code, error="stopped on request")
+    except runner.RunStoppedOnData as error:
+        return Finished(name, "failed", ExitCode.DATA, error=f"run failed: {error}")
+    except runner.RunFailed as error:
+        return Finished(name, "failed", ExitCode.FAILED, error=f"run failed: {error}")
     except Exception as error:  # noqa: BLE001 - a surprise is this run's failure, in one line
         run_log(name).exception("  ended by an unexpected error")
         return Finished(name, "failed", ExitCode.FAILED, error=one_line(error))
@@ -93,22 +102,6 @@ def _quarantine_first(pipeline: PipelineBase, request: RunRequest) -> Finished |
         "%s: %s is quarantined; this run quarantines each of its lines unread", pipeline.name, path
     )
     return None
-
-
-def _ran(pipeline: PipelineBase, request: RunRequest, emit: Emit, spark: SparkSession | None) -> Finished:
-    name = pipeline.name
-    try:
-        report = runner.run(pipeline, request, spark=spark, emit=emit)
-    except runner.RunRefused as error:
-        return Finished(name, "refused", ExitCode.REFUSED, error=str(error))
-    except runner.RunStopped:
-        code = ExitCode.OK if request.trigger.kind == "processing-time" else ExitCode.STOPPED
-        return Finished(name, "stopped", code, error="stopped on request")
-    except runner.RunStoppedOnData as error:
-        return Finished(name, "failed", ExitCode.DATA, error=f"run failed: {error}")
-    except runner.RunFailed as error:
-        return Finished(name, "failed", ExitCode.FAILED, error=f"run failed: {error}")
-    return Finished(name, "succeeded", ExitCode.OK, report)
 
 
 def _validated(pipeline: PipelineBase, request: RunRequest, ended: Finished, spark: SparkSession | None) -> Finished:
