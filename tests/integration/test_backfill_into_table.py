@@ -203,7 +203,7 @@ def test_an_events_table_s_range_is_replaced_with_the_events_the_fix_lets_throug
     users = {"u1": ("DE", "free"), "u2": ("FR", "pro")}
     (root / "dimensions").mkdir(parents=True)
     (root / "dimensions" / "users.csv").write_text(
-        "user_id,country,request\n" + "".join(f"{u},{c},{p}\n" for u, (c, p) in users.items())
+        "user_id,country,plan\n" + "".join(f"{u},{c},{p}\n" for u, (c, p) in users.items())
     )
     days = {}
     for day in DAYS[:3]:
@@ -229,7 +229,7 @@ def test_an_events_table_s_range_is_replaced_with_the_events_the_fix_lets_throug
         return {(e, u, kind, *users[u]) for e, u, kind, _ in days[day] if kind in kinds}
 
     def table() -> dict[str, set[tuple]]:
-        columns = ["event_id", "user_id", "event", "country", "request", "event_date"]
+        columns = ["event_id", "user_id", "event", "country", "plan", "event_date"]
         found: dict[str, set[tuple]] = defaultdict(set)
         for *row, date in delta_rs_rows(production.output, columns):
             found[str(date)].add(tuple(row))
