@@ -3,8 +3,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export SPARK_LOCAL_IP := 127.0.0.1
 export PYTHONDONTWRITEBYTECODE :=
-# Fetched jars, Data Docs assets and the JVM class archive (make jars, make assets), found by jobs/settings.py.
-export JOBS_CACHE_DIR := $(CURDIR)/.cache
+# Fetched jars, Data Docs assets and the JVM class archive (make jars, make assets) go to the per-user
+# cache (~/.cache/trigger-once-pipelines, or JOBS_CACHE_DIR), where `python -m jobs` finds them from any folder.
 # pytest workers: most test time is JVM start-up and waiting, not CPU, so more workers than cores.
 TEST_WORKERS ?= 3
 
@@ -48,7 +48,7 @@ jvm: venv
 
 # The jar lock's runtime jars (hadoop-aws of Spark's Hadoop and the AWS SDK v2, for s3a://;
 # Delta Lake's, for Delta tables), fetched once through Spark's own resolution into
-# .cache/jars and checked by sha256. delta-jars: Delta's only (13 MB), what the demo needs.
+# the cache's jars/ and checked by sha256. delta-jars: Delta's only (13 MB), what the demo needs.
 jars: venv
 	@$(PY) -m jobs jars >/dev/null
 
@@ -139,4 +139,4 @@ lock: venv
 	$(VENV)/bin/uv pip compile --python-version 3.11 pyproject.toml --extra airflow --extra dev -o requirements.txt
 
 clean:
-	rm -rf data .pytest_cache .ruff_cache .cache airflow_home site jvm/target jobs/jvm/lib
+	rm -rf data .pytest_cache .ruff_cache airflow_home site jvm/target jobs/jvm/lib

@@ -12,6 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated
 
+from platformdirs import user_cache_path
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
@@ -22,7 +23,9 @@ class Settings(BaseSettings):
     # Where things live.
     root: str = "./data"  # base of every location; s3a://bucket/prefix works
     publish_roots: Annotated[list[str], NoDecode] = []  # more places backfills may publish to
-    cache_dir: Path = Path(".cache")  # fetched jars, Data Docs assets, the JVM class archive, Spark's logs
+    # Fetched jars, Data Docs assets, the JVM class archive, Spark's logs: one per user (not per
+    # folder), so that a command finds them wherever it runs (~/.cache/trigger-once-pipelines).
+    cache_dir: Path = Field(default_factory=lambda: user_cache_path("trigger-once-pipelines"))
     # Where the locked runtime jars are (jobs/jvm/jars.py); default <cache_dir>/jars.
     jars_dir: Path | None = None
     # Great Expectations keeps its project in a local folder: for a root in a bucket, under this one.
@@ -73,6 +76,11 @@ class Settings(BaseSettings):
     @classmethod
     def _empty_is_unset(cls, value: object) -> object:
         return None if value == "" else value
+
+    @field_validator("cache_dir", mode="after")
+    @classmethod
+    def _absolute(cls, value: Path) -> Path:
+        return value.expanduser().resolve()  # one folder for this process and those it starts
 
     @property
     def datadocs_assets_dir(self) -> Path:

@@ -19,10 +19,10 @@ from hypothesis.configuration import set_hypothesis_home_dir
 
 from jobs import declare, jvm
 from jobs.lake.layout import Locations
+from jobs.settings import settings
 from tests.helpers import REPO, S3_BUCKET, S3_SECRET
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-os.environ.setdefault("JOBS_CACHE_DIR", str(REPO / ".cache"))
 # Every JVM starts lean (tests read small data; jobs/jvm/archive.py), also those the product starts
 # with its own options (spark-submit's launcher), and with Spark's classes mapped from the
 # product's archive, which the controlling process makes first if there is none.
@@ -42,7 +42,7 @@ if "SPARK_LOCAL_DIRS" not in os.environ:
     os.environ["SPARK_LOCAL_DIRS"] = _spark_scratch
 # Hypothesis keeps what it learns (examples, constants) in the cache, not in a folder of its own
 # in the checkout.
-os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(Path(os.environ["JOBS_CACHE_DIR"]) / "hypothesis"))
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(settings().cache_dir / "hypothesis"))
 set_hypothesis_home_dir(os.environ["HYPOTHESIS_STORAGE_DIRECTORY"])
 # Airflow, imported by some tests, sets the root logger to INFO; py4j's finalizers then log
 # "Closing down clientserver connection" at a worker's exit, into a stream pytest closed.
@@ -61,8 +61,9 @@ def _checkout_status() -> set[str]:
     return set(listed.stdout.splitlines()) if listed.returncode == 0 else set()
 
 
-# What tests may leave in the checkout: the environment, the cache and the tools' own caches.
-_MAY_WRITE = (".venv/", ".cache/", ".pytest_cache/", ".ruff_cache/")
+# What tests may leave in the checkout: the environment and the tools' own caches (the product's
+# cache is the user's: jobs/settings.py).
+_MAY_WRITE = (".venv/", ".pytest_cache/", ".ruff_cache/")
 
 
 def _written_by_tests(before: set[str], after: set[str]) -> list[str]:

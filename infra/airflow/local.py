@@ -67,7 +67,6 @@ def environment() -> dict[str, str]:
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "30",
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[*]"}),
         "JOBS_ROOT": str(REPO / "data"),
-        "JOBS_CACHE_DIR": str(REPO / ".cache"),
         "SPARK_LOCAL_IP": "127.0.0.1",
     }
     env = {**defaults, **os.environ}

@@ -1,4 +1,4 @@
-"""Fetch the Data Docs assets listed in assets.json into .cache/datadocs-assets (once).
+"""Fetch the Data Docs assets listed in assets.json into the cache's datadocs-assets (once).
 
 Run by `make assets` (and so by `make demo` and `make test`): python -m infra.datadocs.fetch
 Each package comes from the npm registry with `npm pack` (exact version, integrity checked
@@ -9,7 +9,6 @@ cache's manifest.json, which the report reads (jobs/quality_report/data_docs.py)
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -17,8 +16,10 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from jobs.settings import settings
+
 HERE = Path(__file__).resolve().parent
-CACHE = Path(os.environ.get("JOBS_CACHE_DIR") or HERE.parents[1] / ".cache") / "datadocs-assets"
+CACHE = settings().datadocs_assets_dir
 
 
 def package_dir(spec: str) -> Path:

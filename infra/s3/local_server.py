@@ -18,9 +18,10 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from infra import processes
+from jobs.settings import settings
 
 HERE = Path(__file__).resolve().parent
-STATE = Path(os.environ.get("JOBS_CACHE_DIR") or HERE.parent.parent / ".cache") / "s3"
+STATE = settings().cache_dir / "s3"
 PID_FILE = STATE / "server.pid"
 
 

@@ -5,7 +5,7 @@ Spark that ships with pyspark (`spark-class` with the standalone Master and Work
 
 Everything listens on 127.0.0.1. The workers are started the way nodes of a real cluster
 run: a clean environment, their own working directories, and their own Python
-(`.cache/cluster/python`: pyspark and the libraries the Python workers import, but not
+(`<cache>/cluster/python`: pyspark and the libraries the Python workers import, but not
 the `jobs` package, which each application ships to them). Their S3 credentials come from
 infra/s3/local.env, as a real node's come from its instance role: the nodes have their
 own access to the bucket, so no secret travels in Spark's configuration.
@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from infra import processes
+from jobs.settings import settings
 
 HERE = Path(__file__).resolve().parent
-CACHE = Path(os.environ.get("JOBS_CACHE_DIR") or HERE.parent.parent / ".cache")
+CACHE = settings().cache_dir
 LOCK = HERE.parent.parent / "requirements.txt"
 # What the executors' Python workers import (processors/, flow/guard.py), at the lock's versions.
 WORKER_PACKAGES = ("pyspark", "pandas", "pyarrow", "msgspec", "pydantic")

@@ -27,6 +27,7 @@ from demo import samples
 from infra.spark.cluster import Cluster
 from jobs.lake.layout import Locations
 from jobs.run.report import load_reports
+from jobs.settings import settings
 from tests.airflow.dag_runs import dags_test
 from tests.helpers import REPO, S3_SECRET, all_lines, event, free_port, land, python_cmd, table_rows
 from tests.histories import assert_history_matches, run_histories_in_processes
@@ -242,7 +243,7 @@ def test_an_application_without_a_processor_ships_the_jar_alone(spark, cluster, 
 
 def test_no_secret_in_spark_configuration_logs_ui_or_event_log(histories, cluster, event_logs):
     places = [*event_logs.iterdir(), *(p for p in cluster.home.rglob("*") if p.is_file())]
-    places += [p for p in (REPO / ".cache" / "logs").glob("*.log")]
+    places += [p for p in (settings().cache_dir / "logs").glob("*.log")]
     for path in places:
         assert S3_SECRET.encode() not in path.read_bytes(), path
     assert S3_SECRET not in json.dumps(cluster.state())

@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from demo import samples
 from jobs import declare
 from jobs.lake.layout import Locations
 from jobs.run.report import load_reports
@@ -118,6 +119,32 @@ def test_run_writes_table_and_reports(tmp_path):
         "table_row_count_to_be_between (table)",
     ]
     assert "validation of run" in result.stdout and "WARNED" in result.stdout
+
+
+@pytest.mark.slow
+def test_a_delta_pipeline_runs_from_any_folder_with_the_jars_and_archive_of_the_user_s_cache(tmp_path):
+    """As a user runs it after `make demo`: from a folder of their own, with no JOBS_CACHE_DIR
+    and no JVM options of the test suite; the jars and the class archive are the user's cache's."""
+    elsewhere = tmp_path / "elsewhere"
+    arrival = samples.arrivals("rack_temperatures")[0]
+    land(str(elsewhere / "root" / "landing" / "rack_temperatures"), arrival)
+    env = {k: v for k, v in os.environ.items() if k not in ("JOBS_CACHE_DIR", "JAVA_TOOL_OPTIONS")}
+
+    result = subprocess.run(
+        python_cmd("run", "rack_temperatures", "--root", "root", "--no-validate"),
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "JVM class archive" not in result.stdout + result.stderr  # found, not made again
+    (report,) = load_reports(str(elsewhere / "root" / "runs" / "rack_temperatures"))
+    assert (report.status, report.input_rows) == ("succeeded", sum(len(lines) for lines in arrival.values()))
+    assert (elsewhere / "root" / "tables" / "rack_temperatures" / "_delta_log").is_dir()
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["root"]  # no cache of its own in the folder
 
 
 @pytest.mark.slow

@@ -4,7 +4,6 @@ exactly the expectations it breaks, and uncommitted files are never read."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from datetime import UTC, datetime, timedelta
@@ -18,6 +17,7 @@ from jobs import declare
 from jobs.accounting.checkpoint import CheckpointLog
 from jobs.lake.layout import Locations
 from jobs.run.report import RunReport, load_reports, save
+from jobs.settings import settings
 from jobs.validate.result import CheckResult, ValidationResult, load_results, save_result
 from jobs.validate.suite import load_suite
 from jobs.validate.validation import validate_run, validate_table
@@ -315,7 +315,7 @@ def test_report_opens_without_errors_in_headless_chromium(validated, tmp_path):
     summary = Path(quality_report.build(str(root)))
     mode, expected_mode = modes(summary)
     assert mode == expected_mode  # the process umask decides, as for any file
-    artifacts = Path(os.environ["JOBS_CACHE_DIR"]) / "test-artifacts"  # screenshots, kept after the run
+    artifacts = settings().cache_dir / "test-artifacts"  # screenshots, kept after the run
     artifacts.mkdir(parents=True, exist_ok=True)
     reports = load_reports(locations.runs)
     flags = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
