@@ -1,6 +1,8 @@
 """The pipeline's own files beside Spark's, in <checkpoint>/_pipeline/ (the ledger):
 
 declaration.json   the checkpoint contract the checkpoint was started with
+declaration.yaml   the declaration it was started with, as written (when loaded from a file)
+rolled_back.json   the rollback that made this checkpoint the one in use again (jobs/change/rebuild.py)
 schema.json        the schema inferred by the first run, for `schema: infer` sources
 accounting/N       batch N's exact row account, written once the batch is accounted
 metrics/N          batch N's lines read per source and what only Spark counted, from its progress
@@ -106,10 +108,26 @@ class Ledger:
         uri = join(self.uri, "declaration.json")
         return fs.read_json(uri) if fs.exists(uri) else None
 
-    def record_contract(self, contract: dict[str, Any]) -> None:
-        """The contract the checkpoint was started with: written by its first run, once."""
+    def record_contract(self, contract: dict[str, Any], declaration_yaml: str | None = None) -> None:
+        """The contract the checkpoint was started with, and the declaration's YAML: written by
+        its first run, once."""
         if self.recorded_contract() is None:
+            if declaration_yaml is not None:
+                fs.write_text(self.declaration_yaml, declaration_yaml)
             fs.write_json(join(self.uri, "declaration.json"), contract)
+
+    @property
+    def declaration_yaml(self) -> str:
+        """Where the declaration the checkpoint was started with is kept (if it is)."""
+        return join(self.uri, "declaration.yaml")
+
+    # A rollback to this checkpoint's build: a run of the declaration as it is now is refused
+    # with the way back to the declaration this build was made with.
+    def rolled_back(self) -> dict[str, Any] | None:
+        return fs.read_json_if_there(join(self.uri, "rolled_back.json"))
+
+    def record_rollback(self, from_build: str, at: str) -> None:
+        fs.write_json(join(self.uri, "rolled_back.json"), {"from_build": from_build, "at": at})
 
     def move_output(self, output: str) -> None:
         """The checkpoint writes `output` from now on (a rebuild's switch to a Delta table
@@ -177,6 +195,15 @@ def check_contract(
             )
         return
     changes = contract_changes(recorded, contract)
+    rolled_back = ledger.rolled_back()
+    if changes and rolled_back:
+        raise IncompatibleCheckpoint(
+            f"pipeline '{pipeline_name}' is declared differently from the build `rebuild --rollback` went back to "
+            f"at {rolled_back['at']} (from build {rolled_back['from_build']}), whose checkpoint "
+            f"{checkpoint_log.checkpoint} runs resume: {'; '.join(changes)}. Put back the declaration that build "
+            f"was made with ({_kept_declaration(ledger)}), then run again; or, to go forward with the declaration "
+            f"as it is, `python -m jobs rebuild {pipeline_name}`."
+        )
     if changes:
         raise IncompatibleCheckpoint(
             f"pipeline '{pipeline_name}' changed since checkpoint {checkpoint_log.checkpoint} was started, "
@@ -184,6 +211,12 @@ def check_contract(
             f"`python -m jobs rebuild {pipeline_name}` reads every landed file again under the declaration into a new "
             f"build and switches to it; `python -m jobs plan {pipeline_name}` shows what it would read. {fresh_start}"
         )
+
+
+def _kept_declaration(ledger: Ledger) -> str:
+    if fs.exists(ledger.declaration_yaml):
+        return f"kept as {ledger.declaration_yaml}"
+    return f"its contract: {join(ledger.uri, 'declaration.json')}"
 
 
 def contract_changes(recorded: dict[str, Any], contract: dict[str, Any]) -> list[str]:

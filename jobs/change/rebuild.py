@@ -287,6 +287,7 @@ def roll_back(spark: SparkSession, pipeline: PipelineBase, root: str) -> Pointer
             says = {"rollback_from": pointer.id, "switched_at": pointer.at}
             _copy_table(spark, in_use.output, in_use.output, says, back.about["table_version"])
         Ledger(previous.ledger).unretire()
+        Ledger(previous.ledger).record_rollback(from_build=pointer.id, at=now)
         back = replace(back, at=now, about=back.about | {"rolled_back_from": pointer.id})
         write_pointer(builds.builds_folder(root, pipeline.name), back)
         _keep(Ledger(previous.ledger), Ledger(in_use.ledger), pointer.id, in_use, pipeline, now)

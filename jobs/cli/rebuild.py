@@ -60,6 +60,7 @@ def handle(args: argparse.Namespace) -> int:
         if args.rollback:
             back = roll_back(spark, pipeline, args.root)
             print(f"{pipeline.name}: back to build {back.id} (checkpoint {back.about['checkpoint']})")
+            print(_declaration_after_rollback(pipeline, in_use(pipeline.name, args.root).ledger))
             return ExitCode.OK
         print(f"{pipeline.name}: rebuild {build_id}")
         switched = rebuild(spark, pipeline, args.root, build_id, args.max_files_per_trigger)
@@ -70,3 +71,27 @@ def handle(args: argparse.Namespace) -> int:
     print(f"{pipeline.name}: switched to build {switched.id} at {switched.at}")
     print(json.dumps({k: v for k, v in switched.to_dict().items() if k != "previous"}, indent=2))
     return ExitCode.OK
+
+
+def _declaration_after_rollback(pipeline: declare.PipelineBase, ledger_uri: str) -> str:
+    """What to do with the declaration now that runs resume an older build's checkpoint."""
+    from jobs.accounting.ledger import Ledger
+    from jobs.lake import fs
+
+    ledger = Ledger(ledger_uri)
+    kept = ledger.declaration_yaml
+    if not fs.exists(kept):
+        return (
+            f"the declaration goes back too: runs now resume a checkpoint made with {pipeline.name}'s declaration as it "
+            f"was then (its contract: {ledger.uri}/declaration.json); `python -m jobs plan {pipeline.name}` shows what "
+            "differs, and a run of the declaration as it is now is refused"
+        )
+    now = pipeline.as_written
+    same = now is not None and now == fs.read_text(kept)
+    if same:
+        return "the declaration is the one that build was made with: runs go on from its checkpoint"
+    return (
+        f"the declaration goes back too: that build was made with the declaration kept as {kept}; put it back "
+        f"in place of {pipeline.name}.yaml before the next run (a run of the declaration as it is now is refused; "
+        f"`python -m jobs plan {pipeline.name}` shows what differs)"
+    )

@@ -123,7 +123,8 @@ def _run(requests: list[RunRequest], at_once: int | None = None) -> int:
     from jobs.cli.logs import name_pipelines_in_logs
     from jobs.lake import fs
     from jobs.launch import execute, execute_group
-    from jobs.run.events import Finished
+    from jobs.run.events import Finished, ReportStored
+    from jobs.run.failure import brief
     from jobs.run.report import report_uri
     from jobs.session import check_java
 
@@ -133,18 +134,27 @@ def _run(requests: list[RunRequest], at_once: int | None = None) -> int:
                 ExitCode.REFUSED, f"run {request.run_id} already has a report for {request.pipeline}; use a new id"
             )
     check_java()
+    # The log above has each message whole; the last line is short, with the commands that help.
+    stored: dict[str, str] = {}
     if len(requests) == 1:
         for event in execute(requests[0]):
+            if isinstance(event, ReportStored):
+                stored[event.pipeline] = event.uri
             finished = event  # the last: Finished
         if finished.error and finished.code not in (ExitCode.OK, ExitCode.STOPPED):
-            return fail(finished.code, finished.error)
+            return fail(finished.code, brief(finished.error, stored.get(finished.pipeline)))
         return finished.code
     name_pipelines_in_logs()
     names = ", ".join(r.pipeline for r in requests)
     print(f"running {len(requests)} pipelines in one Spark application: {names}", flush=True)
-    ended = [e for e in execute_group(requests, at_once=at_once) if isinstance(e, Finished)]
+    ended = []
+    for event in execute_group(requests, at_once=at_once):
+        if isinstance(event, ReportStored):
+            stored[event.pipeline] = event.uri
+        elif isinstance(event, Finished):
+            ended.append(event)
     code = ExitCode.worst([f.code for f in ended])
     print(f"\n{len(ended)} pipelines, exit {int(code)}:")
     for finished in ended:
-        print(f"  {finished.line()}")
+        print(f"  {finished.line(stored.get(finished.pipeline))}")
     return code

@@ -91,8 +91,9 @@ _PYDANTIC_LABEL = re.compile(r"^(\[key\]|[a-z-]+\[.*\])$")
 
 
 def load_file(path: Path | Traversable) -> PipelineBase:
+    text = path.read_text()
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml.safe_load(text)
     except yaml.YAMLError as error:
         raise DeclarationError(f"{path}: not valid YAML: {error}") from None
     pipeline = from_mapping(raw, where=str(path))
@@ -100,6 +101,7 @@ def load_file(path: Path | Traversable) -> PipelineBase:
         raise DeclarationError(
             f"{path}: declares pipeline {pipeline.name!r}; the file must be named {pipeline.name}.yaml"
         )
+    pipeline._yaml = text
     return pipeline
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import Discriminator, Field, PositiveInt, Tag, field_validator, model_validator
+from pydantic import Discriminator, Field, PositiveInt, PrivateAttr, Tag, field_validator, model_validator
 
 from jobs.declare.operations import Arrival, Orchestration, Retention, SparkSettings
 from jobs.declare.parts import (
@@ -61,10 +61,18 @@ class PipelineBase(Part):
     retention: Retention = Retention()
     # Fixed by the first run: Spark stores the number of state partitions in the checkpoint.
     state_partitions: PositiveInt = 4
+    # The YAML this declaration was loaded from (None: made in code), kept with the checkpoint
+    # its first run starts, so that a build's declaration can be put back after a rollback.
+    _yaml: str | None = PrivateAttr(None)
 
     # The column a pattern's output may be partitioned by (its UTC date), if any.
     partition_column: ClassVar[str | None] = "event_date"
     partition_meaning: ClassVar[str] = "event_time"
+
+    @property
+    def as_written(self) -> str | None:
+        """The declaration's YAML, as its file had it when loaded (None: made in code)."""
+        return self._yaml
 
     @property
     def sources(self) -> list[Source]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 from datetime import UTC, datetime
+from textwrap import shorten
 from typing import Any
 
 from airflow.sdk import (
@@ -140,18 +141,16 @@ def refuse(why: str) -> None:
 def broken_dag(dag_id: str, why: str) -> DAG:
     """A DAG whose one task fails with `why`: a declaration that does not load keeps a DAG of
     its name, which says what is wrong where its runs are looked at."""
-    with (
-        DAG(
-            dag_id=dag_id,
-            auto_register=False,  # each DAG file hands Airflow the DAGs the factory returns, and no other
-            description=f"does not load: {why}"[:500],
-            schedule=None,
-            start_date=START_DATE,
-            catchup=False,
-            tags=["jobs", "broken"],
-            doc_md=f"**{dag_id} does not load**, and runs nothing until it is fixed:\n\n    {why}",
-        ) as dag
-    ):
+    with DAG(
+        dag_id=dag_id,
+        auto_register=False,  # each DAG file hands Airflow the DAGs the factory returns, and no other
+        description=shorten(f"does not load: {why}", 500, placeholder=" ... (the DAG's docs say all)"),
+        schedule=None,
+        start_date=START_DATE,
+        catchup=False,
+        tags=["jobs", "broken"],
+        doc_md=f"**{dag_id} does not load**, and runs nothing until it is fixed:\n\n    {why}",
+    ) as dag:
         refuse.override(task_id="declaration")(why)
     return dag
 

@@ -66,11 +66,15 @@ class Finished:
         """With its validation's verdict: exit 4 when a `fail` expectation failed."""
         return replace(self, validation=verdict, code=ExitCode.INVALID if verdict == "failed" else self.code)
 
-    def line(self) -> str:
-        """One line: how the run ended, what it read and wrote, its validation."""
+    def line(self, report_uri: str | None = None) -> str:
+        """One line: how the run ended, what it read and wrote, its validation; an error in
+        brief, whole in the run report at `report_uri`."""
+        from jobs.run.failure import brief
+
         report = self.report
         if report is None:
-            return f"{self.pipeline}: {self.status}, exit {int(self.code)}: {self.error or self.code.meaning}"
+            said = brief(self.error, report_uri) if self.error else self.code.meaning
+            return f"{self.pipeline}: {self.status}, exit {int(self.code)}: {said}"
         read = f"{report.input_files} file(s), {report.input_rows} rows in" if report.batch_ids else "nothing new"
         written = f", {report.output_rows} rows written" if report.batch_ids else ""
         checked = f", validation {self.validation}" if self.validation else ""

@@ -16,9 +16,30 @@ from jobs.run.report import RunReport
 
 
 def one_line(error: BaseException) -> str:
-    """The first meaningful line of an error, without a JVM stack trace."""
+    """The first line of an error, whole (advice is never cut), without a JVM stack trace."""
     text = str(error).strip() or type(error).__name__
-    return text.splitlines()[0].strip()[:500]
+    return text.splitlines()[0].strip()
+
+
+# A command the product advises, as messages write it: `python -m jobs ...` in backticks, or
+# bare up to the end of its clause.
+_COMMAND = re.compile(r"`(python -m jobs [^`]+)`|(?<![`\w])(python -m jobs [^;()`]+?)(?=\s*[;(]|\)|,? then |\. |\.?$)")
+BRIEF_CHARS = 300
+
+
+def brief(message: str, whole_at: str | None = None) -> str:
+    """A message as one console line: whole when short; else its first sentence, then each
+    command it advises, then where it is whole (the run report, the log)."""
+    if len(message) <= BRIEF_CHARS:
+        return message
+    first, _, rest = message.partition(". ")
+    commands = [a or b for a, b in _COMMAND.findall(rest) if (a or b) not in first]
+    line = first.rstrip(".") + "."
+    if commands:
+        line += " Commands that help: " + "; ".join(dict.fromkeys(c.strip() for c in commands)) + "."
+    if rest and whole_at:
+        line += f" The whole message: {whole_at}"
+    return line
 
 
 def whole_text(error: BaseException | None) -> str:
@@ -129,7 +150,7 @@ def _data_failure(error: BaseException, checkpoint_log: CheckpointLog, report: R
     if read_failed:  # the decoder named the file
         files, cause = [from_spark(read_failed.group(1))], read_failed.group(2)
     elif condition == "PYTHON_EXCEPTION":  # a Python traceback: its last line is the exception
-        cause = [line for line in message.splitlines() if line.strip() and not line.startswith(" ")][-1][:500]
+        cause = [line for line in message.splitlines() if line.strip() and not line.startswith(" ")][-1]
     else:
         cause = one_line(RuntimeError(message))
     where, command = _where(files, command)

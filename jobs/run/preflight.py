@@ -78,7 +78,7 @@ def context_with_spark(
     if pipeline.source.infer_schema and ledger.recorded_schema() is None:
         _infer_schema(spark, pipeline, ledger, request.listed())
     dimension = _dimension(spark, pipeline, locations) if pipeline.enrich is not None else None
-    ledger.record_contract(checkpoint_contract(pipeline, locations))
+    ledger.record_contract(checkpoint_contract(pipeline, locations), pipeline.as_written)
     return RunContext(
         spark=spark,
         pipeline=with_quarantined_files(with_recorded_schema(pipeline, ledger), ledger),

@@ -99,6 +99,13 @@ def test_a_changed_window_rebuilt_while_files_land_then_the_switch_and_the_rollb
     assert back.id == rebuild.ORIGINAL
     resolved = in_use(old.name, root)
     assert (resolved.checkpoint, resolved.output) == (original.checkpoint, original.output)
+    # The declaration goes back too: the changed one is refused with the way back (the YAML the
+    # build was made with, kept with its checkpoint), not sent to rebuild as if nothing was built.
+    with pytest.raises(RunRefused, match="`rebuild --rollback` went back to") as refused:
+        run_pipeline(spark, new, resolved)
+    kept = Ledger(original.ledger).declaration_yaml
+    assert f"Put back the declaration that build was made with (kept as {kept})" in str(refused.value)
+    assert Path(kept).read_text() == clickstream.as_written == (pipelines_dir() / "clickstream.yaml").read_text()
     land(original.landing, arrivals[6])
     assert run_pipeline(spark, old, resolved).status == "succeeded"
     old_model.run([all_lines(arrivals[4]) + all_lines(arrivals[5]) + all_lines(arrivals[6])])
