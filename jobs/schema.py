@@ -151,6 +151,16 @@ def at_path(fields: dict[str, Kind], path: str) -> Kind | None:
     return kind
 
 
+def paths(fields: dict[str, Kind]) -> list[str]:
+    """Every path the fields have, through objects (`repo`, `repo.id`, `repo.name`), in order."""
+    found = []
+    for name, kind in fields.items():
+        found.append(name)
+        if isinstance(kind, Struct):
+            found += [f"{name}.{inner}" for inner in paths(dict(kind.fields))]
+    return found
+
+
 def with_type_at(fields: dict[str, Kind], path: str, kind: Kind) -> dict[str, Kind]:
     """`fields` with the field at `path` of type `kind`, added (with the objects that hold
     it) if it is not there."""

@@ -7,6 +7,7 @@ how it runs              operations.py (Spark sizes and state store, Airflow ret
 groups of pipelines      groups.py (declared, or by schedule: run together in one Spark application)
 the whole, by pattern    pipeline.py (a union over window, process, join, events)
 reading YAML             load.py
+every problem at once    problems.py (several problems of one check together, "did you mean")
 """
 
 from jobs.declare.load import DeclarationError, Declarations, from_mapping, load, load_all, load_each

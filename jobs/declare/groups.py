@@ -43,7 +43,7 @@ def groups(pipelines: dict[str, PipelineBase]) -> dict[str, list[PipelineBase]]:
     not share one schedule."""
     found, refused = each_group(pipelines)
     if refused:
-        raise DeclarationError(next(iter(refused.values())))
+        raise DeclarationError("; ".join(refused.values()))
     return found
 
 

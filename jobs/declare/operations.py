@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import Field, PositiveInt, field_validator, model_validator
 
 from jobs.declare.parts import Part
+from jobs.declare.problems import refuse
 from jobs.units import Duration, Size
 
 
@@ -85,13 +86,15 @@ class SparkSettings(Part):
     @classmethod
     def _spark_settings_only(cls, conf: dict[str, str]) -> dict[str, str]:
         named = {"spark.driver.memory": "driver_memory", "spark.executor.memory": "executor_memory"}
+        problems = []
         for key in conf:
             if not key.startswith("spark."):
-                raise ValueError(f"{key!r} is not a Spark setting (they start with 'spark.')")
-            if key in named:
-                raise ValueError(f"set {key} as {named[key]}, not in conf")
-            if key in ("spark.sql.shuffle.partitions", "spark.sql.streaming.stateStore.providerClass"):
-                raise ValueError(f"{key} is set by the declaration's state_partitions and state_store")
+                problems.append(f"{key!r} is not a Spark setting (they start with 'spark.')")
+            elif key in named:
+                problems.append(f"set {key} as {named[key]}, not in conf")
+            elif key in ("spark.sql.shuffle.partitions", "spark.sql.streaming.stateStore.providerClass"):
+                problems.append(f"{key} is set by the declaration's state_partitions and state_store")
+        refuse(problems)
         return conf
 
     def session_conf(self) -> dict[str, str]:

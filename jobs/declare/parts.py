@@ -17,6 +17,7 @@ from pydantic import (
 )
 
 from jobs import schema
+from jobs.declare.problems import did_you_mean, refuse
 from jobs.processors import PROCESSORS
 from jobs.processors.base import Processor, ProcessorSettings
 from jobs.schema import Array, Kind, Struct
@@ -119,18 +120,16 @@ class Source(Part):
 
     @model_validator(mode="after")
     def _fields_are_declared(self) -> Source:
+        problems = []
         if "new_fields" in self.model_fields_set and not self.infer_schema:
-            raise ValueError("new_fields applies to 'schema: infer'; a declared schema ignores other fields")
+            problems.append("new_fields applies to 'schema: infer'; a declared schema ignores other fields")
         if self.hints and not self.infer_schema:
-            raise ValueError("hints apply to 'schema: infer'; declare the types in the schema instead")
+            problems.append("hints apply to 'schema: infer'; declare the types in the schema instead")
         if not self.infer_schema:
-            for what, path in [
-                ("event time column", self.event_time.column),
-                *(("required field", p) for p in self.required),
-            ]:
-                refused = self.refuse_path(path)
-                if refused:
-                    raise ValueError(f"{what} {path!r} {refused}")
+            column = self.event_time.column  # required too (_event_time_is_required): named once
+            named = [("event time column", column), *(("required field", p) for p in self.required if p != column)]
+            problems += [f"{what} {path!r} {refused}" for what, path in named if (refused := self.refuse_path(path))]
+        refuse(problems)
         return self
 
     @property
@@ -172,7 +171,7 @@ class Source(Part):
                 break
         if inside:
             return f"is inside the array {inside!r}; a path goes through objects only"
-        return "is not in the source schema"
+        return "is not in the source schema" + did_you_mean(path, schema.paths(self.kinds))
 
     def with_recorded_fields(self, fields: dict[str, str]) -> Source:
         source = self.model_copy()
@@ -238,13 +237,14 @@ class Key(Part):
 
 class Window(Part):
     duration_s: Duration = Field(alias="duration")
-    slide_s: Duration = Field(alias="slide")  # not declared: tumbling (the duration)
+    slide_s: Duration = Field(None, alias="slide")  # not declared: tumbling (the duration, filled in below)
 
     @model_validator(mode="before")
     @classmethod
     def _tumbling_by_default(cls, raw: Any) -> Any:
-        if isinstance(raw, dict) and raw.get("slide", raw.get("slide_s")) is None:
-            return {**raw, "slide": raw.get("duration", raw.get("duration_s"))}
+        duration = raw.get("duration", raw.get("duration_s")) if isinstance(raw, dict) else None
+        if duration is not None and raw.get("slide", raw.get("slide_s")) is None:
+            return {**raw, "slide": duration}
         return raw
 
     @model_validator(mode="after")

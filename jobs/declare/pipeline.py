@@ -31,7 +31,8 @@ from jobs.declare.parts import (
     Source,
     Window,
 )
-from jobs.declare.rules import Rule, check_rules
+from jobs.declare.problems import refuse
+from jobs.declare.rules import Rule, rule_problems
 from jobs.schema import spelled, with_type_at
 from jobs.units import ON_ARRIVAL, Duration, FieldPath, Name, Schedule
 
@@ -86,28 +87,36 @@ class PipelineBase(Part):
 
     @model_validator(mode="after")
     def _parts_agree(self) -> PipelineBase:
-        check_rules(self.rules)
+        refuse(self._problems())
+        return self
+
+    def _problems(self) -> list[str]:
+        """Whatever the parts, each valid on its own, say of each other: every problem, in
+        one line each (a pattern adds its own)."""
+        problems = rule_problems(self.rules)
         partition = self.output.partition_by
         if partition is not None and partition != self.partition_column:
             if self.partition_column is None:
-                raise ValueError(f"a {self.pattern} pipeline's output is not partitioned; leave out partition_by")
-            raise ValueError(
-                f"output partition_by may only be '{self.partition_column}' (the UTC date of {self.partition_meaning})"
-            )
+                problems.append(f"a {self.pattern} pipeline's output is not partitioned; leave out partition_by")
+            else:
+                problems.append(
+                    f"output partition_by may only be '{self.partition_column}' "
+                    f"(the UTC date of {self.partition_meaning})"
+                )
         if self.output.format == "delta" and self.retention.output_after_s is not None:
-            raise ValueError(
+            problems.append(
                 "retention.output_after is for a Parquet table's sink log; a Delta table keeps its rows "
                 "(leave it out, and see retention.time_travel)"
             )
         if self.output.format == "parquet" and "time_travel_s" in self.retention.model_fields_set:
-            raise ValueError("retention.time_travel is for a Delta table (output format: delta)")
+            problems.append("retention.time_travel is for a Delta table (output format: delta)")
         if "on_arrival" in self.model_fields_set and self.schedule != ON_ARRIVAL:
-            raise ValueError(f"an on_arrival block is for `schedule: {ON_ARRIVAL}`, not {self.schedule!r}")
+            problems.append(f"an on_arrival block is for `schedule: {ON_ARRIVAL}`, not {self.schedule!r}")
         if self.enrich is not None:
             clashes = [c for c in self.enrich.columns if c in self.source.fields]
             if clashes:
-                raise ValueError(f"enrich columns {clashes} are already event fields; events keep theirs")
-        return self
+                problems.append(f"enrich columns {clashes} are already event fields; events keep theirs")
+        return problems
 
     def named_fields(self) -> dict[str, list[str]]:
         """The event fields (or paths) the declaration names, by what it names them as."""
@@ -131,16 +140,8 @@ class PipelineBase(Part):
             if path not in added and (why := self.source.refuse_path(path))
         ]
 
-    def _check_named_fields(self) -> None:
-        """Every field the declaration names exists. An inferred schema is not known yet:
-        the first run checks the names against it (jobs/flow/source.py)."""
-        refused = self.refused_fields()
-        if refused:
-            raise ValueError(refused[0])
-
-    def _require_watermark(self) -> None:
-        if self.watermark_s is None:
-            raise ValueError(WATERMARK_NEEDED)
+    def _watermark_needed(self) -> list[str]:
+        return [WATERMARK_NEEDED] if self.watermark_s is None else []
 
 
 def _refuse(raw: Any, settings: tuple[str, ...], why: str) -> Any:
@@ -179,19 +180,20 @@ class WindowPipeline(PipelineBase):
             "deduplicate field": list(self.deduplicate),
         }
 
-    @model_validator(mode="after")
-    def _windows_add_up(self) -> WindowPipeline:
-        self._require_watermark()
-        self._check_named_fields()
-        for column in self.deduplicate:
-            if column not in self.source.required:
-                raise ValueError(f"deduplicate field {column!r} must be a required source field")
+    def _problems(self) -> list[str]:
+        # Every field named exists (an inferred schema: checked by the first run, jobs/flow/source.py).
+        problems = [*super()._problems(), *self._watermark_needed(), *self.refused_fields()]
+        problems += [
+            f"deduplicate field {column!r} must be a required source field"
+            for column in self.deduplicate
+            if column not in self.source.required and not self.source.refuse_path(column)
+        ]
         if not self.aggregates:
-            raise ValueError("declare at least one aggregate")
+            problems.append("declare at least one aggregate")
         columns = ["window_start", "window_end", *(k.name for k in self.keys), *(a.name for a in self.aggregates)]
         if len(set(columns)) != len(columns):
-            raise ValueError(f"output column names collide: {columns}")
-        return self
+            problems.append(f"output column names collide: {columns}")
+        return problems
 
 
 class ProcessPipeline(PipelineBase):
@@ -211,14 +213,13 @@ class ProcessPipeline(PipelineBase):
         keys = [k.path for k in self.keys]
         return super().named_fields() | {"key": keys, f"processor {self.process.processor} input": reads}
 
-    @model_validator(mode="after")
-    def _processor_can_run(self) -> ProcessPipeline:
+    def _problems(self) -> list[str]:
+        problems = super()._problems()
         if not self.keys:
-            raise ValueError("a process needs 'keys': the processor keeps state per key")
+            problems.append("a process needs 'keys': the processor keeps state per key")
         if self.process.definition.event_time_timeout:
-            self._require_watermark()
-        self._check_named_fields()
-        return self
+            problems += self._watermark_needed()
+        return problems + self.refused_fields()
 
 
 class JoinPipeline(PipelineBase):
@@ -235,43 +236,51 @@ class JoinPipeline(PipelineBase):
         why = "does not apply: a join writes the joined events; leave out keys, deduplicate and enrich"
         return _refuse(raw, ("keys", "deduplicate", "enrich"), why)
 
-    @model_validator(mode="after")
-    def _sides_match(self) -> JoinPipeline:
-        left, right, key = self.source, self.join.source, self.join.key
-        self._require_watermark()
+    def _problems(self) -> list[str]:
+        problems = [*super()._problems(), *self._watermark_needed()]
+        left, right = self.source, self.join.source
         if left.infer_schema or right.infer_schema:
-            raise ValueError("both sides of a join need a declared schema")
+            return [*problems, "both sides of a join need a declared schema"]
         if not left.name or not right.name or left.name == right.name:
-            raise ValueError("give each source of a join a different 'name': its folder under the landing location")
-        for side in (left, right):
-            refused = side.refuse_path(key)
-            if refused:
-                raise ValueError(f"join key {key!r} {refused.replace('the source', f'the {side.name}')}")
+            problems.append("give each source of a join a different 'name': its folder under the landing location")
+        key_problems = self._key_problems()
+        shared = sorted((set(left.fields) & set(right.fields)) - {self.join.key.split(".")[0]})
+        if shared and not key_problems:  # with a key in neither, every field the sides share is named
+            problems.append(f"fields {shared} are in both sources; the output keeps one column per name")
+        problems += key_problems
+        problems += [
+            f"rule {rule.name!r} reads {list(rule.fields)}, which are not all fields of {left.name} "
+            f"or all of {right.name}; a rule reads one source's records"
+            for rule in self.rules
+            if not any(self._reads_only(rule, side) for side in (left, right))
+        ]
+        return problems
+
+    def _key_problems(self) -> list[str]:
+        left, right, key = self.source, self.join.source, self.join.key
+        refused = [
+            f"join key {key!r} {why.replace('the source', f'the {side.name}')}"
+            for side in (left, right)
+            if (why := side.refuse_path(key))
+        ]
+        if refused:
+            return refused
         left_kind, right_kind = (spelled(side.kind_at(key)) for side in (left, right))
         if left_kind != right_kind:
-            raise ValueError(
+            return [
                 f"join key {key!r} is a {left_kind} in {left.name} and a {right_kind} in {right.name}; "
                 "declare it with one type on both sides"
-            )
+            ]
         # The output keeps the left side's key; the right's field holding it is left out,
         # so it may hold nothing else.
         root = key.split(".")[0]
         only_the_key = with_type_at({}, key, right.kind_at(key))[root]
         if spelled(right.kinds[root]) != spelled(only_the_key):
-            raise ValueError(
+            return [
                 f"join key {key!r}: the output leaves out {right.name}'s field {root!r}, which holds the key "
                 f"and more ({spelled(right.kinds[root])}); declare only the key under it"
-            )
-        shared = sorted((set(left.fields) & set(right.fields)) - {root})
-        if shared:
-            raise ValueError(f"fields {shared} are in both sources; the output keeps one column per name")
-        for rule in self.rules:
-            if not any(self._reads_only(rule, side) for side in (left, right)):
-                raise ValueError(
-                    f"rule {rule.name!r} reads {list(rule.fields)}, which are not all fields of {left.name} "
-                    f"or all of {right.name}; a rule reads one source's records"
-                )
-        return self
+            ]
+        return []
 
     @staticmethod
     def _reads_only(rule: Rule, source: Source) -> bool:
@@ -290,10 +299,8 @@ class EventsPipeline(PipelineBase):
         why = "needs a 'window'; without one, each usable event is written"
         return _refuse(raw, ("keys", "aggregates", "deduplicate"), why)
 
-    @model_validator(mode="after")
-    def _fields_exist(self) -> EventsPipeline:
-        self._check_named_fields()
-        return self
+    def _problems(self) -> list[str]:
+        return [*super()._problems(), *self.refused_fields()]
 
 
 def declared_pattern(raw: Any) -> str | None:

@@ -20,11 +20,12 @@ from importlib import resources
 from typing import Literal
 
 import sqlglot
-from pydantic import field_validator
+from pydantic import field_validator, model_validator
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from jobs.declare.parts import Part
+from jobs.declare.problems import did_you_mean
 from jobs.units import Name
 
 ACTIONS = ("warn", "quarantine", "fail")
@@ -49,6 +50,11 @@ class Rule(Part):
     @classmethod
     def _stripped(cls, value: str) -> str:
         return value.strip()
+
+    @model_validator(mode="after")
+    def _reads_one_record(self) -> Rule:
+        fields_read(self.check)  # checked by each rule, so that every bad one is reported at once
+        return self
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -80,7 +86,8 @@ def fields_read(check: str) -> tuple[str, ...]:
     for function in tree.find_all(exp.Func):
         name = (function.name if isinstance(function, exp.Anonymous) else function.sql_name()).lower()
         if isinstance(function, exp.Anonymous) and name not in spark_functions():
-            raise ValueError(f"check {check!r} calls {name}(), which is not a Spark SQL function")
+            close = did_you_mean(name, spark_functions())
+            raise ValueError(f"check {check!r} calls {name}(), which is not a Spark SQL function{close}")
         if name in _UNSTABLE:
             raise ValueError(f"check {check!r} calls {name}(), which answers differently when a batch is read again")
     paths = [_path(column) for column in tree.find_all(exp.Column) if column.name]
@@ -105,16 +112,12 @@ def _path(column: exp.Column) -> str:
     return ".".join(parts)
 
 
-def check_rules(rules: tuple[Rule, ...]) -> None:
-    """Each check is one expression over a record; names are unique; not more than MAX_RULES."""
-    for rule in rules:
-        try:
-            fields_read(rule.check)
-        except ValueError as error:
-            raise ValueError(f"rule {rule.name!r}: {error}") from None
-    if len(rules) > MAX_RULES:
-        raise ValueError(f"{len(rules)} rules; a pipeline has at most {MAX_RULES}")
+def rule_problems(rules: tuple[Rule, ...]) -> list[str]:
+    """What the rules say of each other (each rule checks its own expression): names are
+    unique, and not more than MAX_RULES."""
+    problems = [f"{len(rules)} rules; a pipeline has at most {MAX_RULES}"] if len(rules) > MAX_RULES else []
     names = [rule.name for rule in rules]
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
-        raise ValueError(f"rule names {repeated} are used more than once; a rule's name is its count's name")
+        problems.append(f"rule names {repeated} are used more than once; a rule's name is its count's name")
+    return problems

@@ -18,6 +18,7 @@ from pydantic import ConfigDict, Field, ValidationError, ValidationInfo, field_v
 from jobs.declare import DeclarationError, PipelineBase
 from jobs.declare.load import describe
 from jobs.declare.parts import Part
+from jobs.declare.problems import did_you_mean, refuse
 from jobs.flow.patterns import pattern_of
 from jobs.settings import settings
 
@@ -64,9 +65,9 @@ class Expectation(Part):
             raise ValueError("column_list needs two or more columns; for one, use column: and a column_ expectation")
         columns = (info.context or {}).get("columns")
         missing = [c for c in self.columns if columns is not None and c not in columns]
-        if missing:
-            table = (info.context or {}).get("table")
-            raise ValueError(f"column {missing[0]!r} is not in table {table} ({', '.join(sorted(columns))})")
+        table = (info.context or {}).get("table")
+        listed = ", ".join(sorted(columns or ()))
+        refuse([f"column {c!r} is not in table {table} ({listed}){did_you_mean(c, columns)}" for c in missing])
         return self
 
     @property
@@ -134,8 +135,7 @@ class Suite(Part):
     def _each_check_once(self) -> Suite:
         names = [e.check_name for e in self.expectations]
         repeated = sorted({n for n in names if names.count(n) > 1})
-        if repeated:
-            raise ValueError(f"{repeated[0]} is declared twice; merge the two")
+        refuse([f"{name} is declared twice; merge the two" for name in repeated])
         return self
 
 
@@ -151,7 +151,7 @@ def parse_suite(raw: Any, pipeline: PipelineBase, where: str = "suite") -> Suite
     try:
         return Suite.model_validate(raw, context=context)
     except ValidationError as error:
-        raise DeclarationError(describe(error, where)) from None
+        raise DeclarationError(describe(error.errors(), where, Suite, raw)) from None
 
 
 def load_suite(pipeline: PipelineBase, directory: Traversable | None = None) -> Suite:

@@ -84,12 +84,12 @@ def test_durations(text, seconds):
         ("output.partition_by", "user_id", "may only be 'window_date'"),
         ("name", "Bad Name", "lower-case letters"),
         ("watermark", None, "missing 'watermark'"),
-        ("colour", "blue", "unknown setting(s) ['colour']"),
+        ("colour", "blue", "unknown setting 'colour'"),
         ("aggregates", [{"name": "user_id", "function": "count"}], "collide"),
         ("airflow", {"retries": -1}, "retries must be a whole number"),
         ("airflow", {"retries": True}, "retries must be a whole number"),
         ("airflow", {"timeout": "forever"}, "not a duration"),
-        ("airflow", {"pool": "x"}, "unknown setting(s) ['pool']"),
+        ("airflow", {"pool": "x"}, "unknown setting 'pool'"),
         ("deduplicate", ["amount"], "must be a required source field"),
         ("deduplicate", "user_id", "is a list of source fields"),
         ("source.new_fields", "rescue", "applies to 'schema: infer'"),
@@ -110,7 +110,7 @@ def test_durations(text, seconds):
         ("retention", {"landed": "purge"}, "'keep', 'delete' or 'archive'"),
         ("retention", {"landed": "delete", "landed_after": "soon"}, "not a duration"),
         ("retention", {"output_after": 0}, "longer than zero"),
-        ("retention", {"archive_to": "/x"}, "unknown setting(s) ['archive_to']"),
+        ("retention", {"archive_to": "/x"}, "unknown setting 'archive_to'"),
         ("source.event_time", {"column": "ts", "max_future": "soon"}, "not a duration"),
         ("source.max_depth", 0, "greater than or equal to 1"),
         ("source.max_depth", 100_000, "less than or equal to 500"),
@@ -246,7 +246,7 @@ PROCESS = {
         ({"processor": "rack_stats"}, "process 'rack_stats' is not one of 'rack_status', 'spending_sessions'"),
         (
             {"processor": "rack_status", "settings": {"column": "t", "treshold": 9}},
-            r"settings: unknown setting\(s\) \['treshold'\]",
+            r"process settings: unknown setting 'treshold' \(did you mean 'threshold'\?\)",
         ),
         (
             {"processor": "rack_status", "settings": {"column": "t", "readings": 0}},
@@ -444,3 +444,106 @@ def test_nested_declaration_errors_name_the_path_in_the_user_s_words(path, value
     said = str(refused.value)
     assert message in said
     assert not any(word in said for word in ("function-after", "dict[", "[key]", "literal[", "union[")), said
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        ("watermak", "5 minutes", "pipeline 'demo_counts': unknown setting 'watermak' (did you mean 'watermark'?)"),
+        ("window", {"duraton": "1 minute"}, "window: unknown setting 'duraton' (did you mean 'duration'?)"),
+        ("airflow", {"retires": 3}, "airflow: unknown setting 'retires' (did you mean 'retries'?)"),
+        ("source.requried", ["user_id"], "source: unknown setting 'requried' (did you mean 'required'?)"),
+        ("keys", ["user"], "pipeline 'demo_counts': key 'user' is not in the source schema (did you mean 'user_id'?)"),
+        (
+            "aggregates",
+            [{"name": "total", "function": "sum", "column": "amont"}],
+            "aggregate column 'amont' is not in the source schema (did you mean 'amount'?)",
+        ),
+        (
+            "source.event_time",
+            {"column": "tss"},
+            "source: event time column 'tss' is not in the source schema (did you mean 'ts'?)",
+        ),
+        (
+            "aggregates",
+            [{"name": "n", "function": "cout"}],
+            "pipeline 'demo_counts' aggregate 'n' function 'cout' is not one of 'count', 'sum', 'avg', 'min' or "
+            "'max' (did you mean 'count'?)",
+        ),
+        (
+            "pattern",
+            "windw",
+            "pipeline 'demo_counts' pattern 'windw' is not one of 'window', 'process', 'join', 'events' "
+            "(did you mean 'window'?)",
+        ),
+        ("colour", "blue", "pipeline 'demo_counts': unknown setting 'colour'"),  # spelt like nothing: no guess
+    ],
+)
+def test_a_misspelt_setting_field_or_value_says_the_one_it_is_spelt_like(path, value, message):
+    with pytest.raises(declare.DeclarationError) as refused:
+        declare.from_mapping(with_change(path, value))
+    assert message in str(refused.value)
+    assert "did you mean" not in str(refused.value).replace(message, "")  # no guess for anything else
+
+
+def test_a_misspelt_nested_path_says_the_path_it_is_spelt_like():
+    with pytest.raises(declare.DeclarationError) as refused:
+        declare.from_mapping(nested_with("keys", ["type", "repo.nam"]))
+    assert str(refused.value) == (
+        "pipeline 'activity': key 'repo.nam' is not in the source schema (did you mean 'repo.name'?)"
+    )
+
+
+def test_every_problem_across_parts_is_reported_at_once():
+    """Checks across parts (names against the schema, the output's partition): before, the
+    first problem alone."""
+    raw = with_change("keys", ["user"])
+    raw["aggregates"][0]["column"] = "amont"
+    raw["output"]["partition_by"] = "event_date"
+    raw["rules"] = [{"name": "positive", "check": "amout > 0", "on_violation": "warn"}]
+    with pytest.raises(declare.DeclarationError) as refused:
+        declare.from_mapping(raw)
+    assert str(refused.value).split("; ") == [
+        "pipeline 'demo_counts': output partition_by may only be 'window_date' (the UTC date of window_start)",
+        "pipeline 'demo_counts': rule 'positive' field 'amout' is not in the source schema (did you mean 'amount'?)",
+        "pipeline 'demo_counts': key 'user' is not in the source schema (did you mean 'user_id'?)",
+        "pipeline 'demo_counts': aggregate column 'amont' is not in the source schema (did you mean 'amount'?)",
+    ]
+
+
+def test_the_checks_across_parts_are_reported_with_an_unknown_setting_and_a_bad_list_item():
+    raw = with_change("keys", ["user"])
+    raw["watermak"] = raw.pop("watermark")
+    raw["aggregates"] = [*raw["aggregates"], {"name": "m", "function": "median", "column": "amount"}]
+    with pytest.raises(declare.DeclarationError) as refused:
+        declare.from_mapping(raw)
+    assert str(refused.value).split("; ") == [
+        "pipeline 'demo_counts': unknown setting 'watermak' (did you mean 'watermark'?)",
+        "pipeline 'demo_counts' aggregate 'm' function 'median' is not one of 'count', 'sum', 'avg', 'min' or 'max'",
+        "pipeline 'demo_counts': missing 'watermark' (windows, deduplication, joins and timeouts keep state "
+        "until it passes)",
+        "pipeline 'demo_counts': key 'user' is not in the source schema (did you mean 'user_id'?)",
+    ]
+
+
+def test_an_unknown_pipeline_says_the_declared_one_it_is_spelt_like():
+    with pytest.raises(declare.DeclarationError) as refused:
+        declare.load("clikstream")
+    assert str(refused.value).startswith("unknown pipeline 'clikstream' (did you mean 'clickstream'?); declared")
+
+
+def test_every_declaration_that_does_not_load_is_named_at_once(tmp_path, monkeypatch, capsys):
+    """`list` (and every command that loads all declarations) names each broken one, with
+    each of its problems, in its one error line and exit code."""
+    from jobs.cli import main
+    from tests.helpers import declaration_copy
+
+    folder = declaration_copy(tmp_path, "clickstream", watermak="5 minutes")
+    declaration_copy(folder, "device_steps", keys=["user"])
+    declaration_copy(folder, "rack_temperatures")
+    monkeypatch.setenv("JOBS_PIPELINES_DIR", str(folder))
+    assert main(["list"]) == 2
+    assert capsys.readouterr().err == (
+        "error: pipeline 'clickstream': unknown setting 'watermak' (did you mean 'watermark'?); "
+        "pipeline 'device_steps': key 'user' is not in the source schema (did you mean 'user_id'?)\n"
+    )

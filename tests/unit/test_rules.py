@@ -40,8 +40,8 @@ def test_a_rule_reads_the_fields_and_paths_it_names():
         ([rule("rand() > 0.5")], "calls rand(), which answers differently when a batch is read again"),
         ([rule("amont_ok(amount)")], "calls amont_ok(), which is not a Spark SQL function"),
         ([rule("1 = 1")], "reads no field"),
-        ([rule("amount > 0", "drop")], "rules #1 on_violation 'drop' is not one of 'warn', 'quarantine' or 'fail'"),
-        ([{"name": "r", "check": "amount > 0"}], "rules #1: missing 'on_violation'"),
+        ([rule("amount > 0", "drop")], "rule 'r' on_violation 'drop' is not one of 'warn', 'quarantine' or 'fail'"),
+        ([{"name": "r", "check": "amount > 0"}], "rule 'r': missing 'on_violation'"),
         ([rule("amount > 0"), rule("amount < 9")], "rule names ['r'] are used more than once"),
         ([rule("amount > 0", name=f"r{n}") for n in range(MAX_RULES + 1)], f"a pipeline has at most {MAX_RULES}"),
     ],
@@ -51,6 +51,27 @@ def test_a_bad_rule_is_refused_on_load_in_one_line_naming_it(rules, message):
         declare.from_mapping(with_rules(*rules))
     assert message in str(error.value)
     assert "\n" not in str(error.value).strip()
+
+
+def test_every_bad_rule_is_reported_at_once_with_the_name_it_is_spelt_like():
+    """Before, the first bad rule alone, and no guess."""
+    rules = [
+        rule("amout > 0", name="positive"),
+        rule("lenght(user_id) > 2", name="long_id"),
+        rule("amount < 100", "drop", name="small"),
+        rule("user_di LIKE 'u%'", name="user_prefix"),
+        rule("amount IS NOT NULL", name="present"),
+    ]
+    with pytest.raises(declare.DeclarationError) as error:
+        declare.from_mapping(with_rules(*rules))
+    assert str(error.value).split("; ") == [
+        "pipeline 'demo_counts' rule 'long_id': check 'lenght(user_id) > 2' calls lenght(), which is not a Spark "
+        "SQL function (did you mean 'length'?)",
+        "pipeline 'demo_counts' rule 'small' on_violation 'drop' is not one of 'warn', 'quarantine' or 'fail'",
+        "pipeline 'demo_counts': rule 'positive' field 'amout' is not in the source schema (did you mean 'amount'?)",
+        "pipeline 'demo_counts': rule 'user_prefix' field 'user_di' is not in the source schema "
+        "(did you mean 'user_id'?)",
+    ]
 
 
 def test_a_join_rule_reads_one_side_and_one_on_the_key_is_on_both():

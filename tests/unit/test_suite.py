@@ -49,7 +49,10 @@ def _raw() -> dict:
         (lambda r: r["expectations"].append(dict(r["expectations"][0])), "declared twice"),
         (lambda r: r["expectations"][6].update(when="always"), "when 'always': use one of run_had_input"),
         (lambda r: r["run_checks"].update(quarantine_share={"max": 5}), "a share between 0 and 1"),
-        (lambda r: r["run_checks"].update(row_balance={}), r"run_checks: unknown setting\(s\) \['row_balance'\]"),
+        (
+            lambda r: r["run_checks"].update(row_balance={}),
+            r"run_checks: unknown setting 'row_balance' \(did you mean 'rows_balance'\?\)",
+        ),
         (lambda r: r["expectations"].append({"column": "user_id"}), "expectations #8: needs 'expect'"),
     ],
 )
@@ -58,6 +61,20 @@ def test_broken_suites_are_refused_with_the_reason(clickstream, change, message)
     change(raw)
     with pytest.raises(declare.DeclarationError, match=message if "\\" in message else _literal(message)):
         parse_suite(raw, clickstream)
+
+
+def test_a_misspelt_column_in_a_suite_says_the_column_it_is_spelt_like(clickstream):
+    raw = _raw()
+    raw["expectations"][2]["column"] = "userid"
+    raw["expectations"][4]["column"] = "event_cnt"
+    with pytest.raises(declare.DeclarationError) as refused:
+        parse_suite(raw, clickstream)
+    columns = "(event_count, user_id, window_date, window_end, window_length_s, window_start)"
+    assert str(refused.value).split("; ") == [
+        f"suite expectations #3: column 'userid' is not in table clickstream {columns} (did you mean 'user_id'?)",
+        f"suite expectations #5: column 'event_cnt' is not in table clickstream {columns} "
+        "(did you mean 'event_count'?)",
+    ]
 
 
 def _literal(message: str) -> str:
