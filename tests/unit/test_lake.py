@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from datetime import date
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -84,6 +85,52 @@ def test_landing_gives_each_file_its_own_modification_time(tmp_path):
     landed = land_files([str(s) for s in sources], str(tmp_path / "landing"))
     times_ms = [os.stat(path).st_mtime_ns // 10**6 for path in landed]
     assert times_ms == sorted(set(times_ms)) and len(times_ms) == 5
+
+
+@pytest.fixture
+def two_declared(tmp_path, monkeypatch) -> Path:
+    """A root whose declarations are clickstream and the join ad_clicks; a file to land."""
+    from tests.helpers import declaration_copy
+
+    folder = declaration_copy(tmp_path / "pipelines", "clickstream")
+    declaration_copy(folder, "ad_clicks")
+    monkeypatch.setenv("JOBS_PIPELINES_DIR", str(folder))
+    (tmp_path / "e.json").write_text("{}\n")
+    return tmp_path / "root"
+
+
+def test_land_refuses_a_folder_no_declared_pipeline_reads_and_names_those_they_read(two_declared, capsys):
+    from jobs.cli import main
+
+    typo = two_declared / "landing" / "clikstream"
+    assert main(["land", str(two_declared.parent / "e.json"), "--to", str(typo), "--root", str(two_declared)]) == 2
+    landing = two_declared / "landing"
+    assert capsys.readouterr().err == (
+        f"error: no declared pipeline reads {typo} (did you mean 'clickstream'?); the declared pipelines read, "
+        f"under {landing}: ad_clicks/clicks, ad_clicks/impressions, clickstream. Land into one of those (or a "
+        "folder inside one), give the --root they are under, or --force to land there anyway\n"
+    )
+    assert not landing.exists()  # nothing landed
+
+
+@pytest.mark.parametrize("to", ["clickstream", "clickstream/dt=2023-07-30", "ad_clicks/clicks"])
+def test_land_lands_where_a_declared_pipeline_reads(two_declared, capsys, to):
+    from jobs.cli import main
+
+    folder = two_declared / "landing" / to
+    assert main(["land", str(two_declared.parent / "e.json"), "--to", str(folder), "--root", str(two_declared)]) == 0
+    assert capsys.readouterr().out == f"{folder / 'e.json'}\n"
+    assert (folder / "e.json").read_text() == "{}\n"
+
+
+def test_land_with_force_lands_where_no_declared_pipeline_reads(two_declared, capsys):
+    from jobs.cli import main
+
+    join_folder = two_declared / "landing" / "ad_clicks"  # its sources land in folders of their own
+    args = ["land", str(two_declared.parent / "e.json"), "--to", str(join_folder), "--root", str(two_declared)]
+    assert main(args) == 2
+    assert main([*args, "--force"]) == 0
+    assert [p.name for p in join_folder.iterdir()] == ["e.json"]
 
 
 def _write_to_a_full_disk() -> str:
