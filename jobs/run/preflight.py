@@ -29,17 +29,28 @@ def checkpoint_contract(pipeline: PipelineBase, locations: Locations) -> dict[st
 
 
 def before_spark(pipeline: PipelineBase, locations: Locations) -> None:
-    """Before Spark starts, so that a refused run changes nothing: the declaration still
-    describes the checkpoint's query, and the landing exists."""
+    """Before Spark starts, so that a refused run changes nothing: the landing exists, and
+    the declaration still describes the checkpoint's query. The landing first: the contract
+    names it too, and a landing that is not there is a wrong path, not a changed pipeline."""
+    ledger = Ledger(locations.ledger)
+    if not fs.listable(locations.landing):
+        raise StorageError(_no_landing(pipeline, locations, ledger))
     checkpoint_log = CheckpointLog.of(locations)
     contract = checkpoint_contract(pipeline, locations)
-    check_contract(pipeline.name, contract, Ledger(locations.ledger), checkpoint_log, locations.quarantine)
-    if not fs.listable(locations.landing):
-        raise StorageError(
-            f"landing location {locations.landing} does not exist; land files there first "
-            f"(python -m jobs land FILE... --to {locations.landing}) or pass --landing"
-        )
+    check_contract(pipeline.name, contract, ledger, checkpoint_log, locations.quarantine)
     run_log(pipeline.name).info("  preflight: the declaration matches checkpoint %s", locations.checkpoint)
+
+
+def _no_landing(pipeline: PipelineBase, locations: Locations, ledger: Ledger) -> str:
+    """Why a run cannot read its landing, and the landing its checkpoint reads if that is another."""
+    missing = f"landing location {locations.landing} does not exist"
+    read = (ledger.recorded_contract() or {}).get("landing")
+    if read and read != locations.landing:
+        return f"{missing}; checkpoint {locations.checkpoint} reads landing {read}: run with --landing {read}"
+    # `land` lands only where a declared pipeline reads under its --root: a landing of another layout needs --force.
+    root, _, name = locations.landing.rpartition("/landing/")
+    where = f"--root {root}" if name == pipeline.name else "--force"
+    return f"{missing}; land files there first (python -m jobs land FILE... --to {locations.landing} {where}) or pass --landing"
 
 
 def _infer_schema(spark: SparkSession, pipeline: PipelineBase, ledger: Ledger, listed: str) -> None:

@@ -10,15 +10,19 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from jobs.accounting.checkpoint import CheckpointLog
+from jobs.accounting.ledger import Ledger
 from jobs.declare.parts import Window
 from jobs.lake.layout import Locations
 from jobs.lake.locks import AlreadyRunning, CheckpointLock
-from jobs.request import Trigger
+from jobs.request import RunRequest, Trigger
+from jobs.run import runner
+from jobs.run.preflight import checkpoint_contract
 from jobs.run.runner import RunRefused
 from tests.helpers import REPO, event, land, run_pipeline
 
@@ -92,6 +96,37 @@ def test_a_missing_landing_location_is_refused(spark, clickstream, locations):
     with pytest.raises(RunRefused) as error:
         run_pipeline(spark, clickstream, locations)
     assert f"landing location {locations.landing} does not exist" in str(error.value)
+
+
+def test_a_landing_that_does_not_exist_is_said_so_not_as_a_change_to_rebuild(clickstream, locations, root):
+    """A checkpoint started on its landing, then a run given a --landing that is not there:
+    before, refused as a declaration change (`landing: A -> B`) to rebuild. Refused before
+    Spark starts (`start_spark` off too, so no session can start here), changing nothing."""
+    land(locations.landing, FIRST)
+    Ledger(locations.ledger).record_contract(checkpoint_contract(clickstream, locations))  # as its first run did
+    recorded = Path(locations.ledger, "declaration.json").read_text()
+    typo = replace(locations, landing=str(root / "landing" / "clickstreem"))
+
+    with pytest.raises(RunRefused) as refused:
+        runner.run(clickstream, RunRequest(clickstream.name, typo, start_spark=False))
+
+    said = str(refused.value)
+    assert said.startswith(f"landing location {typo.landing} does not exist; ")
+    assert f"reads landing {locations.landing}: run with --landing {locations.landing}" in said
+    assert "changed since" not in said and "rebuild" not in said
+    assert Path(locations.ledger, "declaration.json").read_text() == recorded
+    assert not Path(typo.landing).exists()
+    report = json.loads(next(Path(locations.runs).glob("*.json")).read_text())
+    assert (report["status"], report["error"]) == ("refused", said)
+
+
+def test_a_first_run_without_its_landing_gives_the_land_command_that_lands_there(clickstream, locations, root):
+    with pytest.raises(RunRefused) as refused:
+        runner.run(clickstream, RunRequest(clickstream.name, locations, start_spark=False))
+    assert str(refused.value) == (
+        f"landing location {root}/landing/clickstream does not exist; land files there first (python -m jobs "
+        f"land FILE... --to {root}/landing/clickstream --root {root}) or pass --landing"
+    )
 
 
 # A run's process that took the lock and started its query's JVM (here a stand-in process).
