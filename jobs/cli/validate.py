@@ -30,7 +30,7 @@ def add_parser(commands) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from jobs.run.report import has_committed_batches, load_reports
-    from jobs.session import check_java, spark_for
+    from jobs.session import check_java
     from jobs.validate.gx import ValidationError
     from jobs.validate.result import result_uri
     from jobs.validate.validation import latest_report, validate_run, validate_table
@@ -44,11 +44,11 @@ def handle(args: argparse.Namespace) -> int:
         if args.all and not has_committed_batches(load_reports(locations.runs)):
             # Checked before Spark starts: the data quality DAG asks this of every pipeline.
             raise ValidationError(f"nothing to validate yet: {pipeline.name} has committed no batch")
-        spark = spark_for(locations, f"jobs-validate-{pipeline.name}", table_format=pipeline.output.format)
+        # Spark starts only for an output too large for the pandas engine (jobs/validate/small_table.py).
         if report is None:
-            result = validate_table(spark, pipeline, locations, suite)
+            result = validate_table(None, pipeline, locations, suite)
         else:
-            result = validate_run(spark, pipeline, locations, report, suite)
+            result = validate_run(None, pipeline, locations, report, suite)
     except ValidationError as error:
         return fail(ExitCode.REFUSED, str(error))
     print(f"  results: {result_uri(locations.runs, result.validation_id)}")

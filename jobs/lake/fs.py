@@ -37,6 +37,11 @@ def _resolve(uri: str) -> tuple[pafs.FileSystem, str]:
     return _LOCAL, str(local_path(uri))
 
 
+def filesystem_of(uri: str) -> tuple[pafs.FileSystem, str]:
+    """The pyarrow filesystem of a location and its path there (for pyarrow's readers)."""
+    return _resolve(uri)
+
+
 @contextlib.contextmanager
 def _errors(uri: str) -> Iterator[None]:
     """OS and S3 errors as one line that names the location and the cause."""

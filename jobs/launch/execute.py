@@ -66,6 +66,10 @@ def finished(
 ) -> Finished:
     """The run, then its validation; how it finished, whatever ended it."""
     name = request.pipeline
+    if request.validate:
+        from jobs.validate.gx import import_in_background
+
+        import_in_background()
     try:
         pipeline = pipeline or declare.load(name)
         refused = _quarantine_first(pipeline, request)
@@ -108,13 +112,6 @@ def _validated(pipeline: PipelineBase, request: RunRequest, ended: Finished, spa
     from jobs.validate.suite import load_suite
     from jobs.validate.validation import validate_run
 
-    report = ended.report
-    if report.batch_ids and spark is None:
-        from jobs.session import spark_for
-
-        spark = spark_for(request.locations, f"jobs-{pipeline.name}", table_format=pipeline.output.format)
-    with _validating:
-        result = validate_run(
-            spark if report.batch_ids else None, pipeline, request.locations, report, load_suite(pipeline)
-        )
+    with _validating:  # Spark is started only for an output too large for the pandas engine
+        result = validate_run(spark, pipeline, request.locations, ended.report, load_suite(pipeline))
     return ended.validated(result.status)

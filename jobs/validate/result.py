@@ -34,6 +34,7 @@ class ValidationResult(BaseModel):
     duration_s: float = 0.0
     files_validated: int = 0
     rows_validated: int = 0
+    engine: str | None = None  # pandas (a small output, no Spark job) or spark; None: no batch to read
     checks: list[CheckResult] = Field(default_factory=list)
     data_docs_page: str | None = None  # relative to <reports>/data_docs
 
@@ -56,7 +57,7 @@ class ValidationResult(BaseModel):
         if all(c.success is None for c in self.checks if c.source == "great_expectations"):
             scope = "no batch ran: only the run report was checked"
         else:
-            scope = f"{self.rows_validated} rows in {self.files_validated} files"
+            scope = f"{self.rows_validated} rows in {self.files_validated} files ({self.engine})"
         lines = [
             f"{self.pipeline} validation of {what}: {self.status.upper()} "
             f"({passed}/{ran} checks passed, {scope}, {self.duration_s}s)"

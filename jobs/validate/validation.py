@@ -14,6 +14,7 @@ import logging
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -27,12 +28,17 @@ from jobs.flow.sink import read_committed
 from jobs.lake import fs
 from jobs.lake.layout import Locations, is_s3, join, local_path
 from jobs.run.report import RunReport, load_reports
+from jobs.session import spark_for
 from jobs.units import ID_TIME
 from jobs.validate import gx
 from jobs.validate.gx import ValidationError
 from jobs.validate.result import ValidationResult, save_result
 from jobs.validate.run_checks import run_report_checks
+from jobs.validate.small_table import small_table
 from jobs.validate.suite import Suite, load_suite
+
+if TYPE_CHECKING:
+    import pandas
 
 log = logging.getLogger(__name__)
 
@@ -45,11 +51,14 @@ def site_folder(locations: Locations) -> Path:
     return local_path(join(locations.reports, "data_docs"))
 
 
-def with_window_length(table: DataFrame) -> DataFrame:
-    """Adds window_length_s = window_end - window_start, in seconds (windowed tables)."""
+def with_window_length(table: DataFrame | pandas.DataFrame) -> DataFrame | pandas.DataFrame:
+    """Adds window_length_s = window_end - window_start, in whole seconds (windowed tables)."""
     if "window_end" not in table.columns:
         return table
-    return table.withColumn("window_length_s", F.unix_timestamp("window_end") - F.unix_timestamp("window_start"))
+    if isinstance(table, DataFrame):
+        return table.withColumn("window_length_s", F.unix_timestamp("window_end") - F.unix_timestamp("window_start"))
+    seconds = (table["window_end"] - table["window_start"]).dt.total_seconds()
+    return table.assign(window_length_s=seconds.floordiv(1).astype("Int64"))
 
 
 def committed_table(
@@ -91,21 +100,24 @@ def _validate(
         # No batch ran (no new files): nothing was written, and there is nothing to ask GX.
         result.checks = gx.skipped(list(suite.expectations), "the run processed no batch")
     else:
-        table = committed_table(spark, pipeline, locations, files).transform(with_window_length)
-        result.files_validated = len(table.inputFiles())
-        # Small tables: a handful of shuffle partitions, not Spark's 200, for the uniqueness checks.
-        shuffle_partitions = spark.conf.get("spark.sql.shuffle.partitions")
-        spark.conf.set("spark.sql.shuffle.partitions", str(pipeline.state_partitions))
-        table = table.cache()
-        try:
-            result.rows_validated = table.count()
-            had_input = sum(r.input_rows for r in reports) > 0
+        had_input = sum(r.input_rows for r in reports) > 0
+        small = small_table(pipeline, CheckpointLog.of(locations), files)
+        if small is not None:  # Great Expectations' pandas engine: no Spark job
+            table, result.files_validated = small
+            result.engine, result.rows_validated = "pandas", len(table)
             result.checks, result.data_docs_page = gx.run_checkpoint(
-                table, pipeline.name, suite, locations.quality, site_folder(locations), run_name, had_input
+                with_window_length(table),
+                pipeline.name,
+                suite,
+                locations.quality,
+                site_folder(locations),
+                run_name,
+                had_input,
             )
-        finally:
-            table.unpersist()
-            spark.conf.set("spark.sql.shuffle.partitions", shuffle_partitions)
+        else:
+            result.engine = "spark"
+            spark = spark or spark_for(locations, f"jobs-validate-{pipeline.name}", table_format=pipeline.output.format)
+            _validate_on_spark(spark, pipeline, locations, suite, result, files, run_name, had_input)
     result.checks += run_report_checks(suite, reports)
     result.duration_s = round(time.monotonic() - started, 2)
     result.decide()
@@ -113,6 +125,33 @@ def _validate(
     _forget_old_results(pipeline, locations, keep=run_name)
     log.info("%s", result.summary())
     return result
+
+
+def _validate_on_spark(
+    spark: SparkSession,
+    pipeline: PipelineBase,
+    locations: Locations,
+    suite: Suite,
+    result: ValidationResult,
+    files: list[str] | None,
+    run_name: str,
+    had_input: bool,
+) -> None:
+    """A large output: read and validated by Spark."""
+    table = committed_table(spark, pipeline, locations, files).transform(with_window_length)
+    result.files_validated = len(table.inputFiles())
+    # Small tables: a handful of shuffle partitions, not Spark's 200, for the uniqueness checks.
+    shuffle_partitions = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", str(pipeline.state_partitions))
+    table = table.cache()
+    try:
+        result.rows_validated = table.count()
+        result.checks, result.data_docs_page = gx.run_checkpoint(
+            table, pipeline.name, suite, locations.quality, site_folder(locations), run_name, had_input
+        )
+    finally:
+        table.unpersist()
+        spark.conf.set("spark.sql.shuffle.partitions", shuffle_partitions)
 
 
 def _forget_old_results(pipeline: PipelineBase, locations: Locations, keep: str) -> None:
@@ -131,8 +170,8 @@ def validate_run(
     report: RunReport,
     suite: Suite | None = None,
 ) -> ValidationResult:
-    """Validates the rows one run committed, and its row accounting (`spark`: None when the
-    run committed no batch, since then only its report is checked)."""
+    """Validates the rows one run committed, and its row accounting (`spark`: None starts one
+    only if the output is too large for the pandas engine)."""
     files = committed_files(CheckpointLog.of(locations), report.batch_ids)
     result = ValidationResult(
         pipeline=pipeline.name,
@@ -145,7 +184,7 @@ def validate_run(
 
 
 def validate_table(
-    spark: SparkSession,
+    spark: SparkSession | None,
     pipeline: PipelineBase,
     locations: Locations,
     suite: Suite | None = None,
