@@ -23,6 +23,10 @@ from jobs.declare import PipelineBase
 from jobs.lake import fs
 from jobs.lake.layout import from_spark, join
 
+# Parts of the checkpoint contract added after checkpoints were started without them: such a
+# checkpoint is taken to match them, and its next run records them.
+LATER_PARTS = ("types",)
+
 
 class IncompatibleCheckpoint(RuntimeError):
     """The declaration changed in a way the checkpoint cannot resume from."""
@@ -110,11 +114,16 @@ class Ledger:
 
     def record_contract(self, contract: dict[str, Any], declaration_yaml: str | None = None) -> None:
         """The contract the checkpoint was started with, and the declaration's YAML: written by
-        its first run, once."""
-        if self.recorded_contract() is None:
+        its first run, once; a part added to contracts since (LATER_PARTS) by the next run."""
+        recorded = self.recorded_contract()
+        if recorded is None:
             if declaration_yaml is not None:
                 fs.write_text(self.declaration_yaml, declaration_yaml)
             fs.write_json(join(self.uri, "declaration.json"), contract)
+            return
+        missing = {part: contract[part] for part in LATER_PARTS if part in contract and part not in recorded}
+        if missing:
+            fs.write_json(join(self.uri, "declaration.json"), recorded | missing)
 
     @property
     def declaration_yaml(self) -> str:
@@ -225,13 +234,20 @@ def contract_changes(recorded: dict[str, Any], contract: dict[str, Any]) -> list
     changes = []
     for key in sorted(set(recorded) | set(contract)):
         before, after = recorded.get(key), contract.get(key)
-        if before == after:
+        if before == after or (key in LATER_PARTS and key not in recorded):
             continue
         if isinstance(before, list) and isinstance(after, list) and all(isinstance(i, dict) for i in before + after):
             added = [item for item in after if item not in before]
             removed = [item for item in before if item not in after]
             said = [f"added {_item(item)}" for item in added] + [f"removed {_item(item)}" for item in removed]
             changes.append(f"{key}: {', '.join(said) or 'reordered'}")
+        elif isinstance(before, dict) and isinstance(after, dict):  # the types of the fields held
+            said = [
+                f"{path} {before.get(path, '(not held)')} -> {after.get(path, '(not held)')}"
+                for path in sorted(set(before) | set(after))
+                if before.get(path) != after.get(path)
+            ]
+            changes.append(f"{key}: {', '.join(said)}")
         else:
             changes.append(f"{key}: {before!r} -> {after!r}")
     return changes

@@ -11,6 +11,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from jobs import schema
 from jobs.declare import PipelineBase
 from jobs.declare.parts import Source
 
@@ -86,7 +87,25 @@ class Pattern(ABC):
             contract["rescued_data"] = source.rescues
         elif source.rescues:
             contract["rescued_data"] = True
+        held = self.held_paths()
+        types = {path: schema.spelled(kind) for path in held if (kind := self._kind_at(path)) is not None}
+        if types:
+            contract["types"] = dict(sorted(types.items()))
         return contract
+
+    def held_paths(self) -> list[str]:
+        """The fields whose values the checkpoint's state or the table holds, so that their
+        declared types are part of the contract: Spark's state store refuses a key or a value
+        of another type, and a Delta table a column of another type. None here: a pattern
+        without state whose table holds no field as it was read."""
+        return []
+
+    def _kind_at(self, path: str):
+        for source in self.sources:
+            kind = source.kind_at(path)
+            if kind is not None:
+                return kind
+        return None
 
     def suite_values(self) -> dict[str, Any]:
         """What `$name` stands for in the pipeline's expectation suite."""

@@ -29,6 +29,9 @@ class EventsPattern(Pattern):
         rescued = [RESCUED_DATA] if source.rescues else []
         return [EVENT_TIME, *fields, *(enrich.columns if enrich else ()), *rescued]
 
+    def held_paths(self) -> list[str]:
+        return list(self.pipeline.source.fields)  # the table holds each field as read
+
     def describe(self) -> str:
         enrich = self.pipeline.enrich
         return "each usable event" + (f", enriched from {enrich.table} on {enrich.key}" if enrich else "")

@@ -52,6 +52,10 @@ class JoinPattern(Pattern):
         join = self.pipeline.join
         return super().contract() | {"join": {"source": join.source.name, "key": join.key, "how": join.how}}
 
+    def held_paths(self) -> list[str]:
+        # The join keeps each side's events in state, every field, until the watermark passes.
+        return list(dict.fromkeys(name for source in self.sources for name in source.fields))
+
     @property
     def backfill_refusal(self) -> str | None:
         return (

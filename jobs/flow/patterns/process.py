@@ -58,6 +58,9 @@ class ProcessPattern(Pattern):
         # The processor's state layout is fixed; its settings may change.
         return super().contract() | {"keys": [str(key) for key in self.pipeline.keys], "processor": self.processor.name}
 
+    def held_paths(self) -> list[str]:
+        return [str(key) for key in self.pipeline.keys]  # the processor's state is keyed by them
+
     @property
     def backfill_refusal(self) -> str | None:
         return (

@@ -87,6 +87,12 @@ class WindowPattern(Pattern):
             contract["whole_sums"] = EXACT_SUM
         return contract
 
+    def held_paths(self) -> list[str]:
+        # State: keyed by the keys (and the deduplicated fields), one buffer per aggregate of its column's type.
+        pipeline = self.pipeline
+        columns = [a.column for a in pipeline.aggregates if a.function != "count" and a.column]
+        return list(dict.fromkeys([*map(str, pipeline.keys), *columns, *map(str, pipeline.deduplicate)]))
+
     def _summed_as(self, aggregate: Aggregate) -> str | None:
         """What a sum or an average adds its values up as: a sum of whole numbers as
         decimal(38,0), anything else as doubles (text that reads as no number: null).
