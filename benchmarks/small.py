@@ -314,6 +314,7 @@ def report(bench: Bench) -> None:
     ratios = [
         ("one new file / floor", "one new file", "floor", 1.3),
         ("nothing new / floor", "nothing new", "floor", 1.2),
+        ("run and validate / one new file", "run and validate", "one new file", 1.10),
         ("ten, one application / one new file", "ten, one application", "one new file", 2.5),
         ("ten, one application each / one new file", "ten, one application each", "one new file", None),
         ("DAG run, scheduler / run and validate", "DAG run, scheduler", "run and validate", 1.5),

@@ -124,7 +124,7 @@ def _run(requests: list[RunRequest], at_once: int | None = None) -> int:
     from jobs.lake import fs
     from jobs.launch import execute, execute_group
     from jobs.run.events import Finished, ReportStored
-    from jobs.run.failure import brief
+    from jobs.run.messages import brief
     from jobs.run.report import report_uri
     from jobs.session import check_java
 

@@ -25,6 +25,7 @@ from jobs.validate.result import ValidationResult
 
 STATUSES = ("failing", "stale", "warning", "healthy", "never run")  # worst first: the overview's order
 STALE_AFTER = 2  # schedule intervals without a run
+HISTORICAL_S = 7 * 86400  # a watermark further behind now is shown as a date, not as a lag
 _PRESETS = {"@hourly": 3600, "@daily": 86400, "@midnight": 86400, "@weekly": 7 * 86400}
 _PRESETS |= {"@monthly": 31 * 86400, "@quarterly": 92 * 86400, "@yearly": 366 * 86400, "@annually": 366 * 86400}
 
@@ -59,6 +60,17 @@ class Health:
     quarantined_24h: int
     # Each rule a row of those runs broke: (rule, its action, rows that broke it), most first.
     rules_24h: tuple[tuple[str, str | None, int], ...] = ()
+    watermark: str | None = None  # the latest run's
+
+    @property
+    def watermark_shown(self) -> str:
+        """The watermark's lag behind now; for event time long past (historical data,
+        a replay), the watermark itself: a lag of years says nothing."""
+        if self.watermark_lag_s is None or self.watermark is None:
+            return "-"
+        if self.watermark_lag_s > HISTORICAL_S:
+            return "at " + self.watermark[:16].replace("T", " ") + " UTC"
+        return duration(self.watermark_lag_s)
 
     @property
     def quarantine_share(self) -> float | None:
@@ -114,7 +126,10 @@ def assess(
         status, reason = "warning", "; ".join(warnings)
     else:
         status, reason = "healthy", "the last run succeeded" + (f", validation {verdict}" if verdict else "")
-    return Health(name, status, reason, last, age, interval, verdict, lag, rows, quarantined, _broken_rules(recent))
+    watermark = watermarks[-1] if watermarks else None
+    return Health(
+        name, status, reason, last, age, interval, verdict, lag, rows, quarantined, _broken_rules(recent), watermark
+    )
 
 
 def _broken_rules(runs: list[RunReport]) -> tuple[tuple[str, str | None, int], ...]:

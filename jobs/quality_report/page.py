@@ -27,12 +27,13 @@ from jobs.lake.layout import Locations, is_s3, join, normalize
 from jobs.lake.pointer import Pointer
 from jobs.quality_report import health
 from jobs.quality_report.chart import FATES, run_chart
+from jobs.run.messages import brief
 from jobs.run.report import RunReport, load_reports
 from jobs.units import duration_words
 from jobs.validate.result import ValidationResult, appended_since, load_results
 
 HISTORY_COLUMNS = 12  # the latest validations in a check's history
-FATE_COLORS = {"used": "#3b7dd8", "quarantined": "#e39b2d", "late": "#9a9a9a"}
+FATE_COLORS = {"used": "#3b7dd8", "quarantined": "#e39b2d", "late": "#9a9a9a", "duplicates": "#5fb8ad"}
 VERDICT_COLORS = {"passed": "#2e9e5b", "warned": "#e3b12d", "failed": "#d64541", None: "#d0d0d0"}
 # Run statuses and health share the verdicts' colours: good, needs a look, bad; anything else grey.
 STATUS_COLORS = {**VERDICT_COLORS, "succeeded": "#2e9e5b", "refused": "#e3b12d", "stopped": "#888888"}
@@ -47,6 +48,7 @@ _TEMPLATES = jinja2.Environment(
 )
 _TEMPLATES.filters["duration"] = health.duration
 _TEMPLATES.filters["duration_words"] = duration_words
+_TEMPLATES.filters["brief"] = brief  # a long message folded: its first sentence and the commands that help
 
 log = logging.getLogger(__name__)
 

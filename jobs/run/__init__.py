@@ -13,6 +13,7 @@ audit.py            after a run: output no batch committed, landed files never r
 retention.py        landed files deleted or archived, as declared
 maintain.py         a Delta table's upkeep: compaction of closed partitions, vacuum
 failure.py          why a run failed, in one line (and, for a batch failing on its data, the way past it)
+messages.py         a message whole, and in brief where one line is wanted (the console, a report's cell)
 warnings.py         what a run that succeeded still gets wrong: a watermark ahead of now, most rows
                     late, a quarantine share that jumped
 

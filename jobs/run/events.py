@@ -69,7 +69,7 @@ class Finished:
     def line(self, report_uri: str | None = None) -> str:
         """One line: how the run ended, what it read and wrote, its validation; an error in
         brief, whole in the run report at `report_uri`."""
-        from jobs.run.failure import brief
+        from jobs.run.messages import brief
 
         report = self.report
         if report is None:

@@ -21,27 +21,6 @@ def one_line(error: BaseException) -> str:
     return text.splitlines()[0].strip()
 
 
-# A command the product advises, as messages write it: `python -m jobs ...` in backticks, or
-# bare up to the end of its clause.
-_COMMAND = re.compile(r"`(python -m jobs [^`]+)`|(?<![`\w])(python -m jobs [^;()`]+?)(?=\s*[;(]|\)|,? then |\. |\.?$)")
-BRIEF_CHARS = 300
-
-
-def brief(message: str, whole_at: str | None = None) -> str:
-    """A message as one console line: whole when short; else its first sentence, then each
-    command it advises, then where it is whole (the run report, the log)."""
-    if len(message) <= BRIEF_CHARS:
-        return message
-    first, _, rest = message.partition(". ")
-    commands = [a or b for a, b in _COMMAND.findall(rest) if (a or b) not in first]
-    line = first.rstrip(".") + "."
-    if commands:
-        line += " Commands that help: " + "; ".join(dict.fromkeys(c.strip() for c in commands)) + "."
-    if rest and whole_at:
-        line += f" The whole message: {whole_at}"
-    return line
-
-
 def whole_text(error: BaseException | None) -> str:
     """An error with its causes and, for a JVM error, its Java stack trace ("Caused by: ...")."""
     parts, seen = [], set()

@@ -161,14 +161,17 @@ def run_checkpoint(
     quality: str,
     site: Path,
     run_name: str,
-    had_input: bool,
+    rows_due: bool,
 ) -> tuple[list[CheckResult], str | None]:
     """Validates `table` with the suite; returns the results and the result's Data Docs page
     (relative to the site, which jobs/quality_report/data_docs.py builds)."""
     import great_expectations as gx
 
-    active = [e for e in suite.expectations if e.when != "run_had_input" or had_input]
-    skips = skipped([e for e in suite.expectations if e not in active], "the run read no input rows")
+    active = [e for e in suite.expectations if e.when != "run_had_input" or rows_due]
+    skips = skipped(
+        [e for e in suite.expectations if e not in active],
+        "the run used no rows its table shows yet (none read, or all duplicates, late or held in state)",
+    )
     by_name = {e.check_name: e for e in active}
     # One Great Expectations project for all pipelines: one validation at a time writes to it.
     with FolderLock(quality):

@@ -3,6 +3,7 @@ balance, and the share of input rows quarantined."""
 
 from __future__ import annotations
 
+from jobs.lake.layout import join
 from jobs.run.report import RunReport
 from jobs.validate.result import CheckResult
 from jobs.validate.suite import QuarantineShare, RowsBalance, Suite
@@ -49,13 +50,34 @@ def _quarantine_share(check: QuarantineShare, reports: list[RunReport]) -> Check
     input_rows = sum(r.input_rows for r in reports)
     quarantined = sum(r.quarantined_rows for r in reports)
     share = quarantined / input_rows if input_rows else 0.0
+    passed = share <= check.max_value
+    message = f"{quarantined} of {input_rows} input rows quarantined ({share:.1%}, at most {check.max_value:.1%})"
+    if not passed:
+        message += _top_reason(reports)
     return CheckResult(
         name="quarantine_share (run report)",
         source="run_report",
         severity=check.severity,
-        success=share <= check.max_value,
-        message=f"{quarantined} of {input_rows} input rows quarantined ({share:.1%}, at most {check.max_value:.1%})",
+        success=passed,
+        message=message,
         unexpected_count=quarantined,
         element_count=input_rows,
         observed=round(share, 4),
     )
+
+
+def _top_reason(reports: list[RunReport]) -> str:
+    """The reason most of the quarantined rows share, with what to look at: what a user whose
+    run quarantined a quarter of its rows needs first (a wrong type, a rule)."""
+    reasons: dict[str, int] = {}
+    latest: dict[str, tuple[str, int]] = {}
+    for report in reports:
+        for reason, counted in (report.quarantine_reasons or {}).items():
+            reasons[reason] = reasons.get(reason, 0) + counted.rows
+            latest[reason] = (report.locations.get("quarantine", ""), counted.last_batch)
+    if not reasons:
+        return ""
+    top, rows = max(reasons.items(), key=lambda item: (item[1], item[0]))
+    folder, batch = latest[top]
+    records = f": the records are in {join(folder, f'batch_id={batch}')}" if folder else ""
+    return f"; most for {top} ({rows} rows){records}"

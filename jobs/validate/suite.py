@@ -38,7 +38,8 @@ class Expectation(Part):
 
     expect: str
     severity: str = "fail"  # fail: the validation fails; warn: reported only
-    when: str | None = None  # run_had_input: only when the run read input rows
+    # run_had_input: only when the run used rows its table should show by now (validation.rows_to_show)
+    when: str | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -23,6 +23,7 @@ from jobs.accounting.checkpoint import CheckpointLog
 from jobs.accounting.ledger import Ledger, with_recorded_schema
 from jobs.declare import PipelineBase
 from jobs.flow.enrich import dimension_uri, read_dimension
+from jobs.flow.patterns import pattern_of
 from jobs.flow.query import output_schema
 from jobs.flow.sink import read_committed
 from jobs.lake import fs
@@ -71,6 +72,15 @@ def committed_table(
     return read_committed(spark, output_schema(spark, pipeline, dimension), locations.output, files)
 
 
+def rows_to_show(pipeline: PipelineBase, reports: list[RunReport]) -> bool:
+    """Whether the runs used rows their table should show by now (`when: run_had_input`): not
+    when every row read was a duplicate, late or quarantined, nor when the pattern holds rows
+    in state, some are still held (windows, sessions or matches the watermark has not
+    closed: their rows come out in a later run) and none came out."""
+    stateful = pattern_of(pipeline).stateful_operators > 0
+    return any(r.used_rows > 0 and (not stateful or not r.state_rows or r.output_rows) for r in reports)
+
+
 def committed_files(checkpoint_log: CheckpointLog, batch_ids: list[int]) -> list[str]:
     files: list[str] = []
     for batch_id in batch_ids:
@@ -100,7 +110,7 @@ def _validate(
         # No batch ran (no new files): nothing was written, and there is nothing to ask GX.
         result.checks = gx.skipped(list(suite.expectations), "the run processed no batch")
     else:
-        had_input = sum(r.input_rows for r in reports) > 0
+        rows_due = rows_to_show(pipeline, reports)
         small = small_table(pipeline, CheckpointLog.of(locations), files)
         if small is not None:  # Great Expectations' pandas engine: no Spark job
             table, result.files_validated = small
@@ -112,12 +122,12 @@ def _validate(
                 locations.quality,
                 site_folder(locations),
                 run_name,
-                had_input,
+                rows_due,
             )
         else:
             result.engine = "spark"
             spark = spark or spark_for(locations, f"jobs-validate-{pipeline.name}", table_format=pipeline.output.format)
-            _validate_on_spark(spark, pipeline, locations, suite, result, files, run_name, had_input)
+            _validate_on_spark(spark, pipeline, locations, suite, result, files, run_name, rows_due)
     result.checks += run_report_checks(suite, reports)
     result.duration_s = round(time.monotonic() - started, 2)
     result.decide()
@@ -135,7 +145,7 @@ def _validate_on_spark(
     result: ValidationResult,
     files: list[str] | None,
     run_name: str,
-    had_input: bool,
+    rows_due: bool,
 ) -> None:
     """A large output: read and validated by Spark."""
     table = committed_table(spark, pipeline, locations, files).transform(with_window_length)
@@ -147,7 +157,7 @@ def _validate_on_spark(
     try:
         result.rows_validated = table.count()
         result.checks, result.data_docs_page = gx.run_checkpoint(
-            table, pipeline.name, suite, locations.quality, site_folder(locations), run_name, had_input
+            table, pipeline.name, suite, locations.quality, site_folder(locations), run_name, rows_due
         )
     finally:
         table.unpersist()

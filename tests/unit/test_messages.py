@@ -8,7 +8,8 @@ import pytest
 from jobs.accounting.checkpoint import CheckpointLog
 from jobs.accounting.ledger import IncompatibleCheckpoint, Ledger, check_contract
 from jobs.lake.layout import Locations
-from jobs.run.failure import BRIEF_CHARS, brief, one_line
+from jobs.run.failure import one_line
+from jobs.run.messages import BRIEF_CHARS, brief
 
 
 def test_a_long_refusal_is_whole_in_the_report_and_brief_on_the_console(tmp_path):

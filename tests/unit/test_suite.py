@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from jobs import declare
-from jobs.run.report import RunReport
+from jobs.run.report import QuarantineReason, RunReport
 from jobs.validate.run_checks import run_report_checks
 from jobs.validate.suite import (
     QuarantineShare,
@@ -113,3 +113,21 @@ def test_run_checks_catch_unaccounted_rows_and_a_large_quarantine():
 def test_no_input_is_no_quarantine():
     balance, share = run_report_checks(SUITE, [_report(0, 0, 0, 0)])
     assert balance.success and share.success
+
+
+def test_a_share_over_its_threshold_names_the_reason_most_rows_were_quarantined_for():
+    wrong_type = _report(300, 228, 72, 0).model_copy(
+        update={
+            "quarantine_reasons": {
+                "type_mismatch:event_id": QuarantineReason(rows=70, last_batch=2),
+                "rule:known_event": QuarantineReason(rows=2, last_batch=1),
+            },
+            "locations": {"quarantine": "/r/quarantine/clickstream"},
+        }
+    )
+    _, share = run_report_checks(SUITE, [wrong_type])
+    assert share.success is False
+    assert share.message == (
+        "72 of 300 input rows quarantined (24.0%, at most 5.0%); most for type_mismatch:event_id (70 rows): "
+        "the records are in /r/quarantine/clickstream/batch_id=2"
+    )
