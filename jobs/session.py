@@ -93,8 +93,9 @@ def get_spark(
     log_file = (settings().cache_dir / "logs" / f"{app_name}.log").resolve()
     log_file.parent.mkdir(parents=True, exist_ok=True)
     java_options = f"{BASE_CONF['spark.driver.extraJavaOptions']} -Djobs.log.file={log_file}"
-    if not under_submit and SparkContext._active_spark_context is None:  # a JVM about to start
-        java_options = f"{java_options} {jvm.start_options(new_bytes)}"
+    starts_jvm = not under_submit and SparkContext._gateway is None
+    if starts_jvm:  # its console is the log file (_start_jvm): log4j's own console goes quiet
+        java_options = f"{java_options} {jvm.start_options(new_bytes)} -Djobs.console.level=off"
     if not under_submit:
         builder = builder.master(master)
     conf = {
@@ -106,6 +107,8 @@ def get_spark(
     conf["spark.jars"] = with_product_jar(conf.get("spark.jars"))
     for key, value in conf.items():
         builder = builder.config(key, value)
+    if starts_jvm:
+        _start_jvm(master, app_name, conf, log_file)
     spark = builder.getOrCreate()
     spark.conf.set(LINE_LIMIT_SETTING, str(READ_LIMIT))  # no line held whole past it (jobs/flow/source.py)
     spark.sparkContext.setLogLevel(settings().spark_log_level)
@@ -114,6 +117,23 @@ def get_spark(
     for name in ("DataFrameQueryContextLogger", "SQLQueryContextLogger"):
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
     return spark
+
+
+def _start_jvm(master: str, app_name: str, conf: dict[str, str], log_file) -> None:
+    """Start the driver's JVM as getOrCreate would, with what it prints itself (the JDK's
+    warnings, Delta's prints, Spark's log lines) going to the log file, not to this process's
+    stdout and stderr: the console has the run's own lines. A JVM that does not start says why."""
+    from pyspark.errors import PySparkRuntimeError
+    from pyspark.java_gateway import launch_gateway
+
+    spark_conf = SparkConf().setMaster(master).setAppName(app_name).setAll(list(conf.items()))
+    with open(log_file, "ab") as console:
+        try:
+            gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": console, "stderr": console})
+        except PySparkRuntimeError:
+            said = log_file.read_text(errors="replace").splitlines()[-5:]
+            raise RuntimeError(f"the Spark JVM did not start ({log_file}): " + " / ".join(said)) from None
+    SparkContext._ensure_initialized(gateway=gateway, conf=spark_conf)
 
 
 OPEN_COST = "spark.sql.files.openCostInBytes"
