@@ -153,13 +153,14 @@ def _run_past_fail_rules(pipeline: declare.PipelineBase, locations: Locations, s
     """Run the pipeline; when a `fail` rule stops it, quarantine the file it names (what its
     error says to do) and run again. Returns the run's report and the rules that stopped it."""
     from jobs.accounting.quarantine_file import quarantine_file
+    from jobs.request import RunRequest
     from jobs.run import runner
     from jobs.run.failure import rule_failure
 
     stopped = []
     while True:
         try:
-            return runner.run(pipeline, locations, spark=spark), stopped
+            return runner.run(pipeline, RunRequest(pipeline.name, locations), spark=spark), stopped
         except runner.RunFailed as failed:
             broken = rule_failure(str(failed))
             if broken is None or broken.rule in stopped:

@@ -70,6 +70,16 @@ class PipelineBase(Part):
     partition_column: ClassVar[str | None] = "event_date"
     partition_meaning: ClassVar[str] = "event_time"
 
+    def __eq__(self, other: object) -> bool:
+        """Equal when they declare the same: the YAML's own spelling (comments, order) aside."""
+        if not isinstance(other, PipelineBase):
+            return NotImplemented
+        mine, theirs = (dict(p.__pydantic_private__ or {}) for p in (self, other))
+        mine.pop("_yaml", None), theirs.pop("_yaml", None)
+        return type(self) is type(other) and self.__dict__ == other.__dict__ and mine == theirs
+
+    __hash__ = Part.__hash__
+
     @property
     def as_written(self) -> str | None:
         """The declaration's YAML, as its file had it when loaded (None: made in code)."""
