@@ -142,10 +142,10 @@ def _show(spark, pipeline: declare.PipelineBase, root: str) -> None:
 
 def _read_outside_spark(output: str) -> None:
     """A Delta table as a reader without Spark sees it (delta-rs, the `deltalake` package)."""
-    from jobs.lake.delta import read_outside_spark
+    from jobs.lake.delta import arrow_dataset, read_outside_spark
 
     table = read_outside_spark(output)
-    rows = table.to_pyarrow_table().num_rows
+    rows = arrow_dataset(table, output).count_rows()
     print(f"read outside Spark (delta-rs): {rows} rows, version {table.version()} of {output}")
 
 

@@ -108,13 +108,10 @@ def python_cmd(*args: str) -> list[str]:
 
 def delta_rs_rows(output: str, columns: list[str]) -> list[tuple]:
     """A Delta table's rows as delta-rs (the `deltalake` package, no Spark) reads them: the
-    columns' values, timestamps in UTC. The table is let go before returning."""
-    import pyarrow
+    columns' values, timestamps in UTC."""
+    from jobs.lake.delta import read_table
 
-    from jobs.lake.delta import read_outside_spark
-
-    read = pyarrow.table(read_outside_spark(output).to_pyarrow_table(columns=columns)).to_pylist()
-    return [tuple(row[c] for c in columns) for row in read]
+    return [tuple(row[c] for c in columns) for row in read_table(output, columns).to_pylist()]
 
 
 def table_rows(spark, output: str) -> list[tuple]:

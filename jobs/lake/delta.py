@@ -12,8 +12,9 @@ exactly one version. Versions are kept while Delta's log retention keeps them (3
 default); an older batch's files are then no longer known (None), as with the Parquet sink
 log once compacted.
 
-Readers outside Spark (delta-rs, DuckDB, Polars, Trino) read the table through this log;
-files a batch wrote and never committed are never read, and VACUUM removes them.
+Readers outside Spark (delta-rs: `read_table`; DuckDB over delta-rs's Arrow dataset) read
+the table through this log; files a batch wrote and never committed are never read, and
+VACUUM removes them.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ from jobs.lake import fs
 from jobs.lake.layout import join
 
 if TYPE_CHECKING:
+    import pyarrow
+    import pyarrow.dataset
+    from deltalake import DeltaTable
     from pyspark.sql import DataFrameWriter
 
 # A session that writes or reads Delta tables: Delta's SQL extension and its catalog, beside
@@ -147,10 +151,9 @@ def storage_options() -> dict[str, str]:
     return options
 
 
-def read_outside_spark(output: str):
-    """The table as delta-rs (the `deltalake` package, no Spark) opens it, local or in a bucket.
-    Let it go before the process ends: delta-rs's threads outliving Python's arrays abort
-    the interpreter at exit."""
+def read_outside_spark(output: str) -> DeltaTable:
+    """The table as delta-rs (the `deltalake` package, no Spark) opens it, local or in a bucket:
+    its log, schema and history. Read its rows with `arrow_dataset` or `read_table`."""
     from deltalake import DeltaTable
 
     from jobs.lake.layout import is_s3
@@ -158,6 +161,24 @@ def read_outside_spark(output: str):
     if is_s3(output):
         return DeltaTable(output.replace("s3a://", "s3://", 1), storage_options=storage_options())
     return DeltaTable(output)
+
+
+def arrow_dataset(table: DeltaTable, output: str) -> pyarrow.dataset.Dataset:
+    """The files of `table` (`output` as `read_outside_spark` opened it, at the version it is
+    at) as an Arrow dataset that Arrow reads with its own filesystem (jobs/lake/fs.py).
+
+    delta-rs's default hands Arrow a filesystem written in Python, whose open files Arrow's
+    threads close after the read has returned: a process exiting then aborts ("terminate
+    called without an active exception", docs/delta.md, "Reading a table without Spark")."""
+    from pyarrow.fs import SubTreeFileSystem
+
+    filesystem, base = fs.filesystem_of(output)
+    return table.to_pyarrow_dataset(filesystem=SubTreeFileSystem(base, filesystem))
+
+
+def read_table(output: str, columns: list[str] | None = None) -> pyarrow.Table:
+    """The table's newest version as Arrow (all columns, or `columns`), read through its log."""
+    return arrow_dataset(read_outside_spark(output), output).to_table(columns=columns)
 
 
 def table_files(output: str) -> dict[str, dict[str, Any]]:
