@@ -14,6 +14,7 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.listener import StreamingQueryProgress
 
 from jobs.flow.patterns import Pattern
+from jobs.run.report import shown
 
 
 def state_rows_of(progress: StreamingQueryProgress) -> int:
@@ -38,7 +39,7 @@ def progress_line(progress: StreamingQueryProgress, pattern: Pattern) -> str:
     extra = "".join(f", {name.replace('_', ' ')} {counted[name]}" for name in pattern.spark_counts)
     return (
         f"  batch {progress.batchId}: {progress.numInputRows} lines read, {rate:.0f} lines/s, "
-        f"watermark {watermark}, state rows {state_rows_of(progress)}{extra}"
+        f"watermark {shown(watermark)}, state rows {state_rows_of(progress)}{extra}"
     )
 
 

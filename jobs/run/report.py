@@ -26,6 +26,13 @@ REPORT_VERSION = 3  # 3: quarantine_reasons
 RESULTS_SUFFIX = ".quality.json"
 
 
+def shown(watermark: str | None) -> str:
+    """A watermark as a person reads it: Spark's before any event time passed it is the epoch."""
+    if watermark is None or watermark.startswith("1970-01-01T00:00:00"):
+        return "none yet"
+    return watermark
+
+
 class RetentionDone(BaseModel):
     """What a run's retention did to landed files (the run report's `retention`)."""
 
@@ -198,7 +205,7 @@ class RunReport(BaseModel):
                 f"{file_names(self.missing_files)} (their rows are in no count above)"
             )
         if not self.batch_ids:
-            return "\n".join([head, f"  no new files: nothing written; watermark {self.watermark}", *skipped])
+            return "\n".join([head, f"  no new files: nothing written; watermark {shown(self.watermark)}", *skipped])
         recovered = f" (incl. {len(self.recovered_batch_ids)} recovered)" if self.recovered_batch_ids else ""
         output = "unknown" if self.output_rows is None else self.output_rows
         duplicates = "unknown" if self.duplicates_dropped is None else self.duplicates_dropped
@@ -210,7 +217,7 @@ class RunReport(BaseModel):
                 + (f" + duplicates {duplicates}" if duplicates else "")
                 + f" (of {self.input_rows} input rows)"
                 + (f"; {self.rescued_rows} with a value rescued" if self.rescued_rows else ""),
-                f"  output rows {output}, state rows {self.state_rows}, watermark {self.watermark}",
+                f"  output rows {output}, state rows {self.state_rows}, watermark {shown(self.watermark)}",
                 *([f"  rules: {self.describe_rules()}"] if self.rules else []),
                 *skipped,
             ]
