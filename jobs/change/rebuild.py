@@ -9,8 +9,10 @@ The rebuild runs the pipeline into its build as often as it is started (an inter
 rebuild resumes from the build's checkpoint, as any run does). The switch takes the lock
 of the build in use, so no run of it is in flight, runs the new build once more (what
 landed meanwhile), checks that it has taken every file the build in use took (less those
-deleted since, which the plan named) and validates its whole table (a failed `fail` check
-stops here), and then, in this order:
+deleted since, which the plan named) and that it quarantines no far larger share of its rows
+than the build in use (a declaration that misreads every event would otherwise replace a good
+table with an empty one; `--accept-quarantine` switches anyway), validates its whole table (a
+failed `fail` check stops here), and then, in this order:
 
     1. retires the old checkpoint: a run of it is refused from here on (the ledger's retired.json);
     2. for a Delta table, writes the new build's rows over the table in one commit (readers see
@@ -47,10 +49,15 @@ from jobs.lake.pointer import write as write_pointer
 from jobs.launch import execute
 from jobs.request import RunRequest
 from jobs.run.events import Finished
+from jobs.run.report import load_reports
 from jobs.units import UsageError, duration_words
+from jobs.validate.run_checks import top_reason
 from jobs.validate.validation import validate_table
 
 ORIGINAL = "original"  # the build a pipeline starts with: <root>/checkpoints/<pipeline> and the rest
+# A new build that quarantines a share of its input rows this much above the build in use's
+# (0.10: ten percentage points) is not switched to unless the rebuild accepts it.
+QUARANTINE_RISE = 0.10
 log = logging.getLogger("jobs.rebuild")
 
 
@@ -72,12 +79,18 @@ def build_locations(root: str, pipeline_name: str, build_id: str) -> Locations:
 
 
 def rebuild(
-    spark: SparkSession, pipeline: PipelineBase, root: str, build_id: str, max_files_per_trigger: int | None = None
+    spark: SparkSession,
+    pipeline: PipelineBase,
+    root: str,
+    build_id: str,
+    max_files_per_trigger: int | None = None,
+    accept_quarantine: bool = False,
 ) -> Pointer:
     """Read every landed file into build `build_id` under the declaration, then switch to it
-    (the build's runs take at most `max_files_per_trigger` files per batch)."""
+    (the build's runs take at most `max_files_per_trigger` files per batch; `accept_quarantine`:
+    even if it quarantines far more of its rows than the build in use)."""
     before = start(spark, pipeline, root, build_id, max_files_per_trigger)
-    return switch(spark, pipeline, root, build_id, before, max_files_per_trigger)
+    return switch(spark, pipeline, root, build_id, before, max_files_per_trigger, accept_quarantine)
 
 
 def start(
@@ -103,6 +116,7 @@ def switch(
     build_id: str,
     before: Plan,
     max_files_per_trigger: int | None = None,
+    accept_quarantine: bool = False,
 ) -> Pointer:
     """Under the lock of the build in use: the new build takes what landed since, then runs use it."""
     in_use = builds.in_use(pipeline.name, root)
@@ -113,7 +127,33 @@ def switch(
         request = RunRequest(pipeline.name, build, mode="rebuild", max_files_per_trigger=max_files_per_trigger)
         _read_archive(pipeline, spark, request)
         _run(pipeline, spark, request)
+        if not accept_quarantine:
+            refuse_a_quarantining_build(pipeline.name, root, build_id, in_use, build)
         return _switch(spark, pipeline, root, build_id, in_use, build, before)
+
+
+def refuse_a_quarantining_build(name: str, root: str, build_id: str, in_use: Locations, build: Locations) -> None:
+    """RebuildError when the new build quarantined a share of its input rows QUARANTINE_RISE
+    above the build in use's (its runs' reports, those retention kept), or used none of them."""
+    new = [r for r in load_reports(build.runs) if r.input_rows]
+    old = [r for r in load_reports(in_use.runs) if r.input_rows]
+    new_rows, new_quarantined = sum(r.input_rows for r in new), sum(r.quarantined_rows for r in new)
+    if not new_rows:
+        return
+    old_rows, old_quarantined = sum(r.input_rows for r in old), sum(r.quarantined_rows for r in old)
+    new_share = new_quarantined / new_rows
+    old_share = old_quarantined / old_rows if old_rows else 0.0
+    used_none = new_quarantined == new_rows
+    if new_share - old_share < QUARANTINE_RISE and not used_none:
+        return
+    in_use_said = f"the build in use {old_quarantined} of {old_rows} ({old_share:.1%})" if old_rows else ""
+    raise RebuildError(
+        f"build {build_id} quarantined {new_quarantined} of the {new_rows} rows it read ({new_share:.1%}"
+        f"{top_reason(new)}){'; ' + in_use_said if in_use_said else ''}: not switched to it, the build in use "
+        f"goes on. The declaration may misread the events (a field's type, a rule): fix it and run `python -m "
+        f"jobs rebuild {name}` again (a new build; this one's folder, {own_root(root, 'builds', name, build_id)}, can then be deleted), or add "
+        f"--accept-quarantine to switch to this build anyway (its quarantine: {build.quarantine})"
+    )
 
 
 def _run(pipeline: PipelineBase, spark: SparkSession, request: RunRequest) -> None:

@@ -33,6 +33,11 @@ def add_parser(commands) -> None:
     rebuild.add_argument(
         "--max-files-per-trigger", type=int, metavar="N", help="at most N files per batch of the build"
     )
+    rebuild.add_argument(
+        "--accept-quarantine",
+        action="store_true",
+        help="switch even if the new build quarantines far more of its rows than the build in use (refused by default)",
+    )
     rebuild.set_defaults(handler=handle)
 
 
@@ -63,7 +68,9 @@ def handle(args: argparse.Namespace) -> int:
             print(_declaration_after_rollback(pipeline, in_use(pipeline.name, args.root).ledger))
             return ExitCode.OK
         print(f"{pipeline.name}: rebuild {build_id}")
-        switched = rebuild(spark, pipeline, args.root, build_id, args.max_files_per_trigger)
+        switched = rebuild(
+            spark, pipeline, args.root, build_id, args.max_files_per_trigger, accept_quarantine=args.accept_quarantine
+        )
     except RebuildError as error:
         return fail(ExitCode.REFUSED, str(error))
     except BuildRunFailed as error:

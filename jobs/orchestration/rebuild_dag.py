@@ -34,6 +34,8 @@ class RebuildOperator(JobsSubmitOperator):
         if params.get("rollback"):
             return [*args, "--rollback"]
         args.append(f"--id={backfill_id_for(dag_run.run_id, dag_run.run_after)}")
+        if params.get("accept_quarantine"):
+            args.append("--accept-quarantine")
         most = params.get("max_files_per_trigger")
         return [*args, f"--max-files-per-trigger={int(most)}"] if most else args
 
@@ -58,6 +60,11 @@ def rebuild_dag(pipelines: list[str], root: str) -> DAG:
             "pipeline": Param(pipelines[0] if pipelines else None, type="string", examples=pipelines),
             "rollback": Param(False, type="boolean", description="back to the build in use before the last switch"),
             "max_files_per_trigger": Param(None, type=["null", "integer"], minimum=1),
+            "accept_quarantine": Param(
+                False,
+                type="boolean",
+                description="switch even if the new build quarantines far more of its rows than the build in use",
+            ),
         },
         tags=["jobs", "rebuild"],
         doc_md="`python -m jobs rebuild` (or `--rollback`) of the pipeline named. See docs/changes.md.",

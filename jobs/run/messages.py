@@ -36,6 +36,6 @@ def brief(message: str, whole_at: str | None = None) -> str:
     line = first.rstrip(".") + "."
     if commands:
         line += " Commands that help: " + "; ".join(dict.fromkeys(c.strip() for c in commands)) + "."
-    if rest and whole_at:
+    if whole_at:
         line += f" The whole message: {whole_at}"
     return line

@@ -53,7 +53,7 @@ def _quarantine_share(check: QuarantineShare, reports: list[RunReport]) -> Check
     passed = share <= check.max_value
     message = f"{quarantined} of {input_rows} input rows quarantined ({share:.1%}, at most {check.max_value:.1%})"
     if not passed:
-        message += _top_reason(reports)
+        message += top_reason(reports)
     return CheckResult(
         name="quarantine_share (run report)",
         source="run_report",
@@ -66,7 +66,7 @@ def _quarantine_share(check: QuarantineShare, reports: list[RunReport]) -> Check
     )
 
 
-def _top_reason(reports: list[RunReport]) -> str:
+def top_reason(reports: list[RunReport]) -> str:
     """The reason most of the quarantined rows share, with what to look at: what a user whose
     run quarantined a quarter of its rows needs first (a wrong type, a rule)."""
     reasons: dict[str, int] = {}

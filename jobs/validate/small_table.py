@@ -40,20 +40,21 @@ def small_table(
         sizes = {path: fs.size(path) for path in files}
     if any(size is None for size in sizes.values()) or sum(sizes.values()) > SMALL_BYTES:
         return None
-    schema = _schema(checkpoint_log, sorted(sizes), pipeline.output.partition_by)
+    schema = _schema(checkpoint_log, is_delta, sorted(sizes), pipeline.output.partition_by)
     if schema is None:
         return None
     return read_files(output, sorted(sizes), schema, pipeline.output.partition_by), len(sizes)
 
 
-def _schema(checkpoint_log: CheckpointLog, files: list[str], partition: str | None) -> pyarrow.Schema | None:
+def _schema(
+    checkpoint_log: CheckpointLog, is_delta: bool, files: list[str], partition: str | None
+) -> pyarrow.Schema | None:
     """The table's columns as written: Delta's log, or a committed file's footer (and the
     partition column); None for a Parquet table with no file yet."""
     import pyarrow
 
-    output = checkpoint_log.output
-    if delta.is_delta(output):
-        return pyarrow.schema(delta.read_outside_spark(output).schema().to_arrow())
+    if is_delta:
+        return pyarrow.schema(delta.read_outside_spark(checkpoint_log.output).schema().to_arrow())
     some = files[:1] or sorted(checkpoint_log.committed_output_files() or {})[-1:]
     return footer_schema(some[0], partition) if some else None
 

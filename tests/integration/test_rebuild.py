@@ -141,6 +141,16 @@ def test_a_wrongly_declared_field_fixed_and_rebuilt_uses_the_lines_it_quarantine
     model.run([all_lines(arrivals[0]) + all_lines(arrivals[1])])
     assert table_rows(spark, in_use(clickstream.name, root).output) == model.rows()
 
+    # The wrong declaration again, as a rebuild: it would quarantine every row the build in use
+    # uses, so it is not switched to (the table stays whole) unless the rebuild accepts it.
+    with pytest.raises(rebuild.RebuildError) as refused:
+        rebuild.rebuild(spark, wrong, root, "wrong-again")
+    assert "build wrong-again quarantined 20 of the 20 rows it read (100.0%" in str(refused.value)
+    assert "the build in use 0 of 20 (0.0%): not switched to it" in str(refused.value)
+    assert "--accept-quarantine" in str(refused.value)
+    assert current_build(root, clickstream.name).id == "fixed"
+    assert table_rows(spark, in_use(clickstream.name, root).output) == model.rows()
+
 
 def test_a_processor_pipeline_rebuilt_with_a_shorter_gap(spark, tmp_path):
     """spending_sessions: its sessions made again from every transaction with a 30-minute gap."""
