@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import tempfile
 
+CLASS_PATH = "class path: "  # the line that tells make_archive the JVM's class path
+
 
 def load_classes() -> None:
     from jobs import declare
@@ -31,7 +33,22 @@ def load_classes() -> None:
             for _ in execute(RunRequest(pipeline.name, locations), spark=spark):  # the run, then its validation
                 pass
         spark.read.parquet(literal(locations.output)).collect()
+    print(f"{CLASS_PATH}{spark.sparkContext._jvm.System.getProperty('java.class.path')}")
     spark.stop()
+    _end_the_jvm()
+
+
+def _end_the_jvm() -> None:
+    """End the JVM (its stdin closed, as when Python exits) and wait while it dumps its classes:
+    its output goes to the log file, not to the pipes `make_archive` waits on, so without this
+    the archive was taken while the JVM was still writing it (1 MB of its 180)."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    process = gateway.proc
+    gateway.shutdown()
+    process.stdin.close()
+    process.wait(timeout=600)
 
 
 if __name__ == "__main__":

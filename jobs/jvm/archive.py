@@ -25,6 +25,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 from functools import cache
 from importlib.metadata import version
 from pathlib import Path
@@ -37,6 +38,12 @@ LEAN_BYTES = 16 * 2**20
 LEAN_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 QUIET = "-Xlog:cds=off,cds+dynamic=off"  # a JVM that cannot map the archive says nothing: we say it once
 _MADE_BY = "python -m jobs jvm-archive"
+# Part of every archive's name: 2, as archives made before were cut short (jobs/cli/warm_up.py).
+FORMAT = "2"
+# An archive no JVM started from for this long is removed when another is made; a dump a
+# killed JVM left (.partial) after an hour.
+UNUSED_S = 14 * 86400
+PARTIAL_S = 3600
 
 
 @cache
@@ -62,8 +69,8 @@ def _spark_jars() -> Path:
 
 @cache
 def fingerprint() -> str:
-    """The JDK, the Spark and Spark's jars (names, sizes, times), in 12 characters."""
-    digest = hashlib.sha256(java_version_text().encode())
+    """The archive's FORMAT, the JDK, the Spark and Spark's jars (names, sizes, times), in 12 characters."""
+    digest = hashlib.sha256(FORMAT.encode() + java_version_text().encode())
     digest.update(version("pyspark").encode())
     digest.update(os.environ.get("SPARK_CONF_DIR", "").encode())  # on the class path before the jars
     for jar in sorted(_spark_jars().glob("*.jar")):
@@ -94,13 +101,51 @@ def make_archive(*, force: bool = False) -> Path | None:
     made = subprocess.run(
         [sys.executable, "-m", "jobs.cli.warm_up"], env=env, capture_output=True, text=True, timeout=900, check=False
     )
-    if made.returncode != 0 or not partial.exists() or partial.stat().st_size == 0:
+    if made.returncode != 0 or not partial.exists():
         partial.unlink(missing_ok=True)
         log.warning("no JVM class archive could be made (exit %s): %s", made.returncode, made.stderr[-500:].strip())
         return None
-    # Archives of other JDKs or Sparks stay: another environment of this cache may use them.
+    if not _maps(partial, made.stdout):
+        partial.unlink(missing_ok=True)
+        log.warning("no JVM class archive could be made: a JVM does not start from the one dumped (%s)", partial)
+        return None
     partial.replace(path)
+    _forget_unused(path.parent)
     return path
+
+
+def _maps(archive: Path, said: str) -> bool:
+    """Whether a JVM with the class path the archive was made with maps it (-Xshare:on: or it
+    does not start): a dump cut short is never kept."""
+    from jobs.cli.warm_up import CLASS_PATH
+
+    class_path = [line.removeprefix(CLASS_PATH) for line in said.splitlines() if line.startswith(CLASS_PATH)]
+    if not class_path:
+        return False
+    java_home = os.environ.get("JAVA_HOME")
+    java = os.path.join(java_home, "bin", "java") if java_home else "java"
+    env = {key: value for key, value in os.environ.items() if key not in ("JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS")}
+    command = [java, f"-XX:SharedArchiveFile={archive}", "-Xshare:on", "-cp", class_path[-1], "-version"]
+    return subprocess.run(command, capture_output=True, env=env, check=False).returncode == 0
+
+
+def _forget_unused(folder: Path) -> None:
+    """Archives of other JDKs or Sparks stay while another environment of this cache starts
+    from them; those unused for UNUSED_S go, and dumps left unfinished."""
+    now = time.time()
+    for file in folder.iterdir():
+        age = now - file.stat().st_mtime
+        if (file.suffix == ".jsa" and age > UNUSED_S) or (file.suffix == ".partial" and age > PARTIAL_S):
+            file.unlink(missing_ok=True)
+
+
+def _used(path: Path) -> None:
+    """The archive's time moved to now, at most once a day: what retention goes by."""
+    try:
+        if time.time() - path.stat().st_mtime > 86400:
+            os.utime(path)
+    except OSError:  # another user's cache, read-only: it is only retention's clock
+        pass
 
 
 def start_options(new_bytes: int | None = None) -> str:
@@ -112,6 +157,7 @@ def start_options(new_bytes: int | None = None) -> str:
     path = archive_path()
     options = [LEAN_OPTIONS] if new_bytes is not None and new_bytes <= LEAN_BYTES else []
     if path.exists():
+        _used(path)
         options += [f"-XX:SharedArchiveFile={path}", QUIET]
     else:
         _say_no_archive(path)

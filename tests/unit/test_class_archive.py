@@ -1,0 +1,43 @@
+"""The JVM class archives of the per-user cache: an archive no JVM started from for
+UNUSED_S goes when another is made, and so does a dump a killed JVM left unfinished."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from jobs.jvm import archive
+
+
+def test_archives_unused_for_weeks_and_unfinished_dumps_go_when_another_is_made(tmp_path):
+    now = time.time()
+    ages = {
+        "spark-4.2.0-in-use.jsa": 60,
+        "spark-4.2.0-another-venv.jsa": archive.UNUSED_S - 3600,  # another environment's, used lately
+        "spark-4.2.0-forgotten.jsa": archive.UNUSED_S + 3600,
+        "spark-4.2.0-dumping.123.partial": 60,  # another process is making it now
+        "spark-4.2.0-killed.456.partial": archive.PARTIAL_S + 60,
+    }
+    for name, age in ages.items():
+        (tmp_path / name).write_bytes(b"x")
+        os.utime(tmp_path / name, (now - age, now - age))
+
+    archive._forget_unused(tmp_path)
+
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "spark-4.2.0-another-venv.jsa",
+        "spark-4.2.0-dumping.123.partial",
+        "spark-4.2.0-in-use.jsa",
+    ]
+
+
+def test_a_start_from_an_archive_is_what_keeps_it(tmp_path):
+    used = tmp_path / "spark-4.2.0-used.jsa"
+    used.write_bytes(b"x")
+    old = time.time() - archive.UNUSED_S
+    os.utime(used, (old, old))
+    used.chmod(0o444)  # as the JDK leaves it
+
+    archive._used(used)
+
+    assert time.time() - used.stat().st_mtime < 60
