@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import tempfile
 
-CLASS_PATH = "class path: "  # the line that tells make_archive the JVM's class path
+from jobs.jvm.archive import CLASS_PATH
 
 
 def load_classes() -> None:

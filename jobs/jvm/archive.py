@@ -44,6 +44,7 @@ FORMAT = "2"
 # killed JVM left (.partial) after an hour.
 UNUSED_S = 14 * 86400
 PARTIAL_S = 3600
+CLASS_PATH = "class path: "  # the warm-up's line that says its JVM's class path
 
 
 @cache
@@ -117,8 +118,6 @@ def make_archive(*, force: bool = False) -> Path | None:
 def _maps(archive: Path, said: str) -> bool:
     """Whether a JVM with the class path the archive was made with maps it (-Xshare:on: or it
     does not start): a dump cut short is never kept."""
-    from jobs.cli.warm_up import CLASS_PATH
-
     class_path = [line.removeprefix(CLASS_PATH) for line in said.splitlines() if line.startswith(CLASS_PATH)]
     if not class_path:
         return False
