@@ -8,7 +8,7 @@ export PYTHONDONTWRITEBYTECODE :=
 # pytest workers: most test time is JVM start-up and waiting, not CPU, so more workers than cores.
 TEST_WORKERS ?= 3
 
-.PHONY: help docs venv jvm jars delta-jars jar-lock jvm-archive bench-small assets browser s3-up s3-down cluster cluster-stop airflow airflow-stop demo demo-s3 report test test-fast bench bench-cluster bench-ledger bench-dags lint format lock clean
+.PHONY: help docs venv jvm jars delta-jars jar-lock jvm-archive bench-small assets browser s3-up s3-down cluster cluster-stop airflow airflow-stop demo demo-s3 report test test-fast bench bench-cluster bench-ledger bench-dags lint format lock clean clean-cache
 
 help:
 	@echo "make demo     land sample events in arrivals and run the pipeline after each (PIPELINE=name; default clickstream, then rack_temperatures: a Delta table)"
@@ -29,7 +29,8 @@ help:
 	@echo "make jar-lock regenerate the jar lock (jobs/jvm/jars.lock.json) from jvm/pom.xml"
 	@echo "make jvm      build the product's jar from jvm/ with Maven (needs a JDK and Maven)"
 	@echo "make jars     fetch the jar lock's runtime jars once (s3a, delta), checked by sha256"
-	@echo "make clean    remove ./data (the demo's root) and caches"
+	@echo "make clean    remove ./data (the demo's root) and this checkout's caches and builds"
+	@echo "make clean-cache  also remove the per-user cache every checkout shares (fetched jars, JVM archives, Spark logs)"
 
 venv:
 	@./infra/bootstrap.sh
@@ -140,3 +141,6 @@ lock: venv
 
 clean:
 	rm -rf data .pytest_cache .ruff_cache airflow_home site jvm/target jobs/jvm/lib
+
+clean-cache: clean
+	$(PY) -c "import shutil; from jobs.settings import settings; shutil.rmtree(settings().cache_dir, ignore_errors=True); print('removed', settings().cache_dir)"

@@ -37,6 +37,7 @@ from pyspark.sql import SparkSession
 from jobs.accounting.checkpoint import CheckpointLog
 from jobs.accounting.file_ledger import taken_files
 from jobs.accounting.ledger import Ledger
+from jobs.change.compare_builds import now_used, quarantine_refusal
 from jobs.change.plan import Plan, plan
 from jobs.declare import PipelineBase
 from jobs.exit_codes import ExitCode
@@ -49,15 +50,10 @@ from jobs.lake.pointer import write as write_pointer
 from jobs.launch import execute
 from jobs.request import RunRequest
 from jobs.run.events import Finished
-from jobs.run.report import load_reports
 from jobs.units import UsageError, duration_words
-from jobs.validate.run_checks import top_reason
 from jobs.validate.validation import validate_table
 
 ORIGINAL = "original"  # the build a pipeline starts with: <root>/checkpoints/<pipeline> and the rest
-# A new build that quarantines a share of its input rows this much above the build in use's
-# (0.10: ten percentage points) is not switched to unless the rebuild accepts it.
-QUARANTINE_RISE = 0.10
 log = logging.getLogger("jobs.rebuild")
 
 
@@ -127,33 +123,10 @@ def switch(
         request = RunRequest(pipeline.name, build, mode="rebuild", max_files_per_trigger=max_files_per_trigger)
         _read_archive(pipeline, spark, request)
         _run(pipeline, spark, request)
-        if not accept_quarantine:
-            refuse_a_quarantining_build(pipeline.name, root, build_id, in_use, build)
+        refusal = None if accept_quarantine else quarantine_refusal(pipeline.name, root, build_id, in_use, build)
+        if refusal:
+            raise RebuildError(refusal)
         return _switch(spark, pipeline, root, build_id, in_use, build, before)
-
-
-def refuse_a_quarantining_build(name: str, root: str, build_id: str, in_use: Locations, build: Locations) -> None:
-    """RebuildError when the new build quarantined a share of its input rows QUARANTINE_RISE
-    above the build in use's (its runs' reports, those retention kept), or used none of them."""
-    new = [r for r in load_reports(build.runs) if r.input_rows]
-    old = [r for r in load_reports(in_use.runs) if r.input_rows]
-    new_rows, new_quarantined = sum(r.input_rows for r in new), sum(r.quarantined_rows for r in new)
-    if not new_rows:
-        return
-    old_rows, old_quarantined = sum(r.input_rows for r in old), sum(r.quarantined_rows for r in old)
-    new_share = new_quarantined / new_rows
-    old_share = old_quarantined / old_rows if old_rows else 0.0
-    used_none = new_quarantined == new_rows
-    if new_share - old_share < QUARANTINE_RISE and not used_none:
-        return
-    in_use_said = f"the build in use {old_quarantined} of {old_rows} ({old_share:.1%})" if old_rows else ""
-    raise RebuildError(
-        f"build {build_id} quarantined {new_quarantined} of the {new_rows} rows it read ({new_share:.1%}"
-        f"{top_reason(new)}){'; ' + in_use_said if in_use_said else ''}: not switched to it, the build in use "
-        f"goes on. The declaration may misread the events (a field's type, a rule): fix it and run `python -m "
-        f"jobs rebuild {name}` again (a new build; this one's folder, {own_root(root, 'builds', name, build_id)}, can then be deleted), or add "
-        f"--accept-quarantine to switch to this build anyway (its quarantine: {build.quarantine})"
-    )
 
 
 def _run(pipeline: PipelineBase, spark: SparkSession, request: RunRequest) -> None:
@@ -257,7 +230,7 @@ def _switch(
             now,
             why=before.changes,
             files=len(new),
-            previously_quarantined_now_used=_now_used(spark, in_use, build, new),
+            previously_quarantined_now_used=now_used(spark, in_use, build, new),
             table_version=table_version,
         ),
         previous=before_it,
@@ -353,28 +326,3 @@ def _copy_table(spark: SparkSession, source: str, target: str, says: dict[str, s
     writer = rows.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
     writer = writer.option("partitionOverwriteMode", "static")  # the whole table, whatever the session says
     return delta.commit_once(writer.partitionBy(*partitions), target, says)
-
-
-def _now_used(spark: SparkSession, in_use: Locations, build: Locations, taken: set[str]) -> int:
-    """Lines the build in use quarantined that the new build used: quarantined by the old
-    declaration, of a file the new build read, and not quarantined by the new one (files
-    named where they landed: either build may have read one from retention's archive)."""
-    from pyspark.sql import functions as F
-
-    def lines(locations: Locations):
-        if not fs.exists(locations.quarantine):
-            return None
-        found = spark.read.schema("source_file string, line_number long").json(locations.quarantine)
-        archived = locations.archive.rstrip("/") + "/"
-        landed = F.concat(
-            F.lit(locations.landing.rstrip("/") + "/"), F.col("source_file").substr(len(archived) + 1, 1 << 20)
-        )
-        file = F.when(F.col("source_file").startswith(archived), landed).otherwise(F.col("source_file"))
-        return found.select(file.alias("source_file"), "line_number").distinct()
-
-    old, new = lines(in_use), lines(build)
-    if old is None:
-        return 0
-    used = old if new is None else old.join(new, ["source_file", "line_number"], "left_anti")
-    read = spark.createDataFrame([(path,) for path in sorted(taken)], "source_file string")
-    return used.join(read, "source_file", "left_semi").count()

@@ -29,6 +29,7 @@ import threading
 
 from pydantic import ValidationError as SettingsError
 
+from jobs.declare.load import DeclarationError
 from jobs.exit_codes import ExitCode
 from jobs.lake.layout import StorageError, StorageUnavailable
 from jobs.run import stop
@@ -83,6 +84,10 @@ def _handled(args) -> int:
 
     try:
         return args.handler(args)
+    except DeclarationError as error:  # each problem on a line of its own
+        if len(error.problems) == 1:
+            return fail(ExitCode.USAGE, str(error))
+        return fail(ExitCode.USAGE, f"{len(error.problems)} problems:\n" + "\n".join(f"  {p}" for p in error.problems))
     except UsageError as error:
         return fail(ExitCode.USAGE, str(error))
     except SettingsError as error:

@@ -33,7 +33,7 @@ def add_parser(commands) -> None:
         ),
     )
     add_pipeline(backfill)
-    add_root(backfill, help="where the production landing is (default: %(default)s)")
+    add_root(backfill, help="where the production landing is")
     backfill.add_argument("--since", metavar="DATE", help="first landing date (dt= folder) to reprocess")
     backfill.add_argument("--until", metavar="DATE", help="last landing date (dt= folder) to reprocess, included")
     backfill.add_argument(

@@ -4,6 +4,7 @@ command line, and the location options with their defaults under a root."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from datetime import UTC, date, datetime
 
@@ -57,8 +58,11 @@ def locations_of(args: argparse.Namespace, pipeline_name: str) -> Locations:
     )
 
 
-def add_root(parser: argparse.ArgumentParser, help: str = "base of every location (default: %(default)s)") -> None:
-    parser.add_argument("--root", default=DEFAULT_ROOT, metavar="URI", help=help)
+def add_root(parser: argparse.ArgumentParser, help: str = "base of every location") -> None:
+    # JOBS_ROOT, which the DAGs use, is the command line's default too: one root for both.
+    root = os.environ.get("JOBS_ROOT") or DEFAULT_ROOT
+    said = f"{help} (default: JOBS_ROOT if set, else {DEFAULT_ROOT}: here %(default)s)"
+    parser.add_argument("--root", default=root, metavar="URI", help=said)
 
 
 def add_table_locations(parser: argparse.ArgumentParser) -> None:

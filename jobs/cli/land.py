@@ -21,7 +21,7 @@ def add_parser(commands) -> None:
     )
     land.add_argument("files", nargs="+", metavar="FILE")
     land.add_argument("--to", required=True, metavar="URI", help="the landing location (a folder)")
-    add_root(land, help="the root whose pipelines' landings --to is checked against (default: %(default)s)")
+    add_root(land, help="the root whose pipelines' landings --to is checked against")
     land.add_argument(
         "--force", action="store_true", help="land even where no declared pipeline reads (e.g. a run's --landing)"
     )

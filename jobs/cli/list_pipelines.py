@@ -17,12 +17,21 @@ def add_parser(commands) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    for name, pipeline in declare.load_all().items():
-        suite = load_suite(pipeline)  # a table without a valid suite is a broken declaration
+    """Every pipeline that loads, then what is wrong with each that does not (exit 2)."""
+    loaded = declare.load_each()
+    problems = list(loaded.problems)
+    for name, pipeline in loaded.pipelines.items():
+        try:
+            suite = load_suite(pipeline)  # a table without a valid suite is a broken declaration
+        except declare.DeclarationError as error:
+            problems.extend(error.problems)
+            continue
         if args.verbose:
             _describe(pipeline, suite)
         else:
             print(name)
+    if problems:
+        raise declare.DeclarationError("; ".join(problems), problems)
     return ExitCode.OK
 
 

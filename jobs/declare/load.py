@@ -29,7 +29,12 @@ _PIPELINE = TypeAdapter(Pipeline)
 
 
 class DeclarationError(UsageError):
-    """A declaration or suite is missing something, or says something the runner cannot do."""
+    """A declaration or suite is missing something, or says something the runner cannot do:
+    one line (logs, a DAG's import error), and each problem for a console's line of its own."""
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.problems = problems or [message]
 
 
 def pipelines_dir() -> Traversable:
@@ -49,7 +54,8 @@ def from_mapping(raw: Any, where: str = "declaration") -> PipelineBase:
     try:
         return _PIPELINE.validate_python(raw)
     except ValidationError as error:
-        raise DeclarationError(describe(_every_problem(raw, error), where, Pipeline, raw)) from None
+        problems = describe_each(_every_problem(raw, error), where, Pipeline, raw)
+        raise DeclarationError("; ".join(problems), problems) from None
 
 
 def _every_problem(raw: dict, error: ValidationError) -> list[ErrorDetails]:
@@ -111,6 +117,11 @@ def _child(node: Any, part: str | int) -> Any:
 
 
 def describe(problems: list[ErrorDetails], where: str, declared: Any = None, raw: Any = None) -> str:
+    """describe_each's problems on one line."""
+    return "; ".join(describe_each(problems, where, declared, raw))
+
+
+def describe_each(problems: list[ErrorDetails], where: str, declared: Any = None, raw: Any = None) -> list[str]:
     """pydantic's errors as one line each: where, which setting, what is wrong, and the
     setting or value meant when one is spelt like what was written. `declared`: the model
     (or annotation) checked, `raw`: what it checked, for naming settings and list items."""
@@ -145,7 +156,7 @@ def describe(problems: list[ErrorDetails], where: str, declared: Any = None, raw
         f"{place}: unknown setting{'s' if len(settings) > 1 else ''} {', '.join(settings)}"
         for place, settings in unknown.items()
     ]
-    return "; ".join(said + messages)
+    return said + messages
 
 
 _QUOTED = re.compile(r"'([^']*)'")  # the choices in pydantic's "'a', 'b' or 'c'"
@@ -234,7 +245,10 @@ def load_all(directory: Path | Traversable | None = None) -> dict[str, PipelineB
     broken one)."""
     loaded = load_each(directory)
     if loaded.broken:
-        raise DeclarationError("; ".join(loaded.broken.values()))
+        raise DeclarationError(
+            "; ".join(loaded.broken.values()),
+            loaded.problems,
+        )
     return loaded.pipelines
 
 
@@ -245,6 +259,7 @@ class Declarations:
 
     pipelines: dict[str, PipelineBase] = field(default_factory=dict)  # by name, in name order
     broken: dict[str, str] = field(default_factory=dict)  # the file's name without .yaml -> why, in one line
+    problems: list[str] = field(default_factory=list)  # every problem of the broken ones, one line each
 
 
 def load_each(directory: Path | Traversable | None = None) -> Declarations:
@@ -255,6 +270,7 @@ def load_each(directory: Path | Traversable | None = None) -> Declarations:
             pipeline = load_file(path)
         except DeclarationError as error:
             loaded.broken[path.name.removesuffix(".yaml")] = str(error)
+            loaded.problems.extend(error.problems)
         else:
             loaded.pipelines[pipeline.name] = pipeline
     return loaded

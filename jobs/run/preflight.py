@@ -37,8 +37,12 @@ def before_spark(pipeline: PipelineBase, locations: Locations) -> None:
         raise StorageError(_no_landing(pipeline, locations, ledger))
     checkpoint_log = CheckpointLog.of(locations)
     contract = checkpoint_contract(pipeline, locations)
+    started = ledger.recorded_contract() is not None
     check_contract(pipeline.name, contract, ledger, checkpoint_log, locations.quarantine)
-    run_log(pipeline.name).info("  preflight: the declaration matches checkpoint %s", locations.checkpoint)
+    if started:
+        run_log(pipeline.name).info("  preflight: the declaration matches checkpoint %s", locations.checkpoint)
+    else:
+        run_log(pipeline.name).info("  preflight: a new checkpoint, %s", locations.checkpoint)
 
 
 def _no_landing(pipeline: PipelineBase, locations: Locations, ledger: Ledger) -> str:
