@@ -176,10 +176,10 @@ def with_product_jar(jars: str | None) -> str:
 
 def s3a_conf() -> dict[str, str]:
     """Spark's settings for s3a://: hadoop-aws of Spark's own Hadoop and the AWS SDK v2
-    bundle it declares, from the jar lock (jobs/jvm/jars.py), and s3a's settings (no secret).
+    modules it uses, from the jar lock (jobs/jvm/jars.py), and s3a's settings (no secret).
 
     The jars are named `local:`, already where every JVM of the application runs: Spark
-    adds them to its class path as they are, rather than copy 690 MB into each executor
+    adds them to its class path as they are, rather than copy them into each executor
     of each application. The nodes of a cluster hold them at the same path (`make cluster`'s
     run on this machine; a real one's get them with `python -m jobs jars`, docs/cluster.md)."""
     from jobs.lake import s3

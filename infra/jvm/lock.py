@@ -20,7 +20,13 @@ from jobs.jvm.jars import sha256
 
 LOCK = REPO / "jobs" / "jvm" / "jars.lock.json"
 # What each of the pom's runtime dependencies is for; the jars it brings are for the same.
-USES = {"org.apache.hadoop:hadoop-aws": "s3a", "io.delta:delta-spark_2.13": "delta"}
+# The AWS SDK v2 modules s3a uses, in place of the bundle hadoop-aws declares.
+SDK_MODULES = ("s3", "s3-transfer-manager", "sts", "apache-client", "netty-nio-client")
+USES = {
+    "org.apache.hadoop:hadoop-aws": "s3a",
+    **{f"software.amazon.awssdk:{module}": "s3a" for module in SDK_MODULES},
+    "io.delta:delta-spark_2.13": "delta",
+}
 _ENTRY = re.compile(r"^(?P<indent>[|+\\ -]*)(?P<group>[\w.-]+):(?P<artifact>[\w.-]+):jar:(?P<version>[\w.-]+):(\w+)")
 
 
@@ -42,8 +48,8 @@ def resolved(tree: str) -> list[tuple[str, str]]:
 
 def left_to_spark(pom: Path) -> list[str]:
     """group:artifact of each dependency the pom excludes from a runtime dependency, because
-    Spark's own jars hold another version of it: Spark's resolution is told to leave them
-    out too (`spark.jars.excludes`)."""
+    Spark's own jars hold another version of it (or, the AWS SDK bundle, the pom's SDK modules
+    replace it): Spark's resolution is told to leave them out too (`spark.jars.excludes`)."""
     ns = {"m": "http://maven.apache.org/POM/4.0.0"}
     root = ElementTree.parse(pom).getroot()
     found = set()

@@ -14,7 +14,7 @@ def add_parser(commands) -> None:
         help="fetch the jars the product adds to Spark (s3a, Delta), once, and check them against the jar lock",
         description=(
             "Fetch every runtime jar the jar lock names (hadoop-aws of Spark's own Hadoop and the AWS SDK v2 "
-            "bundle it declares, for s3a://; Delta Lake's, for Delta tables) through Spark's own resolution of Maven coordinates, into "
+            "modules it uses, for s3a://; Delta Lake's, for Delta tables) through Spark's own resolution of Maven coordinates, into "
             "JOBS_JARS_DIR (default <cache>/jars), and check each one's sha256 against the lock. Jars already "
             "there and checked are not fetched again: afterwards it works offline. A folder that holds them "
             "(a machine without Maven Central) can be named as JOBS_JARS_DIR; they are checked the same way."

@@ -62,7 +62,8 @@ def locked(used_for: str | None = None) -> list[Jar]:
 
 def left_to_spark() -> list[str]:
     """group:artifact of the dependencies Spark's own jars provide (the lock's `left_to_spark`):
-    its resolution leaves them out, as Maven did, rather than fetch other versions of them."""
+    its resolution leaves them out, as Maven did, rather than fetch other versions of them
+    (and the AWS SDK bundle hadoop-aws declares, which the lock's SDK modules replace)."""
     return json.loads(LOCK.read_text()).get("left_to_spark", [])
 
 

@@ -260,7 +260,7 @@ def test_retention_archives_landed_objects_within_the_bucket(spark, s3_root):
 
 def test_s3a_runs_on_hadoop_aws_of_spark_s_own_hadoop_and_the_aws_sdk_v2(spark, s3_root):
     """What the JVM loads for s3a://: the jar lock's hadoop-aws, of the Hadoop Spark ships,
-    and the SDK v2 bundle; no hadoop-aws 3.3.1, no SDK v1 anywhere on the classpath."""
+    and the SDK v2's own modules (not its bundle); no hadoop-aws 3.3.1, no SDK v1 anywhere on the classpath."""
     jvm = spark.sparkContext._jvm
     filesystem = jvm.org.apache.hadoop.fs.FileSystem.get(
         jvm.java.net.URI(s3_root), spark.sparkContext._jsc.hadoopConfiguration()
@@ -272,7 +272,9 @@ def test_s3a_runs_on_hadoop_aws_of_spark_s_own_hadoop_and_the_aws_sdk_v2(spark, 
 
     hadoop = str(jvm.org.apache.hadoop.util.VersionInfo.getVersion())
     assert jar_of("org.apache.hadoop.fs.s3a.S3AFileSystem") == f"hadoop-aws-{hadoop}.jar"
-    assert jar_of("software.amazon.awssdk.services.s3.S3Client").startswith("bundle-2.")
+    assert jar_of("software.amazon.awssdk.services.s3.S3Client").startswith("s3-2.")
+    assert jar_of("software.amazon.awssdk.services.sts.StsClient").startswith("sts-2.")
+    assert jar_of("software.amazon.awssdk.http.nio.netty.NettyNioAsyncHttpClient").startswith("netty-nio-client-2.")
     for v1 in ("com.amazonaws.services.s3.AmazonS3", "com.amazonaws.auth.AWSCredentials"):
         with pytest.raises(Exception, match="ClassNotFoundException"):
             loader.loadClass(v1)

@@ -47,7 +47,11 @@ def test_the_pom_builds_against_the_spark_the_lock_installs():
 def test_the_lock_s_s3a_is_hadoop_aws_of_spark_s_hadoop_with_the_sdk_v2():
     locked = {jar.coordinates.rsplit(":", 1)[0]: jar for jar in jars.locked("s3a")}
     assert locked["org.apache.hadoop:hadoop-aws"].coordinates.endswith(":" + shipped("hadoop-client-api"))
-    assert "software.amazon.awssdk:bundle" in locked
+    # The SDK modules s3a uses, not the 686 MB bundle hadoop-aws declares, which Spark's
+    # resolution is told to leave out too.
+    for module in ("s3", "s3-transfer-manager", "sts", "apache-client", "netty-nio-client"):
+        assert locked[f"software.amazon.awssdk:{module}"].coordinates.endswith(":" + pom_property("aws.sdk.version"))
+    assert "software.amazon.awssdk:bundle" not in locked and "software.amazon.awssdk:bundle" in jars.left_to_spark()
     every = " ".join(jar.coordinates for jar in jars.locked())
     assert "3.3.1" not in every and "com.amazonaws" not in every and "aws-java-sdk" not in every
     assert all(re.fullmatch(r"[0-9a-f]{64}", jar.sha256) and jar.size > 0 for jar in jars.locked())
