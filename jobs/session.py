@@ -9,7 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from pyspark import SparkConf, SparkContext
 from pyspark.logger import PySparkLogger
@@ -41,6 +41,15 @@ BASE_CONF = {
     # An out-of-memory error in any thread ends the JVM (exit 3), rather than leave it half alive.
     "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()} -XX:+ExitOnOutOfMemoryError",
 }
+
+
+# The jar lock's jars an application needs (s3a's, Delta's), already on every machine that runs
+# one of its JVMs (a cluster's nodes hold them at the same path: docs/cluster.md): on the class
+# path as they are. Named `spark.jars`, each application copied them into its scratch folder
+# (690 MB with the AWS SDK's bundle), and a driver killed before its cleanup left the copy.
+# The executors' class path here; the driver's from the same list (driver_class_path).
+CLASS_PATH = "spark.executor.extraClassPath"
+_LISTS = {"spark.jars": ",", CLASS_PATH: os.pathsep}
 
 
 class JavaMissing(RuntimeError):
@@ -127,7 +136,7 @@ def _start_jvm(master: str, app_name: str, conf: dict[str, str], log_file) -> No
     from pyspark.java_gateway import launch_gateway
 
     spark_conf = SparkConf().setMaster(master).setAppName(app_name).setAll(list(conf.items()))
-    with open(log_file, "ab") as console:
+    with open(log_file, "ab") as console, driver_class_path(conf):
         try:
             gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": console, "stderr": console})
         except PySparkRuntimeError:
@@ -176,43 +185,60 @@ def with_product_jar(jars: str | None) -> str:
 
 def s3a_conf() -> dict[str, str]:
     """Spark's settings for s3a://: hadoop-aws of Spark's own Hadoop and the AWS SDK v2
-    modules it uses, from the jar lock (jobs/jvm/jars.py), and s3a's settings (no secret).
-
-    The jars are named `local:`, already where every JVM of the application runs: Spark
-    adds them to its class path as they are, rather than copy them into each executor
-    of each application. The nodes of a cluster hold them at the same path (`make cluster`'s
-    run on this machine; a real one's get them with `python -m jobs jars`, docs/cluster.md)."""
+    modules it uses, from the jar lock (jobs/jvm/jars.py), on the class path (CLASS_PATH),
+    and s3a's settings (no secret)."""
     from jobs.lake import s3
 
-    return {"spark.jars": _local_jars("s3a"), **s3.s3a_settings()}
+    return {CLASS_PATH: _lock_class_path("s3a"), **s3.s3a_settings()}
 
 
 def table_conf(formats: Iterable[str]) -> dict[str, str]:
     """Spark's settings for the table formats an application writes or reads: none for
-    Parquet; for Delta, its jars (the jar lock's, `local:` as for s3a) and its SQL extension
-    and catalog (jobs/lake/delta.py). Only where a pipeline's table is Delta."""
+    Parquet; for Delta, its jars (the jar lock's, on the class path as for s3a) and its SQL
+    extension and catalog (jobs/lake/delta.py). Only where a pipeline's table is Delta."""
     if "delta" not in set(formats):
         return {}
     from jobs.lake import delta
 
-    return {"spark.jars": _local_jars("delta"), **delta.SESSION_CONF}
+    return {CLASS_PATH: _lock_class_path("delta"), **delta.SESSION_CONF}
 
 
-def _local_jars(used_for: str) -> str:
-    """`spark.jars` for the jar lock's jars used for something, named `local:` (s3a_conf says why)."""
+def _lock_class_path(used_for: str) -> str:
+    """The jar lock's jars used for something, as a class path."""
     from jobs.jvm import jars
 
-    return ",".join(f"local:{path}" for path in jars.paths(used_for))
+    return os.pathsep.join(str(path) for path in jars.paths(used_for))
+
+
+@contextlib.contextmanager
+def driver_class_path(conf: dict[str, str]) -> Iterator[None]:
+    """While a driver's JVM starts (ours, or spark-submit's): the lock's jars `conf` names
+    appended to its class path (SPARK_DIST_CLASSPATH: after Spark's own jars, so the class
+    archive, made with Spark's alone, still maps; spark.driver.extraClassPath would come first)."""
+    wanted = conf.get(CLASS_PATH)
+    if not wanted:
+        yield
+        return
+    before = os.environ.get("SPARK_DIST_CLASSPATH")
+    os.environ["SPARK_DIST_CLASSPATH"] = os.pathsep.join([p for p in (before, wanted) if p])
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("SPARK_DIST_CLASSPATH", None)
+        else:
+            os.environ["SPARK_DIST_CLASSPATH"] = before
 
 
 def merged_conf(*confs: dict[str, str]) -> dict[str, str]:
-    """Spark settings, later ones winning, but `spark.jars` lists joined (s3a's and Delta's)."""
+    """Spark settings, later ones winning, but lists of jars joined (s3a's and Delta's)."""
     merged: dict[str, str] = {}
     for conf in confs:
         for key, value in conf.items():
-            if key == "spark.jars" and merged.get(key):
-                listed = merged[key].split(",")
-                value = ",".join([*listed, *(jar for jar in value.split(",") if jar not in listed)])
+            separator = _LISTS.get(key)
+            if separator and merged.get(key):
+                listed = merged[key].split(separator)
+                value = separator.join([*listed, *(jar for jar in value.split(separator) if jar not in listed)])
             merged[key] = value
     return merged
 

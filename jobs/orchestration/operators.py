@@ -117,7 +117,7 @@ class JobsSubmitOperator(SparkSubmitOperator):
             "spark.driver.extraJavaOptions": f"{java_options} -Djobs.log.file={task_log_file(context)} {start}",
         }
         with environment.task_environment(self.log, self.spark_conn_id):
-            from jobs.session import merged_conf, s3a_conf, table_conf, with_product_jar
+            from jobs.session import driver_class_path, merged_conf, s3a_conf, table_conf, with_product_jar
 
             if any("s3a://" in arg or "s3://" in arg for arg in self.application_args):
                 # hadoop-aws on the classpath from the JVM's start; s3a settings hold no secret.
@@ -128,7 +128,8 @@ class JobsSubmitOperator(SparkSubmitOperator):
             # The product's jar (its decoder and counter) on the driver's class path from its start.
             self.conf = {**self.conf, "spark.jars": with_product_jar(self.conf.get("spark.jars"))}
             try:
-                super().execute(context)
+                with driver_class_path(self.conf):  # the lock's jars, as the executors have them
+                    super().execute(context)
             except AirflowException as error:
                 returned = submit_exit_code(self)
                 reported = self.reported_code()  # what the command stored says, when it says how it failed

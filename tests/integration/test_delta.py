@@ -7,7 +7,9 @@ both formats (tests/e2e/test_crash.py)."""
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 import yaml
@@ -125,12 +127,28 @@ def test_retention_settings_belong_to_their_format():
 
 
 def test_spark_settings_for_delta_only_where_a_table_is_delta():
-    from jobs.session import merged_conf, table_conf
+    from jobs.session import CLASS_PATH, merged_conf, table_conf
 
     assert table_conf(["parquet"]) == {}
     conf = table_conf(["parquet", "delta"])
     assert conf["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
-    jars = conf["spark.jars"].split(",")
+    jars = conf[CLASS_PATH].split(os.pathsep)
     assert any(jar.endswith("delta-spark_2.13-4.4.0.jar") for jar in jars)
-    both = merged_conf({"spark.jars": "local:/a.jar"}, conf)["spark.jars"].split(",")
-    assert both == ["local:/a.jar", *jars]
+    both = merged_conf({CLASS_PATH: "/a.jar"}, conf)[CLASS_PATH].split(os.pathsep)
+    assert both == ["/a.jar", *jars]
+
+
+def test_the_lock_s_jars_are_read_where_they_are_not_copied_into_the_application(spark, tmp_path):
+    """The session writes Delta tables and reads buckets (s3a), yet its scratch folder holds
+    no copy of the jar lock's jars: they are on the JVM's class path (690 MB were copied per
+    application with the SDK's bundle in `spark.jars`)."""
+    from pyspark import SparkFiles
+
+    from jobs.jvm import jars
+
+    spark.range(3).write.format("delta").save(str(tmp_path / "table"))
+    class_path = spark.sparkContext._jvm.System.getProperty("java.class.path").split(os.pathsep)
+    locked = {str(path) for used_for in ("s3a", "delta") for path in jars.paths(used_for)}
+    assert locked <= set(class_path)
+    copied = {path.name for path in Path(SparkFiles.getRootDirectory()).rglob("*.jar")}
+    assert not copied & {Path(path).name for path in locked}, copied
