@@ -123,8 +123,12 @@ def main() -> None:
     args = parser.parse_args()
     os.chdir(REPO)
     seconds, peaks = one_file_runs(args.rounds)
-    print(f"S3: one-file run            {statistics.median(seconds):6.1f} s  ({', '.join(f'{s:.1f}' for s in seconds)})")
-    print(f"S3: scratch per run, peak   {statistics.median(peaks) / 2**20:6.1f} MB ({', '.join(f'{p / 2**20:.1f}' for p in peaks)})")
+    print(
+        f"S3: one-file run            {statistics.median(seconds):6.1f} s  ({', '.join(f'{s:.1f}' for s in seconds)})"
+    )
+    print(
+        f"S3: scratch per run, peak   {statistics.median(peaks) / 2**20:6.1f} MB ({', '.join(f'{p / 2**20:.1f}' for p in peaks)})"
+    )
     took, kept = jars_on_an_empty_cache()
     print(f"jars on an empty cache      {took:6.1f} s, {kept / 2**20:.0f} MB kept")
 

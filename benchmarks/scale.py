@@ -23,6 +23,8 @@
    maintain` (benchmarks/maintenance.py).
 9. Rebuild: the backlog run fresh, then `python -m jobs rebuild` of it with 5-minute
    windows (the plan, the new build's run over every file, the switch).
+10. S3: a one-file run with every location in a bucket, its time and its Spark scratch folder
+   at its largest; `python -m jobs jars` on an empty cache (benchmarks/s3_run.py).
 
 Every Spark process gets the same driver memory (--memory, default Spark's own 1g).
 Figures, not assertions: README's Performance section quotes what this printed.
@@ -410,7 +412,18 @@ def main() -> None:
     parser.add_argument("--memory", default="1g", help="driver memory of every Spark process (default: %(default)s)")
     parser.add_argument(
         "--only",
-        choices=("backlog", "nested", "small", "incremental", "state", "rocksdb", "stages", "maintenance", "rebuild"),
+        choices=(
+            "backlog",
+            "nested",
+            "small",
+            "incremental",
+            "state",
+            "rocksdb",
+            "stages",
+            "maintenance",
+            "rebuild",
+            "s3",
+        ),
     )
     args = parser.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
@@ -432,6 +445,9 @@ def main() -> None:
         print(_checked("maintenance", measure([PY, "-m", "benchmarks.maintenance"])).stdout)
     if args.only in (None, "rebuild"):
         rebuild(args.events, args.files, args.memory)
+    if args.only in (None, "s3"):
+        command = [PY, "-m", "benchmarks.s3_run", "--rounds", str(args.rounds)]
+        print(_checked("the S3 run", measure(command)).stdout)
 
 
 if __name__ == "__main__":
