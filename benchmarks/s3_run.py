@@ -15,6 +15,7 @@ Figures, not assertions; medians of the rounds.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -22,7 +23,6 @@ import statistics
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 from benchmarks.measure import REPO, measure
@@ -34,10 +34,8 @@ def _size(folder: Path) -> int:
     total = 0
     for dirpath, _, names in os.walk(folder):
         for name in names:
-            try:
+            with contextlib.suppress(OSError):  # removed while walked
                 total += os.lstat(os.path.join(dirpath, name)).st_size
-            except OSError:  # removed while walked
-                pass
     return total
 
 
