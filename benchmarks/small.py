@@ -8,6 +8,7 @@ every round, so that none always goes first):
   one Parquet file;
 - one new file: `python -m jobs run clickstream --no-validate` over one new file;
 - nothing new: the same command again, with nothing new landed;
+- one new file, delta: the same run of clickstream declared `output: {format: delta}`;
 - ten, one application each: ten pipelines with one small arrival each, run one after the
   other, each its own `python -m jobs run NAME --no-validate`;
 - ten, one application: the same ten in one `python -m jobs run NAME... --no-validate`;
@@ -71,9 +72,12 @@ _LIST_DAGS = (
 )
 
 
-def declarations(folder: Path, names: list[str], schedule: str, on_arrival: dict | None = None) -> Path:
+def declarations(
+    folder: Path, names: list[str], schedule: str, on_arrival: dict | None = None, table_format: str | None = None
+) -> Path:
     """A pipelines folder (for JOBS_PIPELINES_DIR) with the shipped declarations of `names`,
-    each on `schedule` (and, on arrival, its `on_arrival` block) whatever it ships with."""
+    each on `schedule` (and, on arrival, its `on_arrival` block) whatever it ships with (and
+    its table in `table_format`, when given)."""
     import yaml
 
     from jobs.declare.load import pipelines_dir
@@ -85,6 +89,8 @@ def declarations(folder: Path, names: list[str], schedule: str, on_arrival: dict
         raw["schedule"] = schedule
         if on_arrival:
             raw["on_arrival"] = on_arrival
+        if table_format:
+            raw["output"] = {**raw["output"], "format": table_format}
         (folder / f"{name}.yaml").write_text(yaml.safe_dump(raw, sort_keys=False))
     return folder
 
@@ -133,7 +139,9 @@ def _jobs(*args: str) -> list[str]:
 class Bench:
     def __init__(self, scratch: Path):
         self.scratch = scratch
-        self.roots = {key: scratch / key for key in ("single", "separate", "together", "dags", "scheduled")}
+        self.roots = {key: scratch / key for key in ("single", "delta", "separate", "together", "dags", "scheduled")}
+        # clickstream into a Delta table, for "one new file, delta"
+        self.delta_env = {"JOBS_PIPELINES_DIR": str(scratch / "pipelines-delta")}
         self.home = scratch / "airflow"
         self.scheduler: Scheduler | None = None
         self.times: dict[str, list[float]] = {}
@@ -161,6 +169,16 @@ class Bench:
                 cwd=REPO,
                 capture_output=True,
                 check=True,
+            )
+        if "one new file, delta" in chosen:
+            declarations(Path(self.delta_env["JOBS_PIPELINES_DIR"]), ["clickstream"], "@hourly", table_format="delta")
+            _prepare_root(self.roots["delta"], ["clickstream"])
+            subprocess.run(
+                _jobs("run", "clickstream", f"--root={self.roots['delta']}", "--no-validate"),
+                cwd=REPO,
+                capture_output=True,
+                check=True,
+                env={**os.environ, **self.delta_env},
             )
         for key, variant in (("separate", "ten separate"), ("together", "ten together")):
             if variant not in chosen:
@@ -220,6 +238,13 @@ class Bench:
             self.time("one new file", _jobs("run", "clickstream", f"--root={single}", "--no-validate"))
             self.time("nothing new", _jobs("run", "clickstream", f"--root={single}", "--no-validate"))
 
+        def one_file_delta() -> None:
+            delta = self.roots["delta"]
+            _land_increment(delta, "clickstream", self._new_tag(), one_file=True)
+            self.time(
+                "one new file, delta", _jobs("run", "clickstream", f"--root={delta}", "--no-validate"), self.delta_env
+            )
+
         def validated() -> None:
             _land_increment(single, "clickstream", self._new_tag(), one_file=True)
             self.time("run and validate", _jobs("run", "clickstream", f"--root={single}"))
@@ -267,6 +292,7 @@ class Bench:
         return {
             "floor": floor,
             "one new file": one_file,
+            "one new file, delta": one_file_delta,
             "run and validate": validated,
             "ten separate": ten_separate,
             "ten together": ten_together,
@@ -315,6 +341,7 @@ def report(bench: Bench) -> None:
         ("one new file / floor", "one new file", "floor", 1.3),
         ("nothing new / floor", "nothing new", "floor", 1.2),
         ("run and validate / one new file", "run and validate", "one new file", 1.10),
+        ("one new file, delta / one new file", "one new file, delta", "one new file", 1.10),
         ("ten, one application / one new file", "ten, one application", "one new file", 2.5),
         ("ten, one application each / one new file", "ten, one application each", "one new file", None),
         ("DAG run, scheduler / run and validate", "DAG run, scheduler", "run and validate", 1.5),

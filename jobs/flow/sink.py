@@ -7,7 +7,12 @@ The table is Parquet (the default) or Delta Lake (`output: {format: delta}`):
   through the sink log (Spark does whenever `_spark_metadata` exists) never see a file of
   a batch that did not commit.
 - Delta: each batch is one version of the table's transaction log, <output>/_delta_log
-  (jobs/lake/delta.py); every reader of a Delta table reads through it, Spark or not.
+  (jobs/lake/delta.py); every reader of a Delta table reads through it, Spark or not. The
+  batch is appended by `foreachBatch` (DeltaBatches), its commit saying which query and
+  batch it is: a batch Spark runs again after a restart finds its commit and adds nothing.
+  (Delta's own streaming sink does the same with a `txn` action, but looks its last one up
+  by computing the table's whole state again at every batch: a Spark job and a third more
+  time per batch, docs/performance.md.)
 """
 
 from __future__ import annotations
@@ -35,17 +40,15 @@ def start(
     """Append `table` to the table at `output` (`table_format`: parquet or delta), exactly once
     through `checkpoint`; with `retention_s`, a Parquet sink log drops files written longer
     ago when it compacts (a Delta table keeps its versions until VACUUM)."""
-    writer = (
-        table.writeStream.queryName(name)
-        .format(table_format)
-        .outputMode("append")
-        .option("path", output)
-        .option("checkpointLocation", checkpoint)
-    )
-    if retention_s and table_format == "parquet":
-        writer = writer.option("retention", f"{retention_s}s")
-    if partition_by:
-        writer = writer.partitionBy(partition_by)
+    writer = table.writeStream.queryName(name).outputMode("append").option("checkpointLocation", checkpoint)
+    if table_format == "delta":
+        writer = writer.foreachBatch(DeltaBatches(output, checkpoint, partition_by))
+    else:
+        writer = writer.format(table_format).option("path", output)
+        if retention_s:
+            writer = writer.option("retention", f"{retention_s}s")
+        if partition_by:
+            writer = writer.partitionBy(partition_by)
     if trigger.kind == "available-now":
         writer = writer.trigger(availableNow=True)
     elif trigger.kind == "once":
@@ -53,6 +56,26 @@ def start(
     else:
         writer = writer.trigger(processingTime=spark_duration(trigger.interval_s))
     return writer.start()
+
+
+class DeltaBatches:
+    """Each batch of a query appended to the Delta table at `output` in one commit that says
+    which batch of which query it is; nothing when the log already has that commit (the
+    batch done again after a crash between Delta's commit and the checkpoint's)."""
+
+    def __init__(self, output: str, checkpoint: str, partition_by: str | None):
+        self.output, self.checkpoint, self.partition_by = output, checkpoint, partition_by
+        self._query_id: str | None = None
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        if self._query_id is None:  # the checkpoint's metadata exists once the query started
+            self._query_id = fs.read_json(join(self.checkpoint, "metadata"))["id"]
+        if delta.batch_version(self.output, self._query_id, batch_id) is not None:
+            return
+        writer = batch.write.format("delta").mode("append")
+        if self.partition_by:
+            writer = writer.partitionBy(self.partition_by)
+        writer.option("userMetadata", delta.batch_says(self._query_id, batch_id)).save(self.output)
 
 
 def read_committed(spark: SparkSession, schema: StructType, output: str, files: list[str] | None = None) -> DataFrame:

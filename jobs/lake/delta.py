@@ -5,10 +5,11 @@ its rollback), found again after a restart rather than made twice.
 
     <output>/_delta_log/00000000000000000007.json   version 7: its commit's actions, one per line
 
-Delta's streaming sink commits each batch as one version, with a `txn` action naming the
-query (the checkpoint's id) and the batch id: when Spark redoes a batch whose version is
-already in the log, the sink writes nothing, so a batch's files are found by its `txn`, in
-exactly one version. Versions are kept while Delta's log retention keeps them (30 days by
+A run commits each batch as one version whose commitInfo says the query (the checkpoint's
+id) and the batch id (`batch_says`, jobs/flow/sink.py): when Spark redoes a batch whose
+version is already in the log, nothing is written, so a batch's files are found by that, in
+exactly one version. (Tables written before by Delta's streaming sink say it with a `txn`
+action: read the same.) Versions are kept while Delta's log retention keeps them (30 days by
 default); an older batch's files are then no longer known (None), as with the Parquet sink
 log once compacted.
 
@@ -41,6 +42,13 @@ SESSION_CONF = {
     # Delta reads a table's state in this many tasks (50 by default): a few suit the log of
     # one pipeline's table, and each task costs a batch time on a small machine.
     "spark.databricks.delta.snapshotPartitions": "2",
+    # A batch that adds no row is still a version that says it is that batch (jobs/flow/sink.py):
+    # its accounting knows it added nothing, where no version would mean "no longer known".
+    "spark.databricks.delta.skipRecordingEmptyCommits": "false",
+    # A new table writes a checkpoint of its log every 50 versions, not Delta's 10: each costs
+    # a Spark job (2.5 s of a backlog's 35 s here), and a reader replays at most 49 small
+    # commits after the last one (delta-rs and Spark alike). A table made before keeps its own.
+    "spark.databricks.delta.properties.defaults.checkpointInterval": "50",
 }
 
 LOG = "_delta_log"
@@ -117,26 +125,48 @@ def partition_columns(output: str) -> list[str]:
     return []
 
 
+def batch_says(query_id: str, batch_id: int) -> str:
+    """What a streaming batch's commit says of itself (its commitInfo's userMetadata)."""
+    return json.dumps({"stream": query_id, "batch": batch_id})
+
+
 def _batch_of(actions: list[dict[str, Any]], query_id: str) -> int | None:
-    """The batch id a version committed for the query, if it is one of its batches."""
+    """The batch id a version committed for the query, if it is one of its batches: as its
+    commit says (batch_says), or, written by Delta's streaming sink, as its `txn` action does."""
     for action in actions:
         txn = action.get("txn")
         if txn and txn.get("appId") == query_id:
             return int(txn["version"])
+        info = action.get("commitInfo")
+        if info and info.get("userMetadata"):
+            try:
+                said = json.loads(info["userMetadata"])
+            except ValueError:
+                continue
+            if isinstance(said, dict) and said.get("stream") == query_id and isinstance(said.get("batch"), int):
+                return said["batch"]
+    return None
+
+
+def batch_version(output: str, query_id: str, batch_id: int) -> int | None:
+    """The version that committed the query's batch `batch_id`, or None when no version of
+    the log still says (the batch is older than the log keeps, or never committed)."""
+    for version in reversed(versions(output)):  # a run looks up its own, the newest, batches
+        found = _batch_of(commit(output, version), query_id)
+        if found == batch_id:
+            return version
+        if found is not None and found < batch_id:
+            return None  # the query's batches are committed in order: it is not further back
     return None
 
 
 def batch_files(output: str, query_id: str, batch_id: int) -> list[str] | None:
     """The data files the query's batch `batch_id` added to the table, or None when no version
     of the log still says (the batch is older than the log keeps, or never committed)."""
-    for version in reversed(versions(output)):  # a run looks up its own, the newest, batches
-        actions = commit(output, version)
-        found = _batch_of(actions, query_id)
-        if found == batch_id:
-            return sorted(join(output, unquote(a["add"]["path"])) for a in actions if "add" in a)
-        if found is not None and found < batch_id:
-            return None  # the query's batches are committed in order: it is not further back
-    return None
+    version = batch_version(output, query_id, batch_id)
+    if version is None:
+        return None
+    return sorted(join(output, unquote(a["add"]["path"])) for a in commit(output, version) if "add" in a)
 
 
 def storage_options() -> dict[str, str]:

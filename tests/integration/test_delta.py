@@ -70,9 +70,10 @@ def small_table(spark, tmp_path_factory):
 
 
 def streamed_batches(output: str) -> list[int]:
-    """The batch id of each version a stream committed (its commitInfo's epochId), in order."""
+    """The batch id of each version a stream committed (what its commitInfo says), in order."""
     infos = [a["commitInfo"] for v in delta.versions(output) for a in delta.commit(output, v) if "commitInfo" in a]
-    return [int(i["operationParameters"]["epochId"]) for i in infos if i["operation"] == "STREAMING UPDATE"]
+    said = [json.loads(i["userMetadata"]) for i in infos if i.get("userMetadata")]
+    return [s["batch"] for s in said if "stream" in s]
 
 
 def test_each_batch_is_one_version_that_names_its_files(small_table):
@@ -82,6 +83,26 @@ def test_each_batch_is_one_version_that_names_its_files(small_table):
     assert streamed_batches(locations.output) == committed  # one version per batch, and only those
     written = [f for b in committed for f in checkpoint_log.sink_files(b)]
     assert sorted(written) == sorted(delta.table_files(locations.output))  # each file in exactly one batch
+
+
+def test_a_batch_done_again_after_its_commit_adds_nothing(spark, tmp_path):
+    """A run killed between Delta's commit of a batch and Spark's checkpoint does that batch
+    again: it finds the version that says it is that batch of that query, and writes nothing;
+    a table Delta's own streaming sink wrote (a `txn` action) is read the same."""
+    from jobs.flow.sink import DeltaBatches
+
+    checkpoint, output = tmp_path / "checkpoint", str(tmp_path / "table")
+    checkpoint.mkdir()
+    (checkpoint / "metadata").write_text(json.dumps({"id": "query-1"}))
+    write = DeltaBatches(output, str(checkpoint), None)
+    for batch_id in (0, 1, 1):  # batch 1 again, as after a restart
+        write(spark.range(2), batch_id)
+    assert delta.versions(output) == [0, 1]
+    assert spark.read.format("delta").load(output).count() == 4
+    assert [delta.batch_version(output, "query-1", b) for b in (0, 1, 2)] == [0, 1, None]
+    assert delta.batch_version(output, "another query", 1) is None
+    old_sink = [{"txn": {"appId": "query-0", "version": 7}}, {"add": {"path": "part-0.parquet"}}]
+    assert delta._batch_of(old_sink, "query-0") == 7
 
 
 def test_maintain_compacts_closed_partitions_and_vacuums_what_no_version_needs(spark, small_table):

@@ -109,7 +109,7 @@ def test_a_replacement_and_an_optimize_started_during_a_run_wait_for_it_and_comm
     assert any(m.startswith("  lock: OPTIMIZE and VACUUM waits") for m in waits), waits
     assert done["optimize"].waited_s >= 0.5  # at least one of the lock's waits (an unwaited lock says about 0)
     after = [(v, op, meta) for v, op, meta in operations(production.output) if v > versions_before]
-    streamed = [v for v, op, _ in after if op == "STREAMING UPDATE"]
+    streamed = [v for v, op, meta in after if op == "WRITE" and '"stream"' in meta]
     replaced = [v for v, op, meta in after if op == "WRITE" and "fix-1" in meta]
     optimized = [v for v, op, _ in after if op == "OPTIMIZE"]
     assert len(streamed) == report.batches >= 2 and replaced == [done["replace"]["version"]] and len(optimized) == 1
