@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -120,6 +121,21 @@ def test_a_replacement_and_an_optimize_started_during_a_run_wait_for_it_and_comm
     assert on(DAYS[1], rows) == model(day_readings(DAYS[1]), hottest=150)
     for day in (DAYS[0], DAYS[2], DAYS[3]):
         assert on(day, rows) == model(day_readings(day), hottest=60)
+
+
+def test_a_holder_that_has_not_said_who_it_is_yet_is_waited_for_not_refused(tmp_path):
+    """The moments a holder holds the flock with its record empty (just taken, or wiped on
+    the way out): a run meeting it tries again, and takes the lock once it is free."""
+    import fcntl
+
+    ledger = Locations.resolve("clickstream", root=str(tmp_path)).ledger
+    lock_file = Path(ledger, "lock")
+    lock_file.parent.mkdir(parents=True)
+    with open(lock_file, "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # held, its record empty
+        threading.Timer(0.5, fcntl.flock, (held, fcntl.LOCK_UN)).start()
+        with checkpoint_lock(ledger, "clickstream", wait_s=30) as run:
+            assert 0.4 < run.waited_s < 2
 
 
 def test_a_run_meeting_a_run_is_refused_at_once_and_any_other_meeting_waits(store_root):
