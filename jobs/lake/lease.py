@@ -79,14 +79,19 @@ class S3Lease:
         self._etag, self._renewed_at = etag, asked_at
         return True
 
-    def _current(self) -> tuple[dict, str, float]:
-        """The lock object: its holder, ETag and age in seconds."""
+    def _current(self) -> tuple[dict, str, float] | None:
+        """The lock object: its holder, ETag and age in seconds; None when there is none (its
+        holder let go between our refused PUT and this GET)."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         bucket, key = split_bucket(self.uri)
         try:
             current = s3.client().get_object(Bucket=bucket, Key=key)
-        except (BotoCoreError, ClientError) as error:
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                return None
+            raise s3.explain(error, self.uri) from None
+        except BotoCoreError as error:
             raise s3.explain(error, self.uri) from None
         holder = read_holder(current["Body"].read().decode(errors="replace"))  # {}: no pid to check, it expires
         # Its age by the store's clock (the answer's Date), never this machine's: a clock set
@@ -96,16 +101,20 @@ class S3Lease:
 
     def holder(self) -> dict | None:
         """Who holds the lease now, without taking it (None: free)."""
-        if s3.read_json_if_there(self.uri) is None:
+        current = self._current()
+        if current is None:
             return None
-        holder, _, age_s = self._current()
+        holder, _, age_s = current
         free = (gone(holder) or age_s > self.lease_s) and not jvm_alive(holder)
         return None if free else holder
 
     def __enter__(self) -> S3Lease:
         waiting = Waiting(self.doing, self.wait_s, self.pipeline, self.uri.rsplit("/", 2)[0])
         while not self._put(IfNoneMatch="*"):
-            holder, etag, age_s = self._current()
+            current = self._current()
+            if current is None:
+                continue  # let go a moment ago: create it again
+            holder, etag, age_s = current
             free = (gone(holder) or age_s > self.lease_s) and not jvm_alive(holder)
             if free and self._put(IfMatch=etag):
                 break
@@ -124,7 +133,8 @@ class S3Lease:
             try:
                 if self._put(IfMatch=self._etag) or self._adopt():
                     continue
-                holder = self._current()[0]
+                current = self._current()
+                holder = current[0] if current else {}
                 self._lost = f"another run took the checkpoint's lease over ({describe_holder(holder)})"
                 return
             except StorageError as error:  # S3 unreachable for a moment: the next renewal tries again
@@ -132,10 +142,10 @@ class S3Lease:
 
     def _adopt(self) -> bool:
         """After a renewal whose answer was lost: whether the object is still this run's."""
-        holder, etag, _ = self._current()
-        if holder.get("token") != self._me["token"]:
+        current = self._current()
+        if current is None or current[0].get("token") != self._me["token"]:
             return False
-        self._etag = etag
+        self._etag = current[1]
         return True
 
     def ensure_held(self) -> None:
@@ -160,7 +170,8 @@ class S3Lease:
         with contextlib.suppress(BotoCoreError, ClientError, StorageError):
             # Released only while it is still this run's; if S3 is unreachable, the next
             # run on this machine takes it over at once, elsewhere when it expires.
-            if self._current()[0].get("token") == self._me["token"]:
+            current = self._current()
+            if current and current[0].get("token") == self._me["token"]:
                 s3.client().delete_object(Bucket=bucket, Key=key)
 
 

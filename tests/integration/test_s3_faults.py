@@ -190,6 +190,28 @@ def test_a_lease_left_by_a_dead_process_here_is_taken_at_once_and_elsewhere_afte
     assert s3.client().list_objects_v2(Bucket=bucket, Prefix=key).get("KeyCount") == 0  # released
 
 
+def test_a_lease_let_go_between_a_refused_put_and_its_read_is_taken(s3_root, monkeypatch):
+    """The holder deleted the lease just after our conditional PUT was refused: there is no
+    object left to read, and the lease is free (CI once failed an OPTIMIZE here: 'does not exist')."""
+    ledger = Locations.resolve("clickstream", root=s3_root).ledger
+    bucket, key = split_bucket(f"{ledger}/lock")
+    with S3Lease(ledger, "clickstream", lease_s=60) as holder:
+        held = s3.client().get_object(Bucket=bucket, Key=key)["Body"].read()
+    s3.client().put_object(Bucket=bucket, Key=key, Body=held)  # a live run (this process) holds it
+    put = S3Lease._put
+
+    def refused_then_let_go(self, **condition):
+        taken = put(self, **condition)
+        if not taken and condition.get("IfNoneMatch"):
+            s3.client().delete_object(Bucket=bucket, Key=key)  # the holder's release, that moment
+        return taken
+
+    monkeypatch.setattr(S3Lease, "_put", refused_then_let_go)
+    with S3Lease(ledger, "clickstream", lease_s=60) as taken:
+        taken.ensure_held()
+    assert holder._me["token"] != taken._me["token"]
+
+
 def _dead_pid() -> int:
     process = subprocess.Popen(["true"])
     process.wait()
