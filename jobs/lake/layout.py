@@ -85,9 +85,11 @@ def from_spark(uri: str) -> str:
     """A location as Spark writes it in its logs and `_metadata`, a %-encoded URI
     ('file:///x/a%20b.json', 'file:/x/a%20b.json', 's3a://b/a%20b.json'), as the product
     writes locations ('/x/a b.json', 's3a://b/a b.json')."""
-    if uri.startswith("file:"):  # 'file:/x' or 'file:///x': a local path (cheap: ledgers name 100,000s)
-        return "/" + unquote(uri.removeprefix("file:")).lstrip("/")
-    return unquote(uri)
+    local = uri.startswith("file:")  # 'file:/x' or 'file:///x': a local path
+    path = uri.removeprefix("file:") if local else uri
+    if "%" in path:  # only then: logs name 100,000s of files
+        path = unquote(path)
+    return "/" + path.lstrip("/") if local else path
 
 
 def local_path(uri: str) -> Path:
