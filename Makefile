@@ -85,8 +85,8 @@ airflow-stop: venv
 docs: venv
 	$(VENV)/bin/mkdocs serve --strict --dev-addr 127.0.0.1:8000
 
-# The archive of Spark's classes every JVM of the product starts from (jobs/jvm.py): once per JDK and Spark.
-jvm-archive: venv
+# The archive of Spark's and Delta's classes every JVM of the product starts from (jobs/jvm/archive.py): once per JDK, Spark and Delta.
+jvm-archive: venv delta-jars
 	@$(PY) -m jobs jvm-archive
 
 demo: venv assets delta-jars jvm jvm-archive
@@ -108,7 +108,7 @@ test-fast: venv assets browser jars jvm jvm-archive
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope -m "not slow"
 
 # Figures, not a test: about 26 minutes on 2 cores at the default 4 M events (benchmarks/scale.py).
-bench: venv
+bench: venv jars jvm jvm-archive
 	$(PY) -m benchmarks.scale $(BENCH_ARGS)
 
 # The same pipeline on local[2] and on the standalone cluster (benchmarks/cluster.py; a few minutes).

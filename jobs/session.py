@@ -212,15 +212,15 @@ def _lock_class_path(used_for: str) -> str:
 
 @contextlib.contextmanager
 def driver_class_path(conf: dict[str, str]) -> Iterator[None]:
-    """While a driver's JVM starts (ours, or spark-submit's): the lock's jars `conf` names
-    appended to its class path (SPARK_DIST_CLASSPATH: after Spark's own jars, so the class
-    archive, made with Spark's alone, still maps; spark.driver.extraClassPath would come first)."""
-    wanted = conf.get(CLASS_PATH)
-    if not wanted:
-        yield
-        return
+    """While a driver's JVM starts (ours, or spark-submit's): Delta's jars, then the lock's
+    other jars `conf` names, appended to its class path (SPARK_DIST_CLASSPATH: after Spark's
+    own jars). The class archive is made with Spark's and Delta's, and a JVM maps it only if
+    its class path begins with those (jvm.archived_jars); spark.driver.extraClassPath would
+    come first."""
+    archived = jvm.archived_jars()
+    wanted = [jar for jar in conf.get(CLASS_PATH, "").split(os.pathsep) if jar and jar not in archived]
     before = os.environ.get("SPARK_DIST_CLASSPATH")
-    os.environ["SPARK_DIST_CLASSPATH"] = os.pathsep.join([p for p in (before, wanted) if p])
+    os.environ["SPARK_DIST_CLASSPATH"] = os.pathsep.join([p for p in (before, *archived, *wanted) if p])
     try:
         yield
     finally:

@@ -1,5 +1,6 @@
 """What the JVM that makes the class archive runs (jobs/jvm/archive.py): what the product's JVMs
-mostly do, a streaming pipeline over two arrivals and its validation, reading the table.
+mostly do, a streaming pipeline over two arrivals and its validation, reading the table, into
+Parquet and (when the jar lock's Delta jars are fetched) into Delta.
 
     python -m jobs.cli.warm_up      (run by `python -m jobs jvm-archive`)
 """
@@ -13,26 +14,33 @@ from jobs.jvm.archive import CLASS_PATH
 
 def load_classes() -> None:
     from jobs import declare
+    from jobs.flow.sink import read_table
+    from jobs.jvm import archived_jars
     from jobs.lake.landing import land_lines
-    from jobs.lake.layout import Locations, literal
+    from jobs.lake.layout import Locations
     from jobs.launch import execute
     from jobs.request import RunRequest
-    from jobs.session import get_spark
+    from jobs.session import get_spark, merged_conf, table_conf
 
-    spark = get_spark("jvm-archive", {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
-    pipeline = declare.load("clickstream")
-    with tempfile.TemporaryDirectory() as root:
-        locations = Locations.resolve(pipeline.name, root=root)
-        for arrival in range(2):
-            lines = [
-                f'{{"event_id": "e{arrival}-{i}", "user_id": "u{i % 3}", "event": "click", '
-                f'"eventtimestamp": "2023-07-30T1{arrival}:0{i}:00Z"}}'
-                for i in range(5)
-            ]
-            land_lines({f"arrival-{arrival}.json": lines}, locations.landing)
-            for _ in execute(RunRequest(pipeline.name, locations), spark=spark):  # the run, then its validation
-                pass
-        spark.read.parquet(literal(locations.output)).collect()
+    formats = ["parquet", "delta"] if archived_jars() else ["parquet"]
+    conf = {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"}
+    spark = get_spark("jvm-archive", merged_conf(conf, table_conf(formats)))
+    shipped = declare.load("clickstream")
+    for table_format in formats:
+        pipeline = shipped.model_copy(update={"output": shipped.output.model_copy(update={"format": table_format})})
+        with tempfile.TemporaryDirectory() as root:
+            locations = Locations.resolve(pipeline.name, root=root)
+            for arrival in range(2):
+                lines = [
+                    f'{{"event_id": "e{arrival}-{i}", "user_id": "u{i % 3}", "event": "click", '
+                    f'"eventtimestamp": "2023-07-30T1{arrival}:0{i}:00Z"}}'
+                    for i in range(5)
+                ]
+                land_lines({f"arrival-{arrival}.json": lines}, locations.landing)
+                request = RunRequest(pipeline.name, locations)
+                for _ in execute(request, pipeline=pipeline, spark=spark):  # the run, then its validation
+                    pass
+            read_table(spark, locations.output).collect()
     print(f"{CLASS_PATH}{spark.sparkContext._jvm.System.getProperty('java.class.path')}")
     spark.stop()
     _end_the_jvm()

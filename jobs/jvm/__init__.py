@@ -3,7 +3,7 @@
 archive.py   Spark's classes mapped from an archive (class-data sharing), and a lean start
              for small increments
 jars.py      the jars the product adds to Spark: its own (built from jvm/ by Maven), and the
-             runtime jars of the jar lock (jars.lock.json: s3a), fetched once through Spark's
+             runtime jars of the jar lock (jars.lock.json: s3a, Delta), fetched once through Spark's
              own resolution and checked against their sha256
 """
 
@@ -12,6 +12,7 @@ from jobs.jvm.archive import (
     LEAN_OPTIONS,
     QUIET,
     archive_path,
+    archived_jars,
     fingerprint,
     java_version_text,
     make_archive,
@@ -23,6 +24,7 @@ __all__ = [
     "LEAN_OPTIONS",
     "QUIET",
     "archive_path",
+    "archived_jars",
     "fingerprint",
     "java_version_text",
     "make_archive",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -170,10 +171,41 @@ def test_a_missing_or_stale_class_archive_starts_normally_with_one_line(tmp_path
     assert stale.returncode == 0, stale.stderr
     assert [line for line in stale.stdout.splitlines() if "JVM class archive" in line] == [
         f"JVM class archive: the one in {(cache / 'jvm').resolve()} (spark-0.0.0-0123456789ab.jsa) was made for "
-        "another JDK or Spark; starting without it (about 4 s slower). Make it: python -m jobs jvm-archive"
+        "another JDK, Spark or Delta; starting without it (about 4 s slower). Make it: python -m jobs jvm-archive"
     ]
     reports = load_reports(Locations.resolve("clickstream", root=root).runs)
     assert [r.status for r in reports] == ["succeeded", "succeeded"] and reports[-1].batch_ids
+
+
+def _class_sources(root: str, pipeline: str, log: Path) -> dict[str, str]:
+    """Class -> where the driver's JVM of a run of `pipeline` loaded it from (lambdas left
+    out: the JVM makes them as it runs, from an archive or not)."""
+    _prepare(root, pipeline, 1)
+    options = f"{os.environ.get('JAVA_TOOL_OPTIONS', '')} -Xlog:class+load=info:file={log}"
+    result = cli("run", pipeline, "--root", root, "--no-validate", env={"JAVA_TOOL_OPTIONS": options})
+    assert result.returncode == 0, result.stderr
+    sources = {}
+    for line in log.read_text().splitlines():  # [0.1s][info][class,load] <class> source: <where>
+        name, _, source = line.split("] ", 1)[-1].partition(" source: ")
+        if "$$Lambda" not in name:
+            sources[name] = source
+    return sources
+
+
+def test_delta_s_classes_are_mapped_from_the_class_archive_and_parquet_runs_still_map_it(tmp_path):
+    """Delta's jars follow Spark's on every driver's class path, and the archive is made with
+    a Delta table written: a Delta run maps Delta's classes, not loads them from its jars;
+    a Parquet run, whose class path has Delta's jars too, maps Spark's."""
+    delta = _class_sources(str(tmp_path / "delta"), "rack_temperatures", tmp_path / "delta.log")
+    parquet = _class_sources(str(tmp_path / "parquet"), "clickstream", tmp_path / "parquet.log")
+
+    delta_classes = [name for name in delta if name.startswith("org.apache.spark.sql.delta.")]
+    assert len(delta_classes) > 300, len(delta_classes)
+    from_jars = [name for name in delta_classes if "shared objects file" not in delta[name]]
+    assert len(from_jars) < len(delta_classes) / 10, from_jars[:5]
+    assert "shared objects file" in delta["org.apache.spark.sql.delta.DeltaLog"]
+    spark_classes = [name for name in parquet if name.startswith("org.apache.spark.sql.")]
+    assert sum("shared objects file" in parquet[name] for name in spark_classes) > 0.9 * len(spark_classes)
 
 
 def test_a_damaged_archive_of_the_right_name_is_passed_over_by_the_jvm(tmp_path):
