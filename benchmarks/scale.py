@@ -25,6 +25,8 @@
    windows (the plan, the new build's run over every file, the switch).
 10. S3: a one-file run with every location in a bucket, its time and its Spark scratch folder
    at its largest; `python -m jobs jars` on an empty cache (benchmarks/s3_run.py).
+11. Small Delta runs: one new file into Delta against the same run into Parquet
+   (benchmarks/small.py's two variants, interleaved rounds).
 
 Every Spark process gets the same driver memory (--memory, default Spark's own 1g).
 Figures, not assertions: README's Performance section quotes what this printed.
@@ -250,10 +252,10 @@ def _linked(source: Path, copy: Path) -> Path:
 SMALL_FILE_CONF = (f"{OPEN_COST}={64 * 2**10}", f"{LISTING_PARALLELISM}={2 * 2}")
 
 
-def many_small(count: int, memory: str, rounds: int = 2) -> None:
+def many_small(count: int, memory: str, rounds: int = 3) -> None:
     """`count` one-line files through the product and the minimal JSON stream (as written,
-    and with the product's settings for small files); then one new file after them, and on
-    a fresh root, for each."""
+    and with the product's settings for small files); then, in `rounds` interleaved rounds,
+    one new file after them, and on a fresh root, for each (medians)."""
     print(f"\nsmall files: {count:,} one-line files in 10 dt= folders")
     out = WORK / "out-small"
     shutil.rmtree(out, ignore_errors=True)
@@ -276,7 +278,7 @@ def many_small(count: int, memory: str, rounds: int = 2) -> None:
     for name in list(runs)[1:]:
         print(f"  product / {name}: {runs['product'].seconds / runs[name].seconds:.2f}")
 
-    print(f"  one new file after the {count:,} (best of {rounds}), against one on a fresh root:")
+    print(f"  one new file after the {count:,} (median of {rounds}), against one on a fresh root:")
     later = START + timedelta(days=11)
     after: dict[str, list[float]] = {"product": [], "product --landing-since": [], "stream (json)": []}
     fresh: dict[str, list[float]] = {"product": [], "stream (json)": []}
@@ -299,9 +301,11 @@ def many_small(count: int, memory: str, rounds: int = 2) -> None:
         fresh["product"].append(_checked("the product, fresh", _product(alone, alone / "landing", env)).seconds)
         fresh["stream (json)"].append(stream(f"fresh-{number}/stream", alone / "landing").seconds)
     for name, seconds in after.items():
-        base = min(fresh[name.split(" --")[0]])
-        ratio = min(seconds) / base
-        print(f"  {name:24} after {count:,}: {min(seconds):5.1f} s, fresh: {base:5.1f} s, ratio {ratio:.2f}")
+        base = statistics.median(fresh[name.split(" --")[0]])
+        ratio = statistics.median(seconds) / base
+        print(
+            f"  {name:24} after {count:,}: {statistics.median(seconds):5.1f} s, fresh: {base:5.1f} s, ratio {ratio:.2f}"
+        )
 
 
 def incremental(sizes: tuple[int, ...] = (0, 1_000, 10_000)) -> None:
@@ -423,6 +427,7 @@ def main() -> None:
             "maintenance",
             "rebuild",
             "s3",
+            "small-delta",
         ),
     )
     args = parser.parse_args()
@@ -432,7 +437,7 @@ def main() -> None:
     if args.only in (None, "nested"):
         nested(150_000, args.rounds, args.memory)
     if args.only in (None, "small"):
-        many_small(100_000, args.memory)
+        many_small(100_000, args.memory, args.rounds)
     if args.only in (None, "incremental"):
         incremental()
     if args.only in (None, "state"):
@@ -448,6 +453,10 @@ def main() -> None:
     if args.only in (None, "s3"):
         command = [PY, "-m", "benchmarks.s3_run", "--rounds", str(args.rounds)]
         print(_checked("the S3 run", measure(command)).stdout)
+    if args.only in (None, "small-delta"):
+        rounds = str(max(args.rounds, 5))  # runs of 5 s: more rounds for a steady median
+        command = [PY, "-m", "benchmarks.small", "--rounds", rounds, "--only", "one new file", "one new file, delta"]
+        print("\nsmall runs into Delta and Parquet:\n" + _checked("the small runs", measure(command)).stdout)
 
 
 if __name__ == "__main__":
