@@ -18,10 +18,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
+
 from jobs.accounting.checkpoint import CheckpointLog
 from jobs.declare import PipelineBase
 from jobs.lake import fs
 from jobs.lake.layout import from_spark, join
+
+
+class _Committed(msgspec.Struct):
+    committed_at: str | None = None
+
+
+_COMMITTED = msgspec.json.Decoder(_Committed)
 
 # Parts of the checkpoint contract added after checkpoints were started without them: such a
 # checkpoint is taken to match them, and its next run records them.
@@ -50,6 +59,12 @@ class Ledger:
             # Written before accounts named files as the product does: they held Spark's URIs.
             account["files"] = [f | {"path": from_spark(f["path"])} for f in account["files"]]
         return account
+
+    def committed_at(self, batch_id: int) -> str | None:
+        """When batch `batch_id` committed, as its account says, without the rest of the
+        account (a first batch of 100,000 files holds 31 MB of them: 0.26 s read whole)."""
+        data = fs.read_bytes(join(self.uri, "accounting", str(batch_id)))
+        return _COMMITTED.decode(data).committed_at
 
     def write_account(self, batch_id: int, account: dict[str, Any]) -> None:
         fs.write_json(join(self.uri, "accounting", str(batch_id)), account | {"file_names": "location"})

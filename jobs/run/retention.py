@@ -49,7 +49,7 @@ def _quarantine(run: RunContext, now: datetime, done: RetentionDone) -> None:
     quarantine, accounted = run.locations.quarantine, run.ledger.accounted_batches()
     batches = sorted(int(name[len("batch_id=") :]) for name in fs.list_names(quarantine) if _BATCH.fullmatch(name))
     for batch in batches:
-        committed = run.ledger.read_account(batch).get("committed_at") if batch in accounted else None
+        committed = run.ledger.committed_at(batch) if batch in accounted else None
         if committed is None or datetime.fromisoformat(committed) > cutoff:
             break  # batches commit in order: the later ones are younger still
         fs.remove_tree(join(quarantine, f"batch_id={batch}"))
