@@ -7,7 +7,8 @@
    with its default settings, again without its row rules (what they cost), and again into a
    Delta table (`output: {format: delta}`); a minimal availableNow stream of the same query (JSON source,
    and text + from_json as the product reads); a Spark batch job; DuckDB. Per system: median
-   wall time, peak resident memory of the whole process tree, rows/s, and the ratios.
+   wall time, the median of each round's peak memory (the proportional set size of the whole
+   process tree, benchmarks/measure.py), rows/s, and the ratios.
 2. Nested events: 150,000 real code-host events (benchmarks/github_data.py, GH Archive's as
    templates, about 350 MB) through github_activity and a minimal JSON-source stream with
    the same nested schema, deduplication and windows (benchmarks/references.py).
@@ -190,9 +191,9 @@ def _size(folder: Path) -> int:
 
 def print_backlog(results: dict[str, list[Measured]], events: int) -> None:
     medians = {name: statistics.median(r.seconds for r in runs) for name, runs in results.items()}
-    peaks = {name: max(r.peak_memory for r in runs) for name, runs in results.items()}
-    rss = {name: max(r.peak_rss for r in runs) for name, runs in results.items()}
-    print(f"\n{'system':20}{'median wall':>12}{'peak memory':>14}{'(RSS summed)':>14}{'rows/s':>12}")
+    peaks = {name: statistics.median(r.peak_memory for r in runs) for name, runs in results.items()}
+    rss = {name: statistics.median(r.peak_rss for r in runs) for name, runs in results.items()}
+    print(f"\n{'system':20}{'median wall':>12}{'peak PSS':>14}{'(RSS summed)':>14}{'rows/s':>12}")
     for name in results:
         print(
             f"{name:20}{medians[name]:>10.1f} s{gib(peaks[name]):>14}{gib(rss[name]):>14}{events / medians[name]:>12,.0f}"
