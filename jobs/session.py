@@ -219,6 +219,9 @@ def driver_class_path(conf: dict[str, str]) -> Iterator[None]:
     come first."""
     archived = jvm.archived_jars()
     wanted = [jar for jar in conf.get(CLASS_PATH, "").split(os.pathsep) if jar and jar not in archived]
+    if not archived and not wanted:
+        yield
+        return
     before = os.environ.get("SPARK_DIST_CLASSPATH")
     os.environ["SPARK_DIST_CLASSPATH"] = os.pathsep.join([p for p in (before, *archived, *wanted) if p])
     try:

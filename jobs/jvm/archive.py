@@ -184,5 +184,9 @@ def start_options(new_bytes: int | None = None) -> str:
 def _say_no_archive(path: Path) -> None:
     """Once per process: why this JVM starts without the archive, and how to make one."""
     others = sorted(p.name for p in path.parent.glob("*.jsa")) if path.parent.exists() else []
-    why = f"the one in {path.parent} ({others[0]}) was made for another JDK, Spark or Delta" if others else "none was made"
+    why = (
+        f"the one in {path.parent} ({others[0]}) was made for another JDK, Spark or Delta"
+        if others
+        else "none was made"
+    )
     log.warning("JVM class archive: %s; starting without it (about 4 s slower). Make it: %s", why, _MADE_BY)
