@@ -92,7 +92,9 @@ def pytest_configure(config):
     config.option.loadscopereorder = False
     if _OWN_JAVA_OPTIONS and not hasattr(config, "workerinput"):  # xdist's workers inherit it
         if not jvm.archive_path().exists():
-            print("tests: archiving Spark's JVM classes for faster starts (once per JDK and Spark, ~30 s)")
+            print(
+                "tests: archiving Spark's and Delta's JVM classes for faster starts (once per JDK, Spark and Delta, ~45 s)"
+            )
         archive = jvm.make_archive()
         if archive:
             os.environ["JAVA_TOOL_OPTIONS"] = f"{jvm.LEAN_OPTIONS} -XX:SharedArchiveFile={archive} {jvm.QUIET}"

@@ -11,7 +11,7 @@ from jobs.exit_codes import ExitCode
 def add_parser(commands) -> None:
     archive = commands.add_parser(
         "jvm-archive",
-        help="make the archive of Spark's classes later JVMs start from (once per JDK and Spark, about 30 s)",
+        help="make the archive of Spark's and Delta's classes later JVMs start from (once per JDK, Spark and Delta, about 45 s)",
         description=(
             "Run a small pipeline in a JVM that archives the classes it loaded, so that every later Spark "
             "application of this JDK and Spark maps them instead of loading them (class-data sharing): "

@@ -112,7 +112,10 @@ def make_archive(*, force: bool = False) -> Path | None:
     if path.exists() and not force:
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
-    log.info("archiving Spark's classes for faster JVM starts (once per JDK and Spark, about 30 s): %s", path)
+    log.info(
+        "archiving Spark's and Delta's classes for faster JVM starts (once per JDK, Spark and Delta, about 45 s): %s",
+        path,
+    )
     partial = path.with_suffix(f".{os.getpid()}.partial")
     env = {**os.environ, "JAVA_TOOL_OPTIONS": f"-XX:ArchiveClassesAtExit={partial} {QUIET}"}
     # The pipes stay open until the JVM has exited, so the dump is complete when this returns.

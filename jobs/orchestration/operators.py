@@ -108,7 +108,7 @@ class JobsSubmitOperator(SparkSubmitOperator):
         from jobs import jvm
 
         self.application_args = self.arguments(context)
-        jvm.make_archive()  # a worker's first Spark task makes the class archive (once per JDK and Spark)
+        jvm.make_archive()  # a worker's first Spark task makes the class archive (once per JDK, Spark and Delta)
         # Spark's log (its stack traces) in a file of this task's own, which the run report names.
         java_options = self.conf.get("spark.driver.extraJavaOptions", "")
         start = jvm.start_options(self.new_bytes)
