@@ -136,6 +136,19 @@ def _jobs(*args: str) -> list[str]:
     return [PY, "-m", "jobs", *args]
 
 
+def _first_runs(root: Path, names: list[str], env: dict[str, str] | None = None) -> None:
+    """Each pipeline's first arrival landed in `root` and run (untimed)."""
+    _prepare_root(root, names)
+    for name in names:
+        subprocess.run(
+            _jobs("run", name, f"--root={root}", "--no-validate"),
+            cwd=REPO,
+            capture_output=True,
+            check=True,
+            env={**os.environ, **(env or {})},
+        )
+
+
 class Bench:
     def __init__(self, scratch: Path):
         self.scratch = scratch
@@ -145,7 +158,7 @@ class Bench:
         self.home = scratch / "airflow"
         self.scheduler: Scheduler | None = None
         self.times: dict[str, list[float]] = {}
-        self.peaks: dict[str, int] = {}  # the largest resident memory of each, its whole process tree
+        self.peaks: dict[str, int] = {}  # the largest memory (PSS) of each, its whole process tree
         self.tasks: dict[str, dict[str, float]] = {}  # a DAG run's tasks, the last round's
         self.failed: dict[str, str] = {}
         self.tag = 0
@@ -163,34 +176,13 @@ class Bench:
         source = self.scratch / "floor.json"
         source.write_text("".join(line + "\n" for line in samples.arrivals("clickstream")[0]["arrival-1-a.json"]))
         if {"one new file", "run and validate"} & set(chosen):
-            _prepare_root(self.roots["single"], ["clickstream"])
-            subprocess.run(
-                _jobs("run", "clickstream", f"--root={self.roots['single']}", "--no-validate"),
-                cwd=REPO,
-                capture_output=True,
-                check=True,
-            )
+            _first_runs(self.roots["single"], ["clickstream"])
         if "one new file, delta" in chosen:
             declarations(Path(self.delta_env["JOBS_PIPELINES_DIR"]), ["clickstream"], "@hourly", table_format="delta")
-            _prepare_root(self.roots["delta"], ["clickstream"])
-            subprocess.run(
-                _jobs("run", "clickstream", f"--root={self.roots['delta']}", "--no-validate"),
-                cwd=REPO,
-                capture_output=True,
-                check=True,
-                env={**os.environ, **self.delta_env},
-            )
+            _first_runs(self.roots["delta"], ["clickstream"], self.delta_env)
         for key, variant in (("separate", "ten separate"), ("together", "ten together")):
-            if variant not in chosen:
-                continue
-            _prepare_root(self.roots[key], TEN)
-            for name in TEN:
-                subprocess.run(
-                    _jobs("run", name, f"--root={self.roots[key]}", "--no-validate"),
-                    cwd=REPO,
-                    capture_output=True,
-                    check=True,
-                )
+            if variant in chosen:
+                _first_runs(self.roots[key], TEN)
         if "DAG run, scheduler" in chosen:
             _prepare_root(self.roots["scheduled"], ["clickstream"])
             self.scheduler = Scheduler(self.scratch / "airflow-scheduled", self.roots["scheduled"])
