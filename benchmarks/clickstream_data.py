@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import random
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -55,18 +56,24 @@ def file_lines(number: int, files: int, per_file: int, users: int, rng: random.R
 
 def generate(folder: Path, events: int = 4_000_000, files: int = 400, users: int = 10_000, seed: int = 42) -> Path:
     """Write the files into `folder` (skipped when they are already there); returns the folder."""
+    rng = random.Random(seed)
+    per_file = events // files
+    made = {"events": per_file * files, "files": files, "users": users, "seed": seed}
+    return write_day(folder, "events", files, lambda number: file_lines(number, files, per_file, users, rng), made)
+
+
+def write_day(folder: Path, name: str, files: int, lines_of: Callable[[int], list[str]], made: dict) -> Path:
+    """File `number` of `files` holds `lines_of(number)`, landed in order one second apart;
+    `made` (what the files are made from) marks them complete: a second call writes nothing."""
     folder.mkdir(parents=True, exist_ok=True)
     done = folder / "_COMPLETE"
     if done.exists():
         return folder
-    rng = random.Random(seed)
-    per_file = events // files
-    first_mtime = START.timestamp()
     for number in range(files):
-        path = folder / f"events-{number:05d}.json"
-        path.write_text("\n".join(file_lines(number, files, per_file, users, rng)) + "\n")
-        os.utime(path, (first_mtime + number, first_mtime + number))
-    done.write_text(json.dumps({"events": per_file * files, "files": files, "users": users, "seed": seed}))
+        path = folder / f"{name}-{number:05d}.json"
+        path.write_text("\n".join(lines_of(number)) + "\n")
+        os.utime(path, (START.timestamp() + number, START.timestamp() + number))
+    done.write_text(json.dumps(made))
     return folder
 
 

@@ -19,6 +19,9 @@
 4. Incremental: the cost of a run with 1 new file after 0, 1,000 and 10,000 processed files.
 5. State: state rows over 20 runs of steady input.
 6. RocksDB: the backlog run with the RocksDB state store against the default one.
+   Sizing: batches sized by what the pipeline keeps (the default) against the default's
+   size in every batch, for a processor's open sessions (benchmarks/spending_data.py) and one
+   state key per event (clickstream_unique on the backlog); what each run chose.
 7. Stages: what each step of the product's flow costs (benchmarks/stages.py).
 8. Maintenance: a Delta table made by 200 small runs, before and after `python -m jobs
    maintain` (benchmarks/maintenance.py).
@@ -45,7 +48,7 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from benchmarks import github_data
+from benchmarks import github_data, spending_data
 from benchmarks.clickstream_data import START, file_lines, generate
 from benchmarks.measure import REPO, Measured, gib, measure
 from jobs.session import LISTING_PARALLELISM, OPEN_COST
@@ -79,7 +82,8 @@ def _checked(name: str, result: Measured) -> Measured:
 
 
 def _product_cap(root: Path, pipeline: str = "clickstream") -> int:
-    """The batch size the product chose by default (its run report says), for the streams to use too."""
+    """The batch size the product chose by default for its first batch (its run report says), for
+    the streams to take in every batch: the product's later batches are sized (`sizing`)."""
     (report,) = (root / "runs" / pipeline).glob("*.json")
     return json.loads(report.read_text())["batch_limits"]["max_bytes"]
 
@@ -123,7 +127,8 @@ def backlog(events: int, files: int, rounds: int, memory: str) -> dict[str, list
             print(
                 f"  round {round_number + 1}: {name:18} {result.seconds:7.1f} s  {gib(result.peak_memory)}", flush=True
             )
-    print(f"  the streams took batches of about {_product_cap(out / 'product') / 2**20:.0f} MiB, as the product did")
+    print(f"  the streams took batches of about {_product_cap(out / 'product') / 2**20:.0f} MiB, the product's first")
+    print(f"  the product: {_batch_sizes(out / 'product', 'clickstream')}")
     return results
 
 
@@ -366,6 +371,42 @@ def rocksdb(events: int, files: int, memory: str) -> None:
         print(f"  {store:8} {result.seconds:7.1f} s  {gib(result.peak_memory)}", flush=True)
 
 
+def _batch_sizes(root: Path, pipeline: str) -> str:
+    """What the product's last run in `root` chose for its batches (its report's batch_sizes)."""
+    from jobs.run.report import BatchSize, describe_sizes
+
+    report = json.loads(sorted((root / "runs" / pipeline).glob("*.json"))[-1].read_text())
+    sizes = [BatchSize(**size) for size in report["batch_sizes"]]
+    return f"{report['batches']} batches; " + (describe_sizes(sizes, report["batch_limits"]) if sizes else "none sized")
+
+
+def sizing(events: int, files: int, memory: str) -> None:
+    """Sized batches (the default) against the default's size for every batch, where memory is
+    at stake: a processor's open sessions (spending_sessions: 1 M transactions of 100,000
+    users), and one state key per event (clickstream_unique: deduplicated by event id, on the
+    backlog). The clickstream backlog itself is the backlog section's."""
+    cases = {
+        "spending_sessions": spending_data.generate(WORK / "spending-1000000"),
+        "clickstream_unique": generate(WORK / f"landing-{events}-{files}", events, files),
+    }
+    print(f"\nbatches sized by what the pipeline keeps, at {memory} (sized, then every batch at the default's size)")
+    env = {"SPARK_DRIVER_MEMORY": memory}
+    for pipeline, data in cases.items():
+        command = [PY, "-m", "jobs", "run", pipeline, "--no-validate", "--landing", str(data)]
+        root = WORK / "sizing" / pipeline
+        shutil.rmtree(root.parent, ignore_errors=True)
+        sized = _checked(f"{pipeline}, sized", measure([*command, "--root", str(root / "sized")], env=env))
+        print(
+            f"  {pipeline:18} sized  {sized.seconds:7.1f} s  {gib(sized.peak_memory)}  {_batch_sizes(root / 'sized', pipeline)}"
+        )
+        floor = _product_cap(root / "sized", pipeline)
+        fixed_command = [*command, "--root", str(root / "fixed"), "--max-bytes-per-trigger", str(floor)]
+        fixed = _checked(f"{pipeline}, fixed", measure(fixed_command, env=env))
+        print(
+            f"  {pipeline:18} fixed  {fixed.seconds:7.1f} s  {gib(fixed.peak_memory)}  {_batch_sizes(root / 'fixed', pipeline)}"
+        )
+
+
 def nested(events: int, rounds: int, memory: str) -> None:
     """Real nested events (benchmarks/github_data.py): github_activity against a minimal
     JSON-source stream with the same nested schema, deduplication and windows."""
@@ -429,6 +470,7 @@ def main() -> None:
             "rebuild",
             "s3",
             "small-delta",
+            "sizing",
         ),
     )
     args = parser.parse_args()
@@ -445,6 +487,8 @@ def main() -> None:
         state()
     if args.only in (None, "rocksdb"):
         rocksdb(args.events, args.files, args.memory)
+    if args.only in (None, "sizing"):
+        sizing(args.events, args.files, args.memory)
     if args.only in (None, "stages"):
         stages(args.events, args.files, args.memory)
     if args.only in (None, "maintenance"):

@@ -9,7 +9,7 @@ rules.py     the declared row rules on each parsed record: counted, quarantined,
 enrich.py    events + a dimension's columns (a stream-static join)
 patterns/    events -> output rows: one module per pattern (window, process, join, events)
 sink.py      output rows -> the Parquet table, and reading back what it committed
-admission.py how much new input a batch takes: a share of the driver's heap, or as declared
+admission.py how much new input a batch takes: a share of the driver's heap, then sized by the state; or as declared
 tally.py     every row counted as the query reads it (in the JVM), for the accounting (jobs/accounting/)
 guard.py     a processor's function that cannot fail the batch (its key's rows quarantined)
 query.py     the whole flow for one pipeline

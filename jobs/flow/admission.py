@@ -11,9 +11,19 @@ about one entry per key of the batch, which the default state store keeps on the
 for this batch and the two before it (RocksDB keeps it off the heap). A sixteenth leaves
 room for that at about one key per event, the worst case of the benchmark (make bench).
 
+By default, batches after a run's first are sized by what the pipeline keeps: after each
+batch the source (io.triggeronce.jobs.source.SizedFileSource) reads the state the query
+holds (its progress's memory per state operator) and the bytes the batch read, and takes
+as many bytes next as would grow that state by at most what is left of a quarter of the
+heap, had each byte the weight the last batch's had; never fewer than the default, never
+more than an eighth of the heap (128 MiB at 1 GiB: on the benchmark's backlog, 256 MiB
+batches were slower than 128, make bench). A windowed count whose state is a few MiB takes
+the eighth; one key per event kept in state stays at the default. The run's report says
+what was chosen after each batch (`batch_sizes`).
+
 From the weakest to the strongest: the default, the declaration's `spark:` block, the
 run's own options (`--max-bytes-per-trigger` or `--max-files-per-trigger`, or the DAG
-run's params).
+run's params). A limit declared or given is kept for every batch: only the default is sized.
 
 Spark counts a file by its size as listed. A gzip file's lines can be a hundred times that:
 with new gzip files, a byte limit is divided by how much they inflate (`inflated`), so that
@@ -27,6 +37,8 @@ from dataclasses import dataclass, replace
 from jobs.units import UsageError
 
 HEAP_SHARE = 16
+SIZED_HEAP_SHARE = 8  # the most a sized batch takes
+STATE_HEAP_SHARE = 4  # the most a sized batch lets the state grow to
 MIN_BYTES = 8 * 2**20
 
 
@@ -36,6 +48,10 @@ class Limits:
     max_bytes: int | None
     chosen_by: str  # what set them: "default", "declaration" or "run"
     inflation: float = 1.0  # max_bytes is of gzip files whose lines are this many times larger
+    # Sized batches (the default's): the most bytes a batch after the first takes, and the
+    # most the state may hold; None: every batch takes max_bytes (or max_files).
+    sized_cap: int | None = None
+    state_budget: int | None = None
 
     def describe(self) -> str:
         size = f"at most {self.max_files:,} new files" if self.max_files else f"about {self.max_bytes / 2**20:,.0f} MiB"
@@ -44,19 +60,25 @@ class Limits:
                 f"about {self.max_bytes * self.inflation / 2**20:,.0f} MiB of lines "
                 f"({self.max_bytes / 2**20:,.2f} MiB of gzip, which inflates up to {self.inflation:,.0f}x)"
             )
-        return f"{size} per batch ({self.chosen_by})"
+        sized = ""
+        if self.sized_cap:
+            sized = f", then sized by the state it keeps, up to {self.sized_cap * self.inflation / 2**20:,.0f} MiB"
+        return f"{size} per batch ({self.chosen_by}){sized}"
 
 
 def inflated(limits: Limits, inflation: float) -> Limits:
     """The limits for new files whose lines are up to `inflation` times their size (gzip)."""
     if not limits.max_bytes or inflation <= 1:
         return limits
-    return replace(limits, max_bytes=max(int(limits.max_bytes / inflation), 1), inflation=inflation)
+    cap = max(int(limits.sized_cap / inflation), 1) if limits.sized_cap else None
+    return replace(limits, max_bytes=max(int(limits.max_bytes / inflation), 1), inflation=inflation, sized_cap=cap)
 
 
 def default_limits(heap_bytes: int) -> Limits:
-    """The limits for a JVM whose heap is `heap_bytes`."""
-    return Limits(None, max(heap_bytes // HEAP_SHARE, MIN_BYTES), "default")
+    """The limits for a JVM whose heap is `heap_bytes`: its batches sized after the first."""
+    floor = max(heap_bytes // HEAP_SHARE, MIN_BYTES)
+    cap = max(heap_bytes // SIZED_HEAP_SHARE, floor)
+    return Limits(None, floor, "default", sized_cap=cap, state_budget=heap_bytes // STATE_HEAP_SHARE)
 
 
 def batch_limits(

@@ -96,8 +96,7 @@ def start_query(
 ) -> StreamingQuery:
     """Start the streaming query of `pipeline`: each source's landing (at most `limits` per
     batch), the flow (its rows counted in `tally`), the sink."""
-    most = (limits.max_files, limits.max_bytes) if limits else (None, None)
-    lines = [stream_lines(spark, landing, *most) for landing in landings]
+    lines = [stream_lines(spark, landing, limits) for landing in landings]
     table = pipeline_table(pipeline, lines, dimension, tally)
     retention_s = pipeline.retention.output_after_s
     return sink.start(

@@ -3,12 +3,15 @@ rows, streaming or batch alike; and the schema of a source declared `schema: inf
 
 from __future__ import annotations
 
+import json
+
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.columns import BLOCK_START, FILE_SIZE, LINE, SOURCE_FILE
 from jobs.declare import PipelineBase
+from jobs.flow.admission import Limits
 from jobs.lake.layout import StorageError, literal
 from jobs.schema import kind_of, of_spark, outline, spelled
 
@@ -25,17 +28,28 @@ READ_LIMIT = RECORD_LIMIT + 2**20
 LINE_LIMIT_SETTING = "mapreduce.input.linerecordreader.line.maxlength"
 
 
-def stream_lines(
-    spark: SparkSession, path: str, max_files_per_trigger: int | None, max_bytes_per_trigger: int | None
-) -> DataFrame:
+# Spark's "text" streaming source, whose batches it sizes from the state the query keeps
+# (the product's jar; jobs/flow/admission.py).
+SIZED_TEXT = "io.triggeronce.jobs.source.SizedText"
+
+
+def stream_lines(spark: SparkSession, path: str, limits: Limits | None = None) -> DataFrame:
     """The streaming source: every line of every file landed under `path`, with where it
-    was read from (`_with_file`)."""
-    reader = spark.readStream.format("text").option("recursiveFileLookup", "true")
-    if max_files_per_trigger:
-        reader = reader.option("maxFilesPerTrigger", max_files_per_trigger)
-    if max_bytes_per_trigger:
-        reader = reader.option("maxBytesPerTrigger", max_bytes_per_trigger)
+    was read from (`_with_file`), at most `limits` per batch."""
+    reader = spark.readStream.format(SIZED_TEXT).option("recursiveFileLookup", "true")
+    if limits and limits.max_files:
+        reader = reader.option("maxFilesPerTrigger", limits.max_files)
+    if limits and limits.max_bytes:
+        reader = reader.option("maxBytesPerTrigger", limits.max_bytes)
+    if limits and limits.sized_cap:
+        reader = reader.option("sizing.cap", limits.sized_cap).option("sizing.stateBudget", limits.state_budget)
     return _with_file(reader.load(path))
+
+
+def batch_sizes(spark: SparkSession, query_id: str) -> list[dict[str, int]]:
+    """What the sized source chose for each batch of query `query_id` after its first
+    (io.triggeronce.jobs.source.BatchSizing), taken from the JVM."""
+    return json.loads(spark.sparkContext._jvm.io.triggeronce.jobs.source.BatchSizing.take(query_id))
 
 
 def read_lines(spark: SparkSession, paths: list[str]) -> DataFrame:

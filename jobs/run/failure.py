@@ -59,7 +59,7 @@ def _jvm_death(error: BaseException, checkpoint_log: CheckpointLog, report: RunR
         now = (
             f" (this run: at most {limits['max_files']} files per batch)"
             if limits.get("max_files")
-            else f" (this run: about {limits['max_bytes'] / 2**20:,.0f} MiB per batch)"
+            else f" (this run: about {limits['max_bytes'] / 2**20:,.0f} MiB per batch{_sized(limits)})"
             if limits.get("max_bytes")
             else ""
         )
@@ -71,6 +71,12 @@ def _jvm_death(error: BaseException, checkpoint_log: CheckpointLog, report: RunR
     if code is not None:
         return f"the Spark JVM died{where} (exit code {code}; Spark's log says why){then}"
     return f"the Spark JVM stopped answering{where} (it died, most often out of memory: see Spark's log){then}"
+
+
+def _sized(limits: dict) -> str:
+    """The most a sized batch could take (jobs/flow/admission.py), when the run sized them."""
+    cap = limits.get("sized_cap")
+    return f", sized up to {cap * limits.get('inflation', 1.0) / 2**20:,.0f} MiB after the first" if cap else ""
 
 
 # Errors a record's values cause, by Spark's error condition: SQLSTATE class 22 is "data

@@ -33,6 +33,7 @@ from jobs.declare import DeclarationError, PipelineBase
 from jobs.flow.admission import batch_limits, inflated
 from jobs.flow.patterns import pattern_of
 from jobs.flow.query import start_query
+from jobs.flow.source import batch_sizes
 from jobs.lake.landing import source_landings
 from jobs.lake.layout import Locations, StorageError, StorageUnavailable
 from jobs.lake.locks import AlreadyRunning, LeaseLost, checkpoint_lock
@@ -55,7 +56,7 @@ from jobs.run.failure import data_condition, failure_cause, one_line
 from jobs.run.pending import Pending, pending_input
 from jobs.run.preflight import before_spark, context_with_spark, context_without_spark
 from jobs.run.progress import ProgressWatch
-from jobs.run.report import RuleCount, RunReport, last_state_rows, recent_reports, save
+from jobs.run.report import BatchSize, RuleCount, RunReport, last_state_rows, recent_reports, save
 from jobs.run.retention import apply_retention
 from jobs.run.warnings import HISTORY_RUNS, run_warnings
 from jobs.units import new_run_id
@@ -274,6 +275,9 @@ def _settle(run: RunContext, report: RunReport, watch: ProgressWatch, accounting
     committed = run.checkpoint_log.committed_batches()
     report.watermark = ms_to_iso(run.checkpoint_log.next_watermark_ms(committed[-1])) if committed else None
     report.state_rows = watch.last_state_rows
+    ran = set(report.batch_ids)
+    sizes = batch_sizes(run.spark, str(watch.query.id))
+    report.batch_sizes = [BatchSize(**size) for size in sizes if size["after_batch"] + 1 in ran]
     if report.state_rows is None:
         checkpoint = run.locations.checkpoint
         report.state_rows = pattern_of(run.pipeline).state_rows(run.spark, checkpoint) if committed else 0

@@ -27,7 +27,14 @@ def test_a_declared_limit_splits_a_backlog_and_a_run_option_overrides_it(spark, 
     land_in_order(locations.landing, files)
 
     report = run_pipeline(spark, declared, locations)
-    assert report.batch_limits == {"max_files": 2, "max_bytes": None, "chosen_by": "declaration", "inflation": 1.0}
+    assert report.batch_limits == {
+        "max_files": 2,
+        "max_bytes": None,
+        "chosen_by": "declaration",
+        "inflation": 1.0,
+        "sized_cap": None,
+        "state_budget": None,
+    }
     assert report.batches == 3 + 1  # three of two files each, then the watermark's no-data batch
     assert "  start: at most 2 new files per batch (declaration)" in caplog.messages
 
@@ -51,7 +58,11 @@ def test_the_default_limit_is_a_sixteenth_of_the_driver_heap(spark, clickstream,
         "max_bytes": max(heap // 16, 8 * 2**20),
         "chosen_by": "default",
         "inflation": 1.0,
+        "sized_cap": max(heap // 8, 8 * 2**20),
+        "state_budget": heap // 4,
     }
+    # One batch of data and the watermark's batch after it, which reads no file: none sized.
+    assert report.batch_sizes == []
 
 
 @pytest.mark.slow
@@ -78,7 +89,10 @@ def test_a_driver_out_of_memory_is_one_clear_line_and_a_rerun_with_more_memory_c
     assert len(errors) == 1, failed.stderr
     assert "the Spark driver ran out of memory in batch 0: give the driver more memory" in errors[0]
     assert "the next run redoes batch 0 with the same files" in errors[0]
-    assert re.search(r"--max-bytes-per-trigger \(this run: about 1\d MiB per batch\)", errors[0])  # heap / 16
+    # heap / 16, and heap / 8 for a sized batch
+    assert re.search(
+        r"--max-bytes-per-trigger \(this run: about 1\d MiB per batch, sized up to \d\d MiB after", errors[0]
+    )
     assert not [line for line in failed.stderr.splitlines() if line.lstrip().startswith("at ")], "no stack trace"
     locations = Locations.resolve("clickstream", root=str(root))
     (report,) = load_reports(locations.runs)

@@ -11,9 +11,11 @@ from pyspark.testing import assertDataFrameEqual
 from jobs.accounting.batches import account_batches
 from jobs.accounting.checkpoint import CheckpointLog
 from jobs.columns import LINE, SOURCE_FILE
+from jobs.flow.admission import Limits
 from jobs.flow.parse import parse_events, usable
 from jobs.flow.patterns import pattern_of
 from jobs.flow.query import start_query
+from jobs.flow.source import batch_sizes, stream_lines
 from jobs.lake.landing import new_files_path
 from jobs.request import Trigger
 from jobs.run.report import load_reports
@@ -203,6 +205,47 @@ def test_max_bytes_per_trigger_splits_a_backlog_into_batches(spark, clickstream,
     data_batches = [b for b in report.batch_ids if CheckpointLog.of(locations).source_files(b)]
     assert len(data_batches) == 3
     assert report.input_rows == 6 and report.used_rows == 6
+
+
+def _batches_of_files(spark, landing: Path, checkpoint: Path, limits: Limits) -> tuple[list[int], list[dict]]:
+    """How many files each batch of a count per file took (a state row per file), and what
+    the sized source chose."""
+    taken: list[int] = []
+    counts = stream_lines(spark, str(landing), limits).groupBy(SOURCE_FILE).count()
+    query = (
+        counts.writeStream.outputMode("update")
+        .foreachBatch(lambda batch, _: taken.append(batch.count()))  # update: this batch's files
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    return [n for n in taken if n], batch_sizes(spark, str(query.id))
+
+
+def test_batches_after_the_first_are_sized_by_the_state_the_query_keeps(spark, tmp_path):
+    line = "x" * 99  # files of 100 bytes each: a batch of N bytes takes N / 100 of them
+    landing = tmp_path / "landing"
+    land_in_order(str(landing), {f"f{i:02}.json": [line] for i in range(12)})
+    floor, cap = 200, 600
+
+    # A state of a few hundred bytes against a budget of a GiB: after the first batch, the most.
+    roomy = Limits(None, floor, "default", sized_cap=cap, state_budget=2**30)
+    files, sizes = _batches_of_files(spark, landing, tmp_path / "roomy", roomy)
+    assert files == [2, 6, 4]
+    # One choice per batch that took files after the first, with the bytes its batch read.
+    assert [(s["after_batch"], s["max_bytes"], s["input_bytes"]) for s in sizes] == [(0, cap, 200), (1, cap, 600)]
+    assert all(s["state_bytes"] > 0 for s in sizes)
+
+    # A state already past its budget: every batch stays at the default.
+    tight = Limits(None, floor, "default", sized_cap=cap, state_budget=1)
+    files, sizes = _batches_of_files(spark, landing, tmp_path / "tight", tight)
+    assert files == [2] * 6
+    assert [(s["after_batch"], s["max_bytes"]) for s in sizes] == [(b, floor) for b in range(5)]
+
+    # A limit the run was given is every batch's.
+    given = Limits(None, floor, "run")
+    assert _batches_of_files(spark, landing, tmp_path / "given", given) == ([2] * 6, [])
 
 
 def test_many_small_files_are_read_by_a_few_tasks_and_listed_by_a_few(spark, tmp_path):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from jobs.flow.admission import batch_limits, default_limits
+from jobs.flow.admission import batch_limits, default_limits, inflated
+from jobs.run.report import BatchSize, describe_sizes
 from jobs.units import UsageError
 
 MiB, GiB = 2**20, 2**30
@@ -14,7 +15,10 @@ def test_the_default_follows_the_driver_heap():
     assert (default_limits(1 * GiB).max_bytes, default_limits(1 * GiB).max_files) == (64 * MiB, None)
     assert default_limits(4 * GiB).max_bytes == 256 * MiB
     assert default_limits(64 * MiB).max_bytes == 8 * MiB  # never below 8 MiB
-    assert default_limits(1 * GiB).describe() == "about 64 MiB per batch (default)"
+    assert default_limits(1 * GiB).describe() == (
+        "about 64 MiB per batch (default), then sized by the state it keeps, up to 128 MiB"
+    )
+    assert (default_limits(1 * GiB).sized_cap, default_limits(1 * GiB).state_budget) == (128 * MiB, 256 * MiB)
 
 
 def test_a_declaration_overrides_the_default_and_a_run_overrides_both():
@@ -24,8 +28,27 @@ def test_a_declaration_overrides_the_default_and_a_run_overrides_both():
     assert (run.max_files, run.max_bytes, run.chosen_by) == (None, 16 * MiB, "run")
     assert run.describe() == "about 16 MiB per batch (run)"
     assert batch_limits(GiB, run_files=3).describe() == "at most 3 new files per batch (run)"
+    assert run.sized_cap is None and declared.sized_cap is None  # only the default is sized
+
+
+def test_gzip_divides_the_sized_cap_as_it_divides_the_default():
+    gzip = inflated(default_limits(GiB), 8.0)
+    assert (gzip.max_bytes, gzip.sized_cap, gzip.state_budget) == (8 * MiB, 16 * MiB, 256 * MiB)
+    assert gzip.describe().endswith("then sized by the state it keeps, up to 128 MiB")
 
 
 def test_spark_takes_one_limit_not_both():
     with pytest.raises(UsageError, match="not both"):
         batch_limits(GiB, run_files=2, run_bytes=MiB)
+
+
+def test_the_report_says_each_run_of_equal_sizes_and_why():
+    limits = {"max_bytes": 64 * MiB, "sized_cap": 128 * MiB, "state_budget": 256 * MiB}
+    first = BatchSize(after_batch=0, max_bytes=128 * MiB, state_bytes=83 * MiB, input_bytes=63 * MiB)
+    later = [BatchSize(after_batch=b, max_bytes=64 * MiB, state_bytes=(250 + b) * MiB, input_bytes=MiB) for b in (1, 2)]
+    between = BatchSize(after_batch=3, max_bytes=100 * MiB, state_bytes=MiB // 2, input_bytes=64 * MiB)
+    assert describe_sizes([first, *later, between], limits) == (
+        "128 MiB for batch 1, the most (state 83 MiB after a batch of 63 MiB); "
+        "64 MiB for batches 2-3, the default (state 252 MiB after a batch of 1.0 MiB); "
+        "100 MiB for batch 4 (state 0.5 MiB after a batch of 64 MiB); the state's budget 256 MiB"
+    )
