@@ -44,7 +44,7 @@ class PipelineBase(Part):
     pattern: str
     name: Name
     description: str = ""
-    schedule: Schedule | None = None  # when Airflow runs it (the DAG jobs_<name>); none: only by hand
+    schedule: Schedule | None = None  # when Airflow runs it (the DAG jobs_<name>); None (left out): only by hand
     on_arrival: Arrival = Arrival()  # with `schedule: on_arrival`: how it waits for files
     # Runs with the other pipelines of this group in one Spark application, on their one
     # schedule (the DAG jobs_group_<group>; jobs/declare/groups.py).

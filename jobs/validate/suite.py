@@ -158,7 +158,10 @@ def parse_suite(raw: Any, pipeline: PipelineBase, where: str = "suite") -> Suite
 def load_suite(pipeline: PipelineBase, directory: Traversable | None = None) -> Suite:
     path = (directory or expectations_dir()) / f"{pipeline.name}.yaml"
     if not path.is_file():
-        raise DeclarationError(f"no expectation suite for {pipeline.name}: every output table needs {path}")
+        elsewhere = (
+            "" if settings().expectations_dir else " (suites of your own: a folder named by JOBS_EXPECTATIONS_DIR)"
+        )
+        raise DeclarationError(f"no expectation suite for {pipeline.name}: every output table needs {path}{elsewhere}")
     try:
         raw = yaml.safe_load(path.read_text())
     except yaml.YAMLError as error:
