@@ -107,7 +107,7 @@ test: venv lint assets browser jars jvm jvm-archive
 test-fast: venv assets browser jars jvm jvm-archive
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope -m "not slow"
 
-# Figures, not a test: about 36 minutes on 2 cores at the default 4 M events (benchmarks/scale.py).
+# Figures, not a test: about 40 minutes on 2 cores at the default 4 M events (benchmarks/scale.py).
 bench: venv jars jvm jvm-archive
 	$(PY) -m benchmarks.scale $(BENCH_ARGS)
 
