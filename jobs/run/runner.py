@@ -275,7 +275,7 @@ def _settle(run: RunContext, report: RunReport, watch: ProgressWatch, accounting
     committed = run.checkpoint_log.committed_batches()
     report.watermark = ms_to_iso(run.checkpoint_log.next_watermark_ms(committed[-1])) if committed else None
     report.state_rows = watch.last_state_rows
-    ran = set(report.batch_ids)
+    ran = set(report.batch_ids)  # not a batch planned and then stopped before its commit
     sizes = batch_sizes(run.spark, str(watch.query.id))
     report.batch_sizes = [BatchSize(**size) for size in sizes if size["after_batch"] + 1 in ran]
     if report.state_rows is None:

@@ -1,5 +1,10 @@
 package io.triggeronce.jobs.source;
 
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
+import java.io.IOException;
+import java.io.StringWriter;
+import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -41,13 +46,21 @@ public final class BatchSizing {
     /** The choices made for query `queryId` so far, as JSON, forgotten here once taken. */
     public static String take(String queryId) {
         List<Choice> choices = CHOICES.remove(queryId);
-        StringBuilder json = new StringBuilder("[");
-        for (Choice c : choices == null ? List.<Choice>of() : choices) {
-            json.append(json.length() > 1 ? "," : "")
-                .append(String.format(
-                    "{\"after_batch\":%d,\"max_bytes\":%d,\"state_bytes\":%d,\"input_bytes\":%d}",
-                    c.afterBatch(), c.maxBytes(), c.stateBytes(), c.inputBytes()));
+        StringWriter text = new StringWriter();
+        try (JsonGenerator out = new JsonFactory().createGenerator(text)) {
+            out.writeStartArray();
+            for (Choice choice : choices == null ? List.<Choice>of() : choices) {
+                out.writeStartObject();
+                out.writeNumberField("after_batch", choice.afterBatch());
+                out.writeNumberField("max_bytes", choice.maxBytes());
+                out.writeNumberField("state_bytes", choice.stateBytes());
+                out.writeNumberField("input_bytes", choice.inputBytes());
+                out.writeEndObject();
+            }
+            out.writeEndArray();
+        } catch (IOException error) {
+            throw new UncheckedIOException(error);
         }
-        return json.append("]").toString();
+        return text.toString();
     }
 }
