@@ -28,6 +28,10 @@ LOG4J_CONFIG = package_file("log4j2.properties")
 # importing pyspark from its package rather than Spark's zip of it (jobs/entry/python_daemon.py).
 PYTHON_DAEMON = "jobs.entry.python_daemon"
 
+# A listing of local folders never shows a link (the product's jar; docs/storage.md,
+# "What a run lists"). From the JVM's start, as every file system Hadoop caches is made once.
+LISTING_CONF = {"spark.hadoop.fs.file.impl": "io.triggeronce.jobs.fs.NoLinkLocalFileSystem"}
+
 # Settings every session needs for the runner's results to mean what README says.
 BASE_CONF = {
     # Windows, window_date and reports are in UTC whatever the machine's zone.
@@ -40,6 +44,7 @@ BASE_CONF = {
     "spark.sql.streaming.stopTimeout": "30s",
     # An out-of-memory error in any thread ends the JVM (exit 3), rather than leave it half alive.
     "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()} -XX:+ExitOnOutOfMemoryError",
+    **LISTING_CONF,
 }
 
 
@@ -213,15 +218,17 @@ def _lock_class_path(used_for: str) -> str:
 @contextlib.contextmanager
 def driver_class_path(conf: dict[str, str]) -> Iterator[None]:
     """While a driver's JVM starts (ours, or spark-submit's): Delta's jars, then the lock's
-    other jars `conf` names, appended to its class path (SPARK_DIST_CLASSPATH: after Spark's
-    own jars). The class archive is made with Spark's and Delta's, and a JVM maps it only if
-    its class path begins with those (jvm.archived_jars); spark.driver.extraClassPath would
-    come first."""
+    other jars `conf` names, then the product's jar, appended to its class path
+    (SPARK_DIST_CLASSPATH: after Spark's own jars). The class archive is made with Spark's and
+    Delta's, and a JVM maps it only if its class path begins with those (jvm.archived_jars);
+    spark.driver.extraClassPath would come first. The product's jar from the start, as its
+    file systems (LISTING_CONF) are made before Spark adds `spark.jars`."""
+    from jobs.jvm import jars
+
     archived = jvm.archived_jars()
     wanted = [jar for jar in conf.get(CLASS_PATH, "").split(os.pathsep) if jar and jar not in archived]
-    if not archived and not wanted:
-        yield
-        return
+    product = jars.product_jar()
+    wanted += [str(product)] if product else []
     before = os.environ.get("SPARK_DIST_CLASSPATH")
     os.environ["SPARK_DIST_CLASSPATH"] = os.pathsep.join([p for p in (before, *archived, *wanted) if p])
     try:

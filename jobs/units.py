@@ -1,4 +1,5 @@
-"""The units declarations and command lines are written in: durations, sizes, names, ids.
+"""The units declarations and command lines are written in: durations, sizes, names, ids;
+and producers' values as the product writes them back (a command to paste, a console line).
 
 Each comes as a parse function (for command lines) and as a pydantic type (for
 declarations), so both say the same thing about the same mistake.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import shlex
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Annotated
@@ -171,3 +173,20 @@ Name = Annotated[str, AfterValidator(_name)]
 ColumnName = Annotated[str, AfterValidator(_column)]
 FieldPath = Annotated[str, AfterValidator(_path)]
 Schedule = Annotated[str, AfterValidator(_schedule)]
+
+
+# Values a producer chose (file names, keys), as the product shows them: in a command for a user
+# to paste, each quoted for the shell, so that pasting runs that command and nothing else
+# (`batch$(id).json`); in a line of the console or a report, control characters escaped, so
+# that a name cannot move the cursor, clear a line or forge another line.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def jobs_command(*args: str) -> str:
+    """`python -m jobs ARGS...`, each argument quoted as the shell needs it."""
+    return shlex.join(["python", "-m", "jobs", *args])
+
+
+def printable(name: str) -> str:
+    """`name` with each control character written as an escape (a newline as `\\n`)."""
+    return _CONTROL.sub(lambda found: found.group().encode("unicode_escape").decode(), name)

@@ -24,6 +24,7 @@ from jobs.accounting.checkpoint import CheckpointLog
 from jobs.declare import PipelineBase
 from jobs.lake import fs
 from jobs.lake.layout import from_spark, join
+from jobs.units import jobs_command
 
 
 class _Committed(msgspec.Struct):
@@ -186,8 +187,8 @@ def _refuse_retired(pipeline_name: str, ledger: Ledger, checkpoint_log: Checkpoi
     if retired:
         raise IncompatibleCheckpoint(
             f"checkpoint {checkpoint_log.checkpoint} was retired at {retired['at']} by build {retired['by_build']}, "
-            f"whose checkpoint {retired['checkpoint']} the pipeline's runs use (python -m jobs rebuild "
-            f"{pipeline_name} --rollback goes back)"
+            f"whose checkpoint {retired['checkpoint']} the pipeline's runs use "
+            f"(`{jobs_command('rebuild', pipeline_name, '--rollback')}` goes back)"
         )
 
 

@@ -5,7 +5,7 @@ the JVM, batch after batch. Every session caps it (`READ_LIMIT`, Hadoop's
 `mapreduce.input.linerecordreader.line.maxlength`: jobs/session.py), and Hadoop then passes
 over a longer line without holding it, and without a word. Here, in the batch's account,
 such a line is found: the bytes of the lines the decoder was handed fall short of the file's
-(its size, or a gzip file's once decompressed, from its trailer) by at least the cap. Only
+(its size, or a gzip file's once decompressed: every member's) by at least the cap. Only
 then is the file read again, in chunks, for its lines that long: each is counted and
 quarantined (`record_too_large`, its first TOO_LARGE_KEPT bytes kept) at its line number,
 and the numbers of the file's other quarantined lines move past it.
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from jobs.accounting.lines import lines_before
 from jobs.flow.source import READ_LIMIT, RECORD_LIMIT, TOO_LARGE_KEPT
 from jobs.flow.tally import FileCount, Files, Quarantined
-from jobs.lake import fs
+from jobs.lake import fs, gzip_size
 
 _LINE_END = re.compile(rb"[\r\n]")
 
@@ -44,13 +44,10 @@ def _fell_short(path: str, count: FileCount) -> bool:
     deflate's greatest ratio could not make it that much larger than what was read."""
     size, read = count.size_bytes, count.line_bytes + count.lines
     if path.endswith(".gz") and size:
-        if size * _DEFLATE_MOST - read < READ_LIMIT - 1:
+        if size * gzip_size.DEFLATE_MOST - read < READ_LIMIT - 1:
             return False
-        size = fs.gzip_size(path, size)
+        size = gzip_size.gzip_size(path, size)  # every member's, not what its trailer says
     return size - read >= READ_LIMIT - 1
-
-
-_DEFLATE_MOST = 1032  # deflate writes at least a byte for every 1032 it stands for
 
 
 def _add(path: str, count: FileCount, long: list[tuple[int, int, bytes]]) -> None:

@@ -43,7 +43,7 @@ from jobs.declare import PipelineBase
 from jobs.exit_codes import ExitCode
 from jobs.lake import builds, delta, fs
 from jobs.lake.landing import new_files_path, source_landings
-from jobs.lake.layout import Locations, is_inside, join, literal, normalize, own_root
+from jobs.lake.layout import Locations, folder_pattern, is_inside, join, literal, normalize, own_root
 from jobs.lake.locks import checkpoint_lock
 from jobs.lake.pointer import Pointer
 from jobs.lake.pointer import write as write_pointer
@@ -165,7 +165,7 @@ def _read_archive(pipeline: PipelineBase, spark: SparkSession, request: RunReque
     if not any(is_inside(path, build.landing) for path in taken):
         # Nothing read from the landing yet, so nothing retention moves meanwhile was read:
         # each archive listed whole (Spark passes over what the build took from it).
-        runs = [{source: literal(sources[source]) for source in wanted}]
+        runs = [{source: folder_pattern(sources[source]) for source in wanted}]
     else:  # by name, a run per folder (a pattern of names across folders matches more)
         runs = [
             {source: new_files_path(folder, tuple(files)) or folder}

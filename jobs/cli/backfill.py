@@ -13,7 +13,7 @@ from jobs.cli.common import add_pipeline, add_root, fail
 from jobs.exit_codes import ExitCode
 from jobs.lake.builds import in_use
 from jobs.lake.layout import Locations
-from jobs.units import new_run_id
+from jobs.units import jobs_command, new_run_id
 from jobs.validate.suite import load_suite
 
 
@@ -158,7 +158,8 @@ def _replace(request, pipeline: declare.PipelineBase, production: Locations, spa
     print(
         f"  replaced {request.since} .. {request.until} in {production.output}: version {done['version']} "
         f"({done['rows_written']} rows; {done['rows_left_out']} staged rows of other dates left out); "
-        f"undo: python -m jobs backfill {pipeline.name} --root {request.root} --id {request.backfill_id} --rollback"
+        "undo: "
+        + jobs_command("backfill", pipeline.name, "--root", request.root, "--id", request.backfill_id, "--rollback")
     )
     return ExitCode.OK
 

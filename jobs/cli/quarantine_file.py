@@ -10,6 +10,7 @@ from jobs.cli.common import add_pipeline, add_root, fail
 from jobs.exit_codes import ExitCode
 from jobs.lake.builds import in_use
 from jobs.lake.layout import Locations
+from jobs.units import printable
 
 
 def add_parser(commands) -> None:
@@ -21,7 +22,8 @@ def add_parser(commands) -> None:
             "with reason file_quarantined and your --reason as the detail, and accounts them exactly. For a "
             "batch that fails on its data every time it is redone (the run's error names the file and this "
             "command): the next run redoes the batch, and gets past it. Spark's checkpoint is not touched. "
-            "A file a committed batch already read is refused: quarantining it would change nothing."
+            "A file a committed batch already read is refused: quarantining it would change nothing; so is "
+            "one neither in the batch in flight nor landed and not yet taken (the error names the files it could mean)."
         ),
     )
     add_pipeline(command)
@@ -43,11 +45,11 @@ def handle(args: argparse.Namespace) -> int:
 def quarantine(pipeline: declare.PipelineBase, locations: Locations, file: str, reason: str) -> int | None:
     """Record a file quarantined by hand (also `run --quarantine-file`); an exit code when
     that is refused, None when it is done."""
-    from jobs.accounting.quarantine_file import FileAlreadyRead, quarantine_file
+    from jobs.accounting.quarantine_file import FileAlreadyRead, NotALandedFile, quarantine_file
 
     try:
         path = quarantine_file(pipeline, locations, file, reason)
-    except FileAlreadyRead as error:
+    except (FileAlreadyRead, NotALandedFile) as error:
         return fail(ExitCode.REFUSED, str(error))
-    print(f"{pipeline.name}: {path} is quarantined; the next run quarantines each of its lines unread")
+    print(f"{pipeline.name}: {printable(path)} is quarantined; the next run quarantines each of its lines unread")
     return None

@@ -17,6 +17,7 @@ from pydantic import (
 )
 
 from jobs import schema
+from jobs.columns import reserved
 from jobs.declare.problems import did_you_mean, refuse
 from jobs.processors import PROCESSORS
 from jobs.processors.base import Processor, ProcessorSettings
@@ -126,6 +127,9 @@ class Source(Part):
         if self.hints and not self.infer_schema:
             problems.append("hints apply to 'schema: infer'; declare the types in the schema instead")
         if not self.infer_schema:
+            problems += [
+                f"field {name!r} may not be declared: {why}" for name in self.declared_schema if (why := reserved(name))
+            ]
             column = self.event_time.column  # required too (_event_time_is_required): named once
             named = [("event time column", column), *(("required field", p) for p in self.required if p != column)]
             problems += [f"{what} {path!r} {refused}" for what, path in named if (refused := self.refuse_path(path))]
@@ -144,7 +148,8 @@ class Source(Part):
             return dict(self.declared_schema)
         if self._recorded is None:
             return {}
-        kinds = {name: schema.kind_of(kind) for name, kind in self._recorded.items()}
+        columns = self.renamed
+        kinds = {columns.get(key, key): schema.kind_of(kind) for key, kind in self._recorded.items()}
         for path, kind in self.hints.items():
             kinds = schema.with_type_at(kinds, path, schema.kind_of(kind))
         return {name: schema.spelled(kind) for name, kind in kinds.items()}
@@ -172,6 +177,23 @@ class Source(Part):
         if inside:
             return f"is inside the array {inside!r}; a path goes through objects only"
         return "is not in the source schema" + did_you_mean(path, schema.paths(self.kinds))
+
+    @property
+    def renamed(self) -> dict[str, str]:
+        """Key -> column of the inferred fields named as the product's own columns
+        (jobs/columns.py reserved): `event_time` is read as `event_time_1` (the first free)."""
+        keys = set(self._recorded or ())
+        renamed: dict[str, str] = {}
+        for key in self._recorded or ():
+            if reserved(key):
+                column = next(f"{key}_{n}" for n in range(1, len(keys) + 2) if f"{key}_{n}" not in keys)
+                renamed[key] = column
+                keys.add(column)
+        return renamed
+
+    def key_of(self, column: str) -> str:
+        """The key a field's column is read from in each record (its own name, unless renamed)."""
+        return next((key for key, renamed in self.renamed.items() if renamed == column), column)
 
     def with_recorded_fields(self, fields: dict[str, str]) -> Source:
         source = self.model_copy()

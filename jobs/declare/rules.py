@@ -8,8 +8,9 @@ fields, and what to do with a record that breaks one (jobs/flow/rules.py applies
 
 A record breaks a rule when its check is false. A check that is null (a field missing)
 does not break it, as in SQL's CHECK constraints: write `x IS NOT NULL AND ...` for a value
-that must be there. A check reads one record: no aggregates, windows, subqueries, or
-functions whose answer changes when a batch is read again (rand, now). The check's text
+that must be there. A check reads one record: no aggregates, windows, subqueries, and only
+functions that decide from the row alone, the same each time its batch is read again
+(row_functions.txt, an allowlist: not rand, now, current_user, reflect). The check's text
 goes to Spark as it is; it is read here, without Spark, for the fields it names.
 """
 
@@ -17,12 +18,15 @@ from __future__ import annotations
 
 from functools import cache
 from importlib import resources
+from itertools import pairwise
 from typing import Literal
 
 import sqlglot
 from pydantic import field_validator, model_validator
 from sqlglot import exp
+from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ParseError
+from sqlglot.tokens import TokenType
 
 from jobs.declare.parts import Part
 from jobs.declare.problems import did_you_mean
@@ -32,13 +36,6 @@ ACTIONS = ("warn", "quarantine", "fail")
 MAX_RULES = 63  # a record's broken rules travel as the bits of one long (jobs/flow/rules.py)
 REASON_PREFIX = "rule:"  # a quarantined record's reason: rule:<name>
 RULE_FAILED = "a record breaks rule"  # how a fail rule's error starts (jobs/run/failure.py finds it)
-# Functions that answer differently each time, or stop the query: a rule must decide a
-# record the same when its batch is read again (accounting, a rerun after a failure).
-_UNSTABLE = {
-    "rand", "randn", "random", "uuid", "shuffle", "now", "current_timestamp", "current_date", "current_time",
-    "localtimestamp", "unix_timestamp", "monotonically_increasing_id", "spark_partition_id",
-    "input_file_name", "input_file_block_start", "raise_error", "assert_true", "java_method", "reflect",
-}  # fmt: skip
 
 
 class Rule(Part):
@@ -83,23 +80,65 @@ def fields_read(check: str) -> tuple[str, ...]:
         raise ValueError(f"check {check!r} has a query in it; a check reads one record's fields")
     if tree.find(exp.AggFunc) or tree.find(exp.Window):
         raise ValueError(f"check {check!r} aggregates; a check reads one record (a whole-table check is a suite's)")
-    for function in tree.find_all(exp.Func):
-        name = (function.name if isinstance(function, exp.Anonymous) else function.sql_name()).lower()
-        if isinstance(function, exp.Anonymous) and name not in spark_functions():
+    for niladic in tree.find_all(*_NILADIC):  # `current_timestamp` without parentheses calls it too
+        raise ValueError(
+            f"check {check!r} reads {niladic.sql_name().lower()}, which answers differently when its batch is "
+            "read again (jobs/declare/row_functions.txt)"
+        )
+    for name in functions_called(check):
+        if name not in spark_functions():
             close = did_you_mean(name, spark_functions())
             raise ValueError(f"check {check!r} calls {name}(), which is not a Spark SQL function{close}")
-        if name in _UNSTABLE:
-            raise ValueError(f"check {check!r} calls {name}(), which answers differently when a batch is read again")
+        if name not in row_functions():
+            raise ValueError(
+                f"check {check!r} calls {name}(), which an expression of a declaration may not: it does not decide "
+                "from the row alone, the same each time its batch is read (jobs/declare/row_functions.txt)"
+            )
     paths = [_path(column) for column in tree.find_all(exp.Column) if column.name]
     if not paths:
         raise ValueError(f"check {check!r} reads no field")
     return tuple(dict.fromkeys(paths))
 
 
+# What sqlglot reads a bare `current_timestamp` (no parentheses) as; a bare word it reads as a
+# column (`user`, `current_time`) is a field the declaration must have, which Spark reads first.
+_NILADIC = tuple(
+    getattr(exp, name)
+    for name in ("CurrentTimestamp", "CurrentDate", "CurrentTime", "CurrentUser", "SessionUser", "CurrentSchema")
+    if hasattr(exp, name)
+)
+
+
+def functions_called(expression: str) -> list[str]:
+    """The names of the functions an expression calls (lower case), as Spark reads them: every
+    name before a '(' (quoted in backticks, qualified as `system.builtin.rand`, or a keyword that
+    is also a function: `exists(`); SQL's own words before a '(' (`IN (`, `AND (`) are none. Read
+    from the words, not from a parse whose names are sqlglot's own."""
+    tokens = Spark().tokenize(expression)
+    called = []
+    for token, after in pairwise(tokens):
+        if after.token_type != TokenType.L_PAREN:
+            continue
+        name = token.text.lower()
+        if token.token_type in (TokenType.VAR, TokenType.IDENTIFIER) or name in spark_functions():
+            called.append(name)
+    return called
+
+
 @cache
 def spark_functions() -> frozenset[str]:
     """The names of Spark SQL's functions (spark_functions.txt)."""
-    text = resources.files("jobs.declare").joinpath("spark_functions.txt").read_text()
+    return _names("spark_functions.txt")
+
+
+@cache
+def row_functions() -> frozenset[str]:
+    """The functions an expression of a declaration may call (row_functions.txt: an allowlist)."""
+    return _names("row_functions.txt")
+
+
+def _names(listed: str) -> frozenset[str]:
+    text = resources.files("jobs.declare").joinpath(listed).read_text()
     return frozenset(line for line in text.splitlines() if line and not line.startswith("#"))
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from jobs.columns import QUARANTINE_REASON
+from jobs.columns import INTERNAL, QUARANTINE_REASON
 from jobs.declare.parts import Enrichment
 from jobs.flow.fields import field
 from jobs.lake import fs
@@ -66,14 +66,16 @@ def enrich(parsed: DataFrame, dimension: DataFrame, enrichment: Enrichment) -> D
     as no_match_in_<table> (unless it already had a reason). The dimension has one row per
     key (check_dimension), so no event is repeated.
     """
-    matched = "_matched"
+    matched = f"{INTERNAL}matched"
     lookup = dimension.select(
-        F.col(dimension_key(enrichment)).alias("_dimension_key"), *enrichment.columns, F.lit(True).alias(matched)
+        F.col(dimension_key(enrichment)).alias(f"{INTERNAL}dimension_key"),
+        *enrichment.columns,
+        F.lit(True).alias(matched),
     )
     # An event's key is read as the dimension's type (what does not read as one matches
     # nothing): comparing them as they are would cast in ANSI mode, failing on a bad value.
     key = field(enrichment.key).try_cast(dimension.schema[dimension_key(enrichment)].dataType)
-    joined = parsed.join(lookup, key == F.col("_dimension_key"), "left").drop("_dimension_key")
+    joined = parsed.join(lookup, key == F.col(f"{INTERNAL}dimension_key"), "left").drop(f"{INTERNAL}dimension_key")
     if enrichment.unmatched == "quarantine":
         no_match = F.when(F.col(matched).isNull(), F.lit(f"no_match_in_{enrichment.table}"))
         joined = joined.withColumn(QUARANTINE_REASON, F.coalesce(QUARANTINE_REASON, no_match))

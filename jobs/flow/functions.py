@@ -46,7 +46,7 @@ def decoder_config(source: Source) -> str:
     """What the JVM's decoder reads a source's lines by: its declared fields and options."""
     return json.dumps(
         {
-            "fields": [[name, kind_json(kind)] for name, kind in source.kinds.items()],
+            "fields": [[source.key_of(name), kind_json(kind)] for name, kind in source.kinds.items()],
             "coerce": source.types == "coerce",
             "new_fields": source.new_fields != "ignore",
             "rescue": source.on_type_mismatch == "rescue",

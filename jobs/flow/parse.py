@@ -10,16 +10,19 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from jobs.columns import (
+    BLANK,
     BLOCK_START,
     BROKEN,
     DETAIL,
     EVENT_TIME,
+    FIELD,
     FILE_SIZE,
     LINE,
     LINE_NUMBER,
     NEW_FIELDS,
     QUARANTINE_DETAIL,
     QUARANTINE_REASON,
+    READ,
     REASON,
     RESCUED,
     RESCUED_DATA,
@@ -100,7 +103,7 @@ def _unconverted(value: Column, kind: Kind, path: str) -> list[tuple[Column, Col
 
 def decoded(lines: DataFrame, source: Source, tally: Tally | None = None) -> DataFrame:
     """Lines -> the declared fields, read strictly by the JVM's decoder (jobs/flow/functions.py;
-    tests/reference/decode.py is its reference), with `_reason` and `_detail` for a line that cannot
+    tests/reference/decode.py is its reference), with REASON and DETAIL for a line that cannot
     be read, and each line's number in its part of the file; blank lines dropped. The lines
     read of each file are counted in the tally."""
     from jobs.flow.functions import register_decode
@@ -114,16 +117,16 @@ def decoded(lines: DataFrame, source: Source, tally: Tally | None = None) -> Dat
     read = lines.select(
         *others,
         line.alias(LINE),
-        F.call_function(name, line, F.col(SOURCE_FILE), block_start, file_size).alias("_read"),
+        F.call_function(name, line, F.col(SOURCE_FILE), block_start, file_size).alias(READ),
     )
-    fields = [F.col(f"_read.`{name}`").alias(name) for name in source.fields]
-    added = [(LINE_NUMBER, "_line_number"), (REASON, "_reason"), (DETAIL, "_detail")]
+    fields = [F.col(f"{READ}.{FIELD}{place}").alias(name) for place, name in enumerate(source.fields)]
+    added = [LINE_NUMBER, REASON, DETAIL]
     if source.new_fields != "ignore":
-        added.append((NEW_FIELDS, "_new_fields"))
+        added.append(NEW_FIELDS)
     if source.rescues:
-        added.append((RESCUED, "_rescued"))
-    kept = read.where(~F.col("_read._blank"))
-    return kept.select(*others, *fields, LINE, *(F.col(f"_read.{inner}").alias(column) for column, inner in added))
+        added.append(RESCUED)
+    kept = read.where(~F.col(f"{READ}.{BLANK}"))
+    return kept.select(*others, *fields, LINE, *(F.col(f"{READ}.{column}").alias(column) for column in added))
 
 
 def parse_events(

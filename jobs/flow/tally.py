@@ -38,6 +38,7 @@ from pyspark import AccumulatorParam, TaskContext
 from jobs.columns import (
     BLOCK_START,
     BROKEN,
+    INTERNAL,
     LINE,
     LINE_NUMBER,
     QUARANTINE_DETAIL,
@@ -217,8 +218,10 @@ def counted(parsed: DataFrame, tally: Tally, late_at: Column | None, rules: tupl
     # A column, then a filter on it: as a filter, Spark would push the count below the
     # parse and evaluate each parsed value again for it.
     usable = F.call_function(count, *(columns[name] for name in COUNTED))
-    return parsed.withColumn("_usable", usable).where("_usable").drop("_usable")
+    return parsed.withColumn(USABLE, usable).where(F.col(USABLE)).drop(USABLE)
 
+
+USABLE = f"{INTERNAL}usable"  # what the counter says of a record: a column, then a filter on it
 
 # What the counter is handed, in this order (a SQL function is handed them by position).
 COUNTED = ("source_file", "late_at", "rescued", "broken", "reason", "block_start", "line_number", "line", "detail")

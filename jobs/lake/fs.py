@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import random
 import secrets
+import stat
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -43,7 +46,7 @@ def filesystem_of(uri: str) -> tuple[pafs.FileSystem, str]:
 
 
 @contextlib.contextmanager
-def _errors(uri: str) -> Iterator[None]:
+def errors(uri: str) -> Iterator[None]:
     """OS and S3 errors as one line that names the location and the cause."""
     try:
         yield
@@ -59,19 +62,8 @@ def _errors(uri: str) -> Iterator[None]:
 def exists(uri: str) -> bool:
     """A file, or a folder (on S3: a prefix with at least one object under it)."""
     filesystem, path = _resolve(uri)
-    with _errors(uri):
+    with errors(uri):
         return filesystem.get_file_info(path).type != pafs.FileType.NotFound
-
-
-def gzip_size(uri: str, size: int) -> int:
-    """A gzip file's size once decompressed, from its trailer (one ranged read of 4 bytes): the
-    size modulo 2^32, taken as the smallest that is not below the file's own `size`. (Wrong
-    for files of concatenated gzip members, whose trailer is the last member's.)"""
-    filesystem, path = _resolve(uri)
-    with _errors(uri), filesystem.open_input_file(path) as handle:
-        trailer = handle.read_at(4, max(size - 4, 0))
-    stated = int.from_bytes(trailer, "little") if len(trailer) == 4 else 0
-    return stated + 2**32 * max(0, -(-(size - stated) // 2**32))
 
 
 def listable(uri: str) -> bool:
@@ -86,7 +78,7 @@ def listable(uri: str) -> bool:
 def size(uri: str) -> int | None:
     """A file's size in bytes; None if it is not there."""
     filesystem, path = _resolve(uri)
-    with _errors(uri):
+    with errors(uri):
         info = filesystem.get_file_info(path)
     return None if info.type == pafs.FileType.NotFound else info.size
 
@@ -112,7 +104,7 @@ def read_bytes(uri: str) -> bytes:
         with filesystem.open_input_stream(path) as stream:
             return stream.read()
 
-    with _errors(uri):
+    with errors(uri):
         return _read_again_if_misread(read)
 
 
@@ -122,7 +114,7 @@ def read_json_if_there(uri: str) -> Any:
     if is_s3(uri):
         return s3.read_json_if_there(uri)
     filesystem, path = _resolve(uri)
-    with _errors(uri):
+    with errors(uri):
         try:
             with filesystem.open_input_stream(path) as stream:
                 return json.loads(stream.read())
@@ -130,10 +122,11 @@ def read_json_if_there(uri: str) -> Any:
             return None
 
 
-def read_chunks(uri: str, end: int, size: int = 8 * 2**20) -> Iterator[bytes]:
-    """The first `end` bytes of a file (fewer if it is shorter), in chunks of `size`."""
+def read_chunks(uri: str, end: int, size: int = 8 * 2**20, *, compressed: bool = False) -> Iterator[bytes]:
+    """The first `end` bytes of a file (fewer if it is shorter), in chunks of `size`: of a
+    gzip file ('.gz'), its lines decompressed, unless `compressed`."""
     filesystem, path = _resolve(uri)
-    with _errors(uri), filesystem.open_input_stream(path) as stream:
+    with errors(uri), filesystem.open_input_stream(path, compression=None if compressed else "detect") as stream:
         while end > 0:
             chunk = stream.read(min(size, end))
             if not chunk:
@@ -154,7 +147,7 @@ def write_bytes(uri: str, data: bytes) -> None:
     """Write a whole file so that readers see the old content or the new, never half: one
     object on S3; a hidden temporary file renamed into place on a local disk."""
     filesystem, path = _resolve(uri)
-    with _errors(uri):
+    with errors(uri):
         if filesystem is not _LOCAL:
             with filesystem.open_output_stream(path) as stream:
                 stream.write(data)
@@ -181,44 +174,121 @@ def write_json(uri: str, value: Any) -> None:
 def list_names(uri: str) -> list[str]:
     """Names directly under a folder (none if it does not exist), hidden ones left out."""
     filesystem, path = _resolve(uri)
-    with _errors(uri):
+    with errors(uri):
         found = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
     return sorted(info.base_name for info in found if not info.base_name.startswith("."))
 
 
-def _files_under(uri: str) -> list[tuple[str, pafs.FileInfo]]:
-    """(location, info) of every file under a folder, at any depth; files and folders whose
-    names start with '.' or '_' are left out (what Spark, pyarrow and DuckDB skip too)."""
-    filesystem, path = _resolve(uri)
-    with _errors(uri):
-        found = filesystem.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
-    files, base, start = [], uri.rstrip("/"), len(path)
-    for info in found:  # string tests, not a split per file: a landing can hold 100,000s
-        relative = "/" + info.path[start:].strip("/")
-        if "/." not in relative and "/_" not in relative and info.type == pafs.FileType.File:
-            files.append((base + relative, info))
-    return sorted(files, key=lambda file: file[0])
+@dataclass(frozen=True)
+class Listing:
+    """What a folder holds, at any depth: its files, and what a listing passes over and names.
+
+    A file is a regular file (on S3 an object whose key, below the folder, has no empty, '.' or
+    '..' segment): nothing else is ever read, counted or removed. A link may point anywhere
+    (outside the landing, or at its own folder: a loop without end), and Hadoop folds a key
+    like 'p/../../secret/x.json' into another place: both are `skipped`, named with why.
+    Names starting with '.' or '_' are left out, unnamed (what Spark, pyarrow and DuckDB skip
+    too). Spark lists by the same rule (the product's file systems: docs/storage.md)."""
+
+    files: dict[str, tuple[int, int]]  # location -> (size in bytes, modification time in ms)
+    skipped: dict[str, str] = field(default_factory=dict)  # location -> why it is not a file
+
+
+SKIPPED_LINK = "a symbolic link (never followed)"
+SKIPPED_KEY = "an S3 key with an empty, '.' or '..' segment (another place once Hadoop reads it)"
+SKIPPED_SPECIAL = "not a regular file"
+
+
+def listing(uri: str) -> Listing:
+    """Every file under a folder, at any depth, as locations like `uri`, and what was passed over."""
+    with errors(uri):
+        if is_s3(uri):
+            return _s3_listing(uri)
+        return _local_listing(uri)
+
+
+def _local_listing(uri: str) -> Listing:
+    """Folder by folder, never through a link (the folder `uri` itself is resolved once)."""
+    files: dict[str, tuple[int, int]] = {}
+    skipped: dict[str, str] = {}
+    folders = [(str(local_path(uri)), uri.rstrip("/"))]
+    while folders:
+        folder, location = folders.pop()
+        try:
+            entries = os.scandir(folder)
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # not there (yet, or any more): nothing under it
+        with entries:
+            for entry in entries:
+                if entry.name.startswith((".", "_")):
+                    continue
+                where = f"{location}/{entry.name}"
+                if entry.is_symlink():
+                    skipped[where] = SKIPPED_LINK
+                elif entry.is_dir(follow_symlinks=False):
+                    folders.append((entry.path, where))
+                elif entry.is_file(follow_symlinks=False):
+                    stat = entry.stat(follow_symlinks=False)
+                    files[where] = (stat.st_size, stat.st_mtime_ns // 10**6)
+                else:
+                    skipped[where] = SKIPPED_SPECIAL
+    return Listing(dict(sorted(files.items())), skipped)
+
+
+def _s3_listing(uri: str) -> Listing:
+    """One flat listing of the keys under the prefix, as S3 has them (pyarrow would drop a key
+    with an odd segment without a word)."""
+    files: dict[str, tuple[int, int]] = {}
+    skipped: dict[str, str] = {}
+    base = uri.rstrip("/")
+    for relative, size, mtime_ms in s3.objects_under(base):
+        segments = relative.split("/")
+        if relative.endswith("/") or any(s.startswith((".", "_")) for s in segments if s not in (".", "..")):
+            continue  # a folder's marker, or hidden
+        where = f"{base}/{relative}"
+        if any(segment in ("", ".", "..") for segment in segments):
+            skipped[where] = SKIPPED_KEY
+        else:
+            files[where] = (size, mtime_ms)
+    return Listing(dict(sorted(files.items())), skipped)
+
+
+def is_file_inside(uri: str, folder: str) -> bool:
+    """Whether `uri` is a regular file inside `folder`, links resolved (on S3: a key below the
+    folder's prefix with no odd segment); one that is not there counts as inside. What
+    retention asks before it deletes or moves a landed file: never one outside the landing."""
+    if is_s3(uri):
+        relative = uri.removeprefix(folder.rstrip("/") + "/")
+        return relative != uri and not any(segment in ("", ".", "..") for segment in relative.split("/"))
+    path = local_path(uri)
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return False
+    except FileNotFoundError:
+        return True  # already gone, unless a folder on its way is a link
+    real, inside = os.path.realpath(path), os.path.realpath(local_path(folder))
+    return real.startswith(inside.rstrip(os.sep) + os.sep)
 
 
 def list_files(uri: str) -> list[str]:
-    """Every file under a folder, at any depth, as locations like `uri` (hidden ones left out)."""
-    return [location for location, _ in _files_under(uri)]
+    """Every file under a folder, at any depth, as locations like `uri` (as `listing`)."""
+    return list(listing(uri).files)
 
 
 def modification_times(uri: str) -> dict[str, int]:
-    """Every file under a folder (as `list_files`) -> its modification time, in ms."""
-    return {location: info.mtime_ns // 10**6 for location, info in _files_under(uri)}
+    """Every file under a folder (as `listing`) -> its modification time, in ms."""
+    return {location: mtime_ms for location, (_, mtime_ms) in listing(uri).files.items()}
 
 
 def sizes_and_times(uri: str) -> dict[str, tuple[int, int]]:
-    """Every file under a folder (as `list_files`) -> (its size in bytes, its modification time in ms)."""
-    return {location: (info.size, info.mtime_ns // 10**6) for location, info in _files_under(uri)}
+    """Every file under a folder (as `listing`) -> (its size in bytes, its modification time in ms)."""
+    return listing(uri).files
 
 
 def remove_file(uri: str) -> bool:
     """Delete one file; nothing if it is not there. Whether it was there."""
     filesystem, path = _resolve(uri)
-    with _errors(uri):
+    with errors(uri):
         if filesystem.get_file_info(path).type == pafs.FileType.NotFound:
             return False
         filesystem.delete_file(path)
@@ -229,18 +299,18 @@ def move_file(uri: str, to: str) -> None:
     """Move one file (on S3, or between a disk and a bucket: copy, then delete)."""
     source, source_path = _resolve(uri)
     target, target_path = _resolve(to)
-    with _errors(to):
+    with errors(to):
         if target is _LOCAL:
             Path(target_path).parent.mkdir(parents=True, exist_ok=True)
         pafs.copy_files(source_path, target_path, source_filesystem=source, destination_filesystem=target)
-    with _errors(uri):
+    with errors(uri):
         source.delete_file(source_path)
 
 
 def remove_tree(uri: str) -> None:
     """Delete a folder and everything under it (on S3: every object under the prefix), or a file."""
     filesystem, path = _resolve(uri)
-    with _errors(uri):
+    with errors(uri):
         kind = filesystem.get_file_info(path).type
         if kind == pafs.FileType.File:
             filesystem.delete_file(path)
@@ -251,7 +321,7 @@ def remove_tree(uri: str) -> None:
 def copy_tree(folder: Path, uri: str) -> None:
     """Copy a local folder's files to `uri`, keeping relative paths."""
     filesystem, path = _resolve(uri)
-    with _errors(uri):
+    with errors(uri):
         pafs.copy_files(str(folder), path, source_filesystem=_LOCAL, destination_filesystem=filesystem)
 
 
@@ -274,5 +344,5 @@ def _parquet_footer(uri: str):
         with filesystem.open_input_file(path) as handle:
             return pq.ParquetFile(handle).metadata
 
-    with _errors(uri):
+    with errors(uri):
         return _read_again_if_misread(read)

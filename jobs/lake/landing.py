@@ -18,7 +18,7 @@ from datetime import date
 from pathlib import Path
 
 from jobs.lake import fs, s3
-from jobs.lake.layout import is_s3, join, literal, local_path, normalize
+from jobs.lake.layout import folder_pattern, is_s3, join, literal, local_path, normalize
 from jobs.units import UsageError
 
 _ONE_NAME_ONCE = "the pipeline reads each name once, so give new data a new file name"
@@ -154,7 +154,7 @@ def landing_path(landing: str, glob: str | None = None, since: date | None = Non
         if not folders:
             return join(literal(landing), f"dt={since.isoformat()}")  # nothing yet: an empty folder lists nothing
         return join(literal(landing), any_of(folders))
-    return literal(landing)
+    return folder_pattern(landing)
 
 
 def any_of(names: list[str]) -> str:

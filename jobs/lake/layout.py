@@ -77,6 +77,16 @@ def literal(location: str) -> str:
     return _PATTERN.sub(r"\\\1", location)
 
 
+def folder_pattern(folder: str) -> str:
+    """A folder as a pattern that matches it alone (its last name in braces, '/x/{landing}').
+    What a streaming file source is given to list: given the folder itself, Spark takes it for
+    a sink's output as soon as a `_spark_metadata` folder is in it, and reads the files that
+    folder's log names, wherever they are, in place of the folder's own; a producer could
+    land one. A pattern is never a sink's output; Spark lists the folder it matches."""
+    parent, _, name = literal(folder).rstrip("/").rpartition("/")
+    return f"{parent}/{{{name}}}"
+
+
 def join(base: str, *parts: str) -> str:
     return "/".join([base.rstrip("/"), *(p.strip("/") for p in parts)])
 

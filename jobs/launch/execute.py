@@ -24,6 +24,7 @@ from jobs.run import runner
 from jobs.run.context import run_log
 from jobs.run.events import Emit, Event, Finished
 from jobs.run.failure import one_line
+from jobs.units import printable
 
 # Great Expectations' context is not known to be thread-safe: one run validates at a time.
 _validating = threading.Lock()
@@ -96,14 +97,14 @@ def _quarantine_first(pipeline: PipelineBase, request: RunRequest) -> Finished |
     data); how the run finished when that is refused."""
     if not request.quarantine_file:
         return None
-    from jobs.accounting.quarantine_file import FileAlreadyRead, quarantine_file
+    from jobs.accounting.quarantine_file import FileAlreadyRead, NotALandedFile, quarantine_file
 
     try:
         path = quarantine_file(pipeline, request.locations, request.quarantine_file, request.quarantine_reason)
-    except FileAlreadyRead as error:
+    except (FileAlreadyRead, NotALandedFile) as error:
         return Finished(pipeline.name, "refused", ExitCode.REFUSED, error=str(error))
     run_log(pipeline.name).info(
-        "%s: %s is quarantined; this run quarantines each of its lines unread", pipeline.name, path
+        "%s: %s is quarantined; this run quarantines each of its lines unread", pipeline.name, printable(path)
     )
     return None
 

@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field
 from jobs.accounting.checkpoint import CheckpointLog, Recorded
 from jobs.lake import fs
 from jobs.lake.layout import is_s3
+from jobs.units import printable
 
 MAX_FILE_AGE_DAYS = 7  # Spark's default maxFileAge
 MAX_FILE_AGE_MS = MAX_FILE_AGE_DAYS * 24 * 3600 * 1000
@@ -37,8 +38,13 @@ MAX_FILE_AGE_MS = MAX_FILE_AGE_DAYS * 24 * 3600 * 1000
 class SkippedFiles(BaseModel):
     too_old: list[str] = Field(default_factory=list)  # landed more than maxFileAge before the newest
     overwritten: list[str] = Field(default_factory=list)  # changed after they were read
+    # In the landing but not a regular file inside it (a link, an S3 key with a '..' segment:
+    # jobs/lake/fs.py Listing) -> why: never followed, read or counted.
+    not_files: dict[str, str] = Field(default_factory=dict)
 
     def __bool__(self) -> bool:
+        """Files never read that were landed as files (`not_files` is a warning of its own:
+        jobs/run/warnings.py)."""
         return bool(self.too_old or self.overwritten)
 
     def describe(self) -> str:
@@ -53,10 +59,10 @@ class SkippedFiles(BaseModel):
         return "files never read: " + "; ".join(parts) + " (land them again under new names)"
 
 
-def file_names(uris: list[str], shown: int = 5) -> str:
-    """'a.json, b.json and 3 more'."""
-    names = ", ".join(uri.rsplit("/", 1)[-1] for uri in uris[:shown])
-    return names + (f" and {len(uris) - shown} more" if len(uris) > shown else "")
+def file_names(uris: list[str], shown: int = 5, *, whole: bool = False) -> str:
+    """'a.json, b.json and 3 more' (`whole`: each location whole), control characters escaped."""
+    names = [printable(uri if whole else uri.rsplit("/", 1)[-1]) for uri in uris[:shown]]
+    return ", ".join(names) + (f" and {len(uris) - shown} more" if len(uris) > shown else "")
 
 
 class StrayOutput(NamedTuple):
@@ -88,6 +94,7 @@ def skipped_files(
     checkpoint_log: CheckpointLog,
     listed: tuple[dict[str, int], ...] | None = None,
     taken: tuple[Recorded, ...] | None = None,
+    not_files: dict[str, str] | None = None,
 ) -> SkippedFiles:
     """Files under each source's landing that the source has not taken and never will.
 
@@ -96,13 +103,15 @@ def skipped_files(
     log is read on from where it was read then, so that a long history is listed and read
     once a run. A file landed during the run is the next run's to judge, as it is the next
     run's to read."""
-    skipped = SkippedFiles()
+    skipped = SkippedFiles(not_files=dict(sorted((not_files or {}).items())))
     for source, landing in enumerate(landings):
         if listed is not None and taken is not None:
             files = listed[source]
             recorded = checkpoint_log.recorded_through(source, taken[source])[0]
         else:
-            files, recorded = fs.modification_times(landing), checkpoint_log.recorded_files(source)
+            found, recorded = fs.listing(landing), checkpoint_log.recorded_files(source)
+            files = {uri: mtime_ms for uri, (_, mtime_ms) in found.files.items()}
+            skipped.not_files |= found.skipped
         found = _skipped_among(files, recorded)
         skipped.too_old += found.too_old
         skipped.overwritten += found.overwritten

@@ -4,6 +4,7 @@ its causes and the JVM's stack trace; the trace itself stays in Spark's log."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import NamedTuple
 from urllib.parse import unquote
 
@@ -13,6 +14,7 @@ from jobs.flow.conditions import spark_conditions
 from jobs.lake.faults import root_cause
 from jobs.lake.layout import StorageError, from_spark
 from jobs.run.report import RunReport
+from jobs.units import jobs_command, printable
 
 
 def one_line(error: BaseException) -> str:
@@ -98,13 +100,14 @@ def data_condition(error: BaseException) -> tuple[str, str] | None:
     return None
 
 
-def _where(files: list[str], command: str) -> tuple[str, str]:
+def _where(files: list[str], command: Callable[[str], str]) -> tuple[str, str]:
     """Which file a batch failed reading, and the command that quarantines it (when one)."""
     if len(files) == 1:
-        return f"reading {files[0]} (line unknown)", command.replace("FILE", files[0])
+        return f"reading {printable(files[0])} (line unknown)", command(files[0])
     if files:
-        return f"reading one of {len(files)} files ({', '.join(files[:3])}{' ...' if len(files) > 3 else ''})", command
-    return "reading its files", command
+        shown = ", ".join(printable(file) for file in files[:3]) + (" ..." if len(files) > 3 else "")
+        return f"reading one of {len(files)} files ({shown})", command("FILE")
+    return "reading its files", command("FILE")
 
 
 def _data_failure(error: BaseException, checkpoint_log: CheckpointLog, report: RunReport) -> str | None:
@@ -119,16 +122,19 @@ def _data_failure(error: BaseException, checkpoint_log: CheckpointLog, report: R
     files = [
         p for p in read if p in message or p in unquote(message)
     ] or read  # the error says which (as a %-encoded URI)
-    command = (
-        f"python -m jobs quarantine-file {report.pipeline} FILE --checkpoint {checkpoint_log.checkpoint} --reason '...'"
-    )
+
+    def command(file: str) -> str:
+        return jobs_command(
+            "quarantine-file", report.pipeline, file, "--checkpoint", checkpoint_log.checkpoint, "--reason", _REASON
+        )
+
     at = f"batch {batch}" if batch is not None else "a batch"
     broken = rule_failure(message)
     if broken:  # a `fail` rule named the rule, the file and the line
         return (
-            f"{at} stopped: {RULE_FAILED} '{broken.rule}' (on_violation: fail): {broken.file} line {broken.line}"
+            f"{at} stopped: {RULE_FAILED} '{broken.rule}' (on_violation: fail): {printable(broken.file)} line {broken.line}"
             f"{broken.says}; nothing of the batch is committed and every rerun stops there: to get past it, "
-            f"quarantine the file: {command.replace('FILE', broken.file)} (Airflow: the DAG's quarantine_file "
+            f"quarantine the file: {command(broken.file)} (Airflow: the DAG's quarantine_file "
             "param), or change the rule's on_violation, then run again"
         )
     read_failed = _READ_FAILED.search(message)
@@ -143,6 +149,9 @@ def _data_failure(error: BaseException, checkpoint_log: CheckpointLog, report: R
         f"{at} failed on its data, {where}: {condition}: {cause}; every rerun redoes it, so to get past it "
         f"quarantine the file: {command} (Airflow: the DAG's quarantine_file param), then run again"
     )
+
+
+_REASON = "why it is set aside"  # what a pasted command records, unless edited
 
 
 class RuleFailure(NamedTuple):

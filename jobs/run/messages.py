@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import re
 
-# A command the product advises, as messages write it: `python -m jobs ...` in backticks, or
-# bare up to the end of its clause.
-_COMMAND = re.compile(r"`(python -m jobs [^`]+)`|(?<![`\w])(python -m jobs [^;()`]+?)(?=\s*[;(]|\)|,? then |\. |\.?$)")
+# A command the product advises, as messages write it (jobs/commands.py): `python -m jobs`, then
+# words as the shell reads them (shlex.quote's: plain, or in single quotes, whatever they hold), in
+# backticks or bare; a message's prose after a bare command starts with other than a word.
+_WORD = r"""(?:[\w@%+=:,./\-]|'[^']*'|"'")+"""
+_COMMAND = re.compile(rf"`(python -m jobs(?: {_WORD})+)`|(?<![`\w])(python -m jobs(?: {_WORD})+)")
 BRIEF_CHARS = 300
 
 
@@ -32,10 +34,15 @@ def brief(message: str, whole_at: str | None = None) -> str:
     first, rest = _first_sentence(message)
     if not rest:
         return message  # one sentence: nothing to leave out
-    commands = [a or b for a, b in _COMMAND.findall(rest) if (a or b) not in first]
+    commands = [_without_full_stop(a or b) for a, b in _COMMAND.findall(rest) if (a or b) not in first]
     line = first.rstrip(".") + "."
     if commands:
         line += " Commands that help: " + "; ".join(dict.fromkeys(c.strip() for c in commands)) + "."
     if whole_at:
         line += f" The whole message: {whole_at}"
     return line
+
+
+def _without_full_stop(command: str) -> str:
+    """A bare command that ends its sentence, without the sentence's full stop ('FILE...' keeps its dots)."""
+    return command[:-1] if command.endswith(".") and not command.endswith("..") else command

@@ -12,12 +12,12 @@ by --landing-glob) needs Spark.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from jobs.accounting.checkpoint import CheckpointLog, Recorded
 from jobs.accounting.ledger import Ledger
 from jobs.declare import PipelineBase
-from jobs.lake import fs
+from jobs.lake import fs, gzip_size
 from jobs.lake.landing import dated_folders, new_files_path, source_landings
 from jobs.lake.layout import join
 from jobs.request import RunRequest
@@ -44,6 +44,8 @@ class Pending:
     # which the run's audit judges and reads on from rather than listing and reading again.
     listed: tuple[dict[str, int], ...] | None = None
     taken: tuple[Recorded, ...] | None = None
+    # What the listings passed over, never to be read (links, odd S3 keys: fs.Listing) -> why.
+    not_files: dict[str, str] = field(default_factory=dict)
     # How many times their size the new gzip files' lines are, at most (jobs/flow/admission.py).
     inflation: float = 1.0
 
@@ -87,13 +89,15 @@ def pending_input(pipeline: PipelineBase, request: RunRequest) -> Pending:
     named: list[tuple[str, ...]] = []
     listed: list[dict[str, int]] = []
     recorded: list[Recorded] = []
+    not_files: dict[str, str] = {}
     for source, landing in enumerate(source_landings(locations.landing, [s.name for s in pipeline.sources])):
         recorded.append(checkpoint_log.recorded_through(source))
         taken = recorded[-1][0]
         passed_over_before = max(taken.values()) - MAX_FILE_AGE_MS if taken else None
         new = []
         found = _listed(landing, request)
-        for uri, (file_bytes, mtime_ms) in found.items():
+        not_files |= found.skipped
+        for uri, (file_bytes, mtime_ms) in found.files.items():
             if uri in taken or (passed_over_before is not None and mtime_ms < passed_over_before):
                 continue
             files, size = files + 1, size + file_bytes
@@ -101,25 +105,36 @@ def pending_input(pipeline: PipelineBase, request: RunRequest) -> Pending:
             if uri.endswith(".gz") and file_bytes:
                 gzipped.append((uri, file_bytes))
         named.append(tuple(new))
-        listed.append({uri: mtime_ms for uri, (_, mtime_ms) in found.items()})
+        listed.append({uri: mtime_ms for uri, (_, mtime_ms) in found.files.items()})
     inflation = _inflation(gzipped)
     if not request.lists_all:
-        return Pending(files, size, inflation=inflation)
+        return Pending(files, size, inflation=inflation, not_files=not_files)
     named_files = tuple(named) if files <= NAMED_FILES else None
-    return Pending(files, size, named=named_files, listed=tuple(listed), taken=tuple(recorded), inflation=inflation)
+    return Pending(
+        files,
+        size,
+        named=named_files,
+        listed=tuple(listed),
+        taken=tuple(recorded),
+        inflation=inflation,
+        not_files=not_files,
+    )
 
 
 def _inflation(gzipped: list[tuple[str, int]]) -> float:
-    """The most any of the new gzip files inflates, from their trailers (a backlog's first
-    GZIP_SAMPLE of them: one ranged read each)."""
-    return max((fs.gzip_size(uri, size) / size for uri, size in gzipped[:GZIP_SAMPLE]), default=1.0)
+    """The most any of the new gzip files inflates, as their trailers say (a backlog's first
+    GZIP_SAMPLE of them: one ranged read each). An estimate for sizing batches, not for
+    counting: a file of several members says only its last's (jobs/lake/gzip_size.py)."""
+    return max((gzip_size.gzip_stated_size(uri, size) / size for uri, size in gzipped[:GZIP_SAMPLE]), default=1.0)
 
 
-def _listed(landing: str, request: RunRequest) -> dict[str, tuple[int, int]]:
-    """The files the run lists under `landing` (jobs/lake/landing.py landing_path) -> (size, mtime ms)."""
+def _listed(landing: str, request: RunRequest) -> fs.Listing:
+    """What the run lists under `landing` (jobs/lake/landing.py landing_path)."""
     if request.landing_since is None:
-        return fs.sizes_and_times(landing)
-    listed: dict[str, tuple[int, int]] = {}
+        return fs.listing(landing)
+    listed = fs.Listing({}, {})
     for folder in dated_folders(landing, request.landing_since, request.landing_until):
-        listed |= fs.sizes_and_times(join(landing, folder))
+        found = fs.listing(join(landing, folder))
+        listed.files.update(found.files)
+        listed.skipped.update(found.skipped)
     return listed

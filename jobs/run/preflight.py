@@ -11,6 +11,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from jobs.accounting.checkpoint import CheckpointLog
 from jobs.accounting.ledger import Ledger, check_contract, with_quarantined_files, with_recorded_schema
+from jobs.columns import reserved
 from jobs.declare import PipelineBase
 from jobs.flow.enrich import check_dimension, dimension_uri, read_dimension
 from jobs.flow.patterns import pattern_of
@@ -21,6 +22,7 @@ from jobs.lake.layout import Locations, StorageError
 from jobs.lake.locks import CheckpointLock, S3Lease
 from jobs.request import RunRequest
 from jobs.run.context import RunContext, run_log
+from jobs.units import jobs_command, printable
 
 
 def checkpoint_contract(pipeline: PipelineBase, locations: Locations) -> dict[str, Any]:
@@ -53,18 +55,21 @@ def _no_landing(pipeline: PipelineBase, locations: Locations, ledger: Ledger) ->
         return f"{missing}; checkpoint {locations.checkpoint} reads landing {read}: run with --landing {read}"
     # `land` lands only where a declared pipeline reads under its --root: a landing of another layout needs --force.
     root, _, name = locations.landing.rpartition("/landing/")
-    where = f"--root {root}" if name == pipeline.name else "--force"
-    return f"{missing}; land files there first (python -m jobs land FILE... --to {locations.landing} {where}) or pass --landing"
+    where = ["--root", root] if name == pipeline.name else ["--force"]
+    land = jobs_command("land", "FILE...", "--to", locations.landing, *where)
+    return f"{missing}; land files there first ({land}) or pass --landing"
 
 
 def _infer_schema(spark: SparkSession, pipeline: PipelineBase, ledger: Ledger, listed: str) -> None:
     """A first run of a pipeline that infers its schema: inferred once, then recorded."""
     fields = infer_schema(spark, listed)
-    check_inferred(pipeline.model_copy(update={"source": pipeline.source.with_recorded_fields(fields)}))
+    source = pipeline.source.with_recorded_fields(fields)
+    check_inferred(pipeline.model_copy(update={"source": source}))
     ledger.record_schema(fields, listed)
-    run_log(pipeline.name).info(
-        "  inferred and recorded the schema (%d fields): %s", len(fields), schema_outline(fields)
-    )
+    log = run_log(pipeline.name)
+    log.info("  inferred and recorded the schema (%d fields): %s", len(fields), schema_outline(fields))
+    for key, column in source.renamed.items():  # said once: the schema is inferred once
+        log.warning("  field %s is read as %s: %s", printable(key), column, reserved(key))
 
 
 def _dimension(spark: SparkSession, pipeline: PipelineBase, locations: Locations) -> DataFrame:

@@ -39,6 +39,7 @@ class RetentionDone(BaseModel):
     deleted: int = 0
     archived: int = 0
     already_gone: int = 0  # named by the ledger, but no longer landed
+    left_alone: list[str] = []  # named by the ledger, but now a link or outside the landing: never touched
     through_batch: int | None = None  # every batch up to this one has been seen to
     archive: str | None = None
     builds_removed: list[str] = []  # builds a rebuild switched away from, kept long enough
@@ -48,7 +49,12 @@ class RetentionDone(BaseModel):
     @property
     def did_something(self) -> bool:
         return bool(
-            self.deleted or self.archived or self.builds_removed or self.quarantine_batches_removed or self.runs_removed
+            self.deleted
+            or self.archived
+            or self.builds_removed
+            or self.quarantine_batches_removed
+            or self.runs_removed
+            or self.left_alone
         )
 
     def describe(self) -> str:
@@ -62,7 +68,12 @@ class RetentionDone(BaseModel):
             else ""
         )
         runs = f"{self.runs_removed} old run report(s) removed" if self.runs_removed else ""
-        return "retention: " + "; ".join(part for part in (landed, removed, quarantine, runs) if part)
+        alone = (
+            f"{len(self.left_alone)} landed path(s) left alone (a link, or outside the landing once resolved)"
+            if self.left_alone
+            else ""
+        )
+        return "retention: " + "; ".join(part for part in (landed, removed, quarantine, runs, alone) if part)
 
 
 class RuleCount(BaseModel):

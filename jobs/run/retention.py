@@ -110,6 +110,9 @@ def _landed_files(run: RunContext, now: datetime, done: RetentionDone) -> None:
             path = taken["path"]
             if not is_inside(path, locations.landing):
                 continue  # landed elsewhere (the landing moved): not this declaration's to remove
+            if not fs.is_file_inside(path, locations.landing):
+                done.left_alone.append(path)  # a link now, or one taken through a link: never followed
+                continue
             if retention.landed == "delete":
                 removed = fs.remove_file(path)
                 done.deleted += removed

@@ -290,7 +290,9 @@ def _audit(run: RunContext, report: RunReport, pending: Pending, *, with_retenti
     report.uncommitted_files_removed, report.expired_output_files_removed = stray
     if run.request.lists_all:  # what a run does not list is not skipped
         landed = source_landings(run.locations.landing, [s.name for s in run.pipeline.sources])
-        report.skipped_files = skipped_files(landed, run.checkpoint_log, pending.listed, pending.taken)
+        report.skipped_files = skipped_files(
+            landed, run.checkpoint_log, pending.listed, pending.taken, pending.not_files
+        )
     if with_retention:
         report.retention = apply_retention(run)
     passed_over = len(report.skipped_files.too_old) + len(report.skipped_files.overwritten)

@@ -4,6 +4,7 @@
                         and every event before it is dropped as late from then on
     mostly_late         the last runs dropped most of their rows as late
     quarantine_jump     the last run quarantined a far larger share of its rows than the runs before
+    not_files           the landing holds links or odd S3 keys, which no run follows or reads
 
 The run report carries them (`warnings`), its summary shows them, and the data quality
 report's overview calls a pipeline with any of them `warning`, not healthy. No Spark.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from jobs.run.audit import file_names
 from jobs.run.report import RunReport
 from jobs.units import duration
 
@@ -35,6 +37,13 @@ def run_warnings(runs: list[RunReport], now: datetime) -> list[str]:
             f"watermark_ahead: the watermark {last.watermark} is {duration((watermark - now).total_seconds())} ahead of now; "
             "an event stamped in the future moved it, and events before it are dropped as late "
             "(the source's event_time max_future quarantines such events)"
+        )
+    not_files = last.skipped_files.not_files
+    if not_files:
+        kinds = "; ".join(sorted(set(not_files.values())))
+        found.append(
+            f"not_files: {len(not_files)} entries of the landing are not regular files inside it ({kinds}), "
+            f"never read: {file_names(list(not_files), whole=True)}; land the files themselves"
         )
     with_input = [r for r in runs if r.input_rows]
     recent = with_input[-LATE_RUNS:]

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 from jobs import declare
-from jobs.columns import EVENT_TIME, QUARANTINE_REASON
+from jobs.columns import EVENT_TIME, LINE, LINE_NUMBER, QUARANTINE_REASON, SOURCE_FILE
 from jobs.declare.parts import Source
 from jobs.flow.parse import parse_events
 from tests.unit.test_poison_properties import SHAPES, json_scalars, takes
@@ -138,12 +138,14 @@ def test_any_event_time_is_parsed_as_it_is_or_quarantined_with_a_reason(spark, n
     @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
     @given(st.lists(records(source, shapes), min_size=LINES, max_size=LINES))
     def holds(drawn) -> None:
-        lines = spark.createDataFrame([(line, "f.json") for line, _, _ in drawn], "line string, source_file string")
+        lines = spark.createDataFrame(
+            [(line, "f.json") for line, _, _ in drawn], f"{LINE} string, {SOURCE_FILE} string"
+        )
         now = datetime.now(UTC)
         parsed = parse_events(lines.coalesce(1), source)  # never raises
         # Event times as microseconds: a quarantined one may be past what Python's datetime holds.
         micros = F.unix_micros(EVENT_TIME).alias("micros")
-        rows = parsed.select(*source.fields, QUARANTINE_REASON, micros).orderBy("line_number").collect()
+        rows = parsed.select(*source.fields, QUARANTINE_REASON, micros).orderBy(LINE_NUMBER).collect()
         assert len(rows) == len(drawn)
         for row, (line, record, moment) in zip(rows, drawn, strict=True):
             if row[QUARANTINE_REASON] is not None:

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jobs import declare
-from jobs.columns import BROKEN, LINE_NUMBER, QUARANTINE_REASON
+from jobs.columns import BROKEN, LINE, LINE_NUMBER, QUARANTINE_REASON, SOURCE_FILE
 from jobs.flow.parse import parse_events
 from jobs.flow.patterns import pattern_of
 from tests.model import RuleBook
@@ -88,7 +88,9 @@ def test_rules_decide_any_record_as_the_model_does_and_never_fail(spark, name, i
     @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
     @given(st.lists(records(book.schemas[index], source), min_size=LINES, max_size=LINES))
     def holds(drawn) -> None:
-        lines = spark.createDataFrame([(json.dumps(r), "f.json") for r in drawn], "line string, source_file string")
+        lines = spark.createDataFrame(
+            [(json.dumps(r), "f.json") for r in drawn], f"{LINE} string, {SOURCE_FILE} string"
+        )
         parsed = parse_events(lines.coalesce(1), source, rules=rules)  # never raises
         rows = parsed.select(LINE_NUMBER, BROKEN, QUARANTINE_REASON).orderBy(LINE_NUMBER).collect()
         assert len(rows) == len(drawn)

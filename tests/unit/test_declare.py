@@ -550,3 +550,22 @@ def test_every_declaration_that_does_not_load_is_named_at_once(tmp_path, monkeyp
         "  pipeline 'clickstream': unknown setting 'watermak' (did you mean 'watermark'?)\n"
         "  pipeline 'device_steps': key 'user' is not in the source schema (did you mean 'user_id'?)\n"
     )
+
+
+@pytest.mark.parametrize("name", ["event_time", "window_start", "_jobs_line"])
+def test_a_declared_field_named_as_a_column_of_the_product_s_is_refused(name):
+    raw = copy.deepcopy(VALID)
+    raw["source"]["schema"] = {**raw["source"]["schema"], name: "string"}
+    with pytest.raises(declare.DeclarationError, match=f"field '{name}' may not be declared"):
+        declare.from_mapping(raw)
+
+
+def test_fields_named_as_the_flow_s_columns_once_were_are_the_producer_s():
+    raw = copy.deepcopy(VALID)
+    raw["source"]["schema"] = {
+        **raw["source"]["schema"],
+        "line": "string",
+        "source_file": "string",
+        "line_number": "long",
+    }
+    assert {"line", "source_file", "line_number"} <= set(declare.from_mapping(raw).source.fields)

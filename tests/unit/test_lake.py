@@ -50,7 +50,7 @@ def test_landing_limits(tmp_path):
     for day in ("dt=2023-07-28", "dt=2023-07-30", "dt=2023-08-01", "other"):
         (tmp_path / day).mkdir()
     landing = str(tmp_path)
-    assert landing_path(landing) == landing
+    assert landing_path(landing) == f"{tmp_path.parent}/{{{tmp_path.name}}}"  # a pattern: never a sink output
     assert landing_path(landing, glob="dt=2023-07-*/*") == f"{landing}/dt=2023-07-*/*"
     since = landing_path(landing, since=date(2023, 7, 29))
     assert since == f"{landing}/{{dt=2023-07-30,dt=2023-08-01}}"

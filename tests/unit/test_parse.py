@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from jobs.columns import EVENT_TIME
+from jobs.columns import EVENT_TIME, LINE, LINE_NUMBER, QUARANTINE_DETAIL, QUARANTINE_REASON, SOURCE_FILE
 from jobs.declare.parts import Source, Window
 from jobs.flow.parse import parse_events, usable
 from jobs.flow.patterns import pattern_of
@@ -34,7 +34,9 @@ def source(
 
 def lines_df(spark, lines, source_file="landing/f.json"):
     # One partition: a file part is read by one task, which numbers its lines.
-    return spark.createDataFrame([(line, source_file) for line in lines], "line string, source_file string").coalesce(1)
+    return spark.createDataFrame(
+        [(line, source_file) for line in lines], f"{LINE} string, {SOURCE_FILE} string"
+    ).coalesce(1)
 
 
 @pytest.mark.parametrize(
@@ -65,7 +67,7 @@ def lines_df(spark, lines, source_file="landing/f.json"):
 def test_parse_events_reasons(spark, clickstream, line, reason):
     rows = parse_events(lines_df(spark, [line]), clickstream.source).collect()
     assert len(rows) == 1
-    assert rows[0]["quarantine_reason"] == reason
+    assert rows[0][QUARANTINE_REASON] == reason
 
 
 def test_parse_events_reads_offsets_as_utc_and_drops_blank_lines(spark, clickstream):
@@ -80,8 +82,8 @@ def test_parse_events_reads_offsets_as_utc_and_drops_blank_lines(spark, clickstr
 def test_a_quarantined_record_keeps_file_line_number_line_reason_and_detail(spark, clickstream):
     lines = ["{broken", "", event("u1", "2023-07-30T10:00:20Z"), "[]"]
     parsed = parse_events(lines_df(spark, lines), clickstream.source)
-    columns = ["source_file", "line_number", "line", "quarantine_reason", "quarantine_detail"]
-    bad = parsed.where("quarantine_reason IS NOT NULL").select(*columns).orderBy("line_number")
+    columns = [SOURCE_FILE, LINE_NUMBER, LINE, QUARANTINE_REASON, QUARANTINE_DETAIL]
+    bad = parsed.where(F.col(QUARANTINE_REASON).isNotNull()).select(*columns).orderBy(LINE_NUMBER)
     assert [tuple(r) for r in bad.collect()] == [
         ("landing/f.json", 1, "{broken", "malformed_json", "JSON is malformed: object keys must be strings (byte 1)"),
         ("landing/f.json", 4, "[]", "not_a_json_object", "a JSON array"),
@@ -97,20 +99,20 @@ def test_a_string_field_takes_only_a_json_string_unless_coerced(spark, value, fo
     strict = source({"user_id": "string", "ts": "string"}, ["user_id"])
     line = json.dumps({"user_id": value, "ts": "2023-07-30T10:00:00Z"})
     row = parse_events(lines_df(spark, [line]), strict).first()
-    assert (row.quarantine_reason, row.quarantine_detail) == (
+    assert (row[QUARANTINE_REASON], row[QUARANTINE_DETAIL]) == (
         "wrong_field_type",
         f"user_id: expected string, got {found}",
     )
     coerced = source({"user_id": "string", "ts": "string"}, ["user_id"], types="coerce")
     row = parse_events(lines_df(spark, [line]), coerced).first()
-    assert (row.user_id, row.quarantine_reason) == (json.dumps(value, separators=(",", ":")), None)
+    assert (row.user_id, row[QUARANTINE_REASON]) == (json.dumps(value, separators=(",", ":")), None)
 
 
 def test_numbers_out_of_range_are_the_wrong_type(spark):
     declared = source({"user_id": "string", "n": "int", "ts": "string"}, ["user_id"])
     lines = [json.dumps({"user_id": "u", "n": n, "ts": "2023-07-30T10:00:00Z"}) for n in (2**31 - 1, 2**31)]
-    rows = parse_events(lines_df(spark, lines), declared).orderBy("line_number").collect()
-    assert [(r.n, r.quarantine_reason) for r in rows] == [(2**31 - 1, None), (None, "wrong_field_type")]
+    rows = parse_events(lines_df(spark, lines), declared).orderBy(LINE_NUMBER).collect()
+    assert [(r.n, r[QUARANTINE_REASON]) for r in rows] == [(2**31 - 1, None), (None, "wrong_field_type")]
 
 
 def test_window_aggregate_counts_per_window_and_user(spark, clickstream):
@@ -155,8 +157,8 @@ def test_a_value_of_the_wrong_type_is_quarantined(spark):
         json.dumps({"user_id": "u1", "steps": 12, "ts": "2023-07-30T10:00:00Z"}),
         json.dumps({"user_id": "u1", "steps": "twelve", "ts": "2023-07-30T10:00:00Z"}),
     ]
-    rows = parse_events(lines_df(spark, lines), declared).orderBy("line_number").collect()
-    assert [(r.steps, r.quarantine_reason) for r in rows] == [(12, None), (None, "wrong_field_type")]
+    rows = parse_events(lines_df(spark, lines), declared).orderBy(LINE_NUMBER).collect()
+    assert [(r.steps, r[QUARANTINE_REASON]) for r in rows] == [(12, None), (None, "wrong_field_type")]
 
 
 @pytest.mark.parametrize(
@@ -172,4 +174,4 @@ def test_event_time_formats(spark, fmt, raw, expected):
     declared = source({"user_id": "string", "ts": "string"}, ["user_id"], fmt=fmt)
     row = parse_events(lines_df(spark, [json.dumps({"user_id": "u", "ts": raw})]), declared).first()
     assert row[EVENT_TIME] == expected
-    assert row.quarantine_reason == (None if expected else "unparseable_ts")
+    assert row[QUARANTINE_REASON] == (None if expected else "unparseable_ts")

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jobs import declare
-from jobs.columns import BLOCK_START, FILE_SIZE, LINE, SOURCE_FILE
+from jobs.columns import BLOCK_START, FILE_SIZE, LINE, RESCUED, SOURCE_FILE
 from jobs.declare.load import pipelines_dir
 from jobs.declare.parts import MAX_DEPTH
 from tests.model import is_double, nesting_depth, text_ok
@@ -209,7 +209,7 @@ def check(lines: list[bytes], name: str, rescue: bool = False) -> None:
             got, want = row[name], values[name]
             assert same(got, want), f"{line[:200]!r}: {name} is {got!r}, not {want!r}"
         if rescue:
-            got, want = sorted(json.loads(row["_rescued"] or "{}")), sorted(values["_rescued"])
+            got, want = sorted(json.loads(row[RESCUED] or "{}")), sorted(values["_rescued"])
             assert got == want, f"{line[:200]!r}: rescued {got}, not {want}"
 
 

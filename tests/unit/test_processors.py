@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 import pandas as pd
 import pytest
 
-from jobs.columns import EVENT_TIME
+from jobs.columns import BLOCK_START, EVENT_TIME, LINE_NUMBER, SOURCE_FILE
 from jobs.processors import PROCESSORS
 from jobs.processors.rack_status import RackStatusSettings, rack_status
 from jobs.processors.spending_sessions import SpendingSessionsSettings, sessions_of, spending_sessions
@@ -160,7 +160,7 @@ class Counted:
 
 
 def where(frame: pd.DataFrame, file: str = "file:///l/a.json") -> pd.DataFrame:
-    return frame.assign(source_file=file, _block_start=0, line_number=range(1, len(frame) + 1))
+    return frame.assign(**{SOURCE_FILE: file, BLOCK_START: 0, LINE_NUMBER: range(1, len(frame) + 1)})
 
 
 def test_a_processor_that_raises_leaves_the_state_as_it_was_and_quarantines_the_key_s_rows():

@@ -19,7 +19,7 @@ import org.apache.spark.sql.types.StructType;
 
 /**
  * The decoder as a SQL function: (line as bytes, source file, the byte its part of the file
- * starts at, the file's size) -> a struct of the declared fields, the line's number in its
+ * starts at, the file's size) -> a struct of the declared fields (by their place: FIELD0, ...), the line's number in its
  * part of the file (counted from 1, blank lines too), the reason and detail, the new fields
  * and what was rescued when asked, and whether the line is blank. The lines read of each
  * file are counted in the tally, if any. Rows of one part of a file come in order within a
@@ -27,12 +27,15 @@ import org.apache.spark.sql.types.StructType;
  */
 public final class Decode implements UDF4<byte[], String, Long, Long, Row> {
     private static final long serialVersionUID = 1L;
-    public static final String LINE_NUMBER = "_line_number";
-    public static final String REASON = "_reason";
-    public static final String DETAIL = "_detail";
-    public static final String NEW_FIELDS = "_new_fields";
-    public static final String RESCUED = "_rescued";
-    public static final String BLANK = "_blank";
+    // The product's own names, in a namespace no source field may use (jobs/columns.py).
+    public static final String LINE_NUMBER = "_jobs_line_number";
+    public static final String REASON = "_jobs_reason";
+    public static final String DETAIL = "_jobs_detail";
+    public static final String NEW_FIELDS = "_jobs_new_fields";
+    public static final String RESCUED = "_jobs_rescued";
+    public static final String BLANK = "_jobs_blank";
+    // The declared fields, by their place: named as the records name them, one could be one of these.
+    public static final String FIELD = "_jobs_field_";
 
     private final LineDecoder decoder;
     private final Map<String, String> quarantinedFiles; // as the product names them -> why
@@ -113,7 +116,7 @@ public final class Decode implements UDF4<byte[], String, Long, Long, Row> {
     public StructType returnType() {
         List<StructField> fields = new ArrayList<>();
         for (Kind.Field field : decoder.fields()) {
-            fields.add(DataTypes.createStructField(field.name(), sparkType(field.kind()), true));
+            fields.add(DataTypes.createStructField(FIELD + fields.size(), sparkType(field.kind()), true));
         }
         fields.add(DataTypes.createStructField(LINE_NUMBER, DataTypes.LongType, false));
         fields.add(DataTypes.createStructField(REASON, DataTypes.StringType, true));
