@@ -24,7 +24,7 @@ import yaml
 from benchmarks.measure import REPO
 from jobs import declare
 from jobs.declare.load import pipelines_dir
-from jobs.lake import delta, fs
+from jobs.lake import delta, listings
 from jobs.lake.landing import land_lines
 from jobs.lake.layout import Locations
 
@@ -77,7 +77,7 @@ def read_by_delta_rs(output: str) -> None:
 def figures(spark, output: str) -> dict[str, float]:
     return {
         "table files": len(delta.table_files(output)),
-        "folder files": len(fs.list_files(output)),
+        "folder files": len(listings.list_files(output)),
         "spark read s": best_of_3(lambda: read_by_spark(spark, output)),
         "delta-rs read s": best_of_3(lambda: read_by_delta_rs(output)),
     }

@@ -17,8 +17,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import date
 from typing import Any
+from urllib.parse import urlparse
 
-from jobs.lake.layout import Locations
+from jobs.lake.layout import Locations, normalize
 from jobs.units import UsageError, check_id, parse_duration_s, parse_size
 
 TRIGGERS = ("available-now", "once", "processing-time=<duration>")
@@ -55,7 +56,8 @@ def _date(text: str, flag: str) -> date:
 
 def _link(text: str, flag: str) -> str:
     """A web address only: the report links it, so nothing a browser would run."""
-    if not text.startswith(("http://", "https://")):
+    parsed = urlparse(text)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc or any(c.isspace() or ord(c) < 32 for c in text):
         raise UsageError(f"{flag} {text!r}: give an http(s) URL")
     return text
 
@@ -188,6 +190,12 @@ class RunRequest:
     heap_shares: int = 1
 
     def __post_init__(self) -> None:
+        # Every door checks the same: a request read from JSON (`run --request`, spark-submit)
+        # goes through the parsers the flags do.
+        if self.run_id is not None:
+            check_id(self.run_id, "--run-id")
+        if self.link is not None:
+            _link(self.link, "--link")
         if self.mode not in MODES:
             raise UsageError(f"a run's mode is one of {', '.join(MODES)}, not {self.mode!r}")
         if self.max_files_per_trigger and self.max_bytes_per_trigger:
@@ -219,7 +227,7 @@ class RunRequest:
     @classmethod
     def from_json(cls, text: str) -> RunRequest:
         values = json.loads(text)
-        values["locations"] = Locations(**values["locations"])
+        values["locations"] = Locations(**{k: normalize(v) if v else v for k, v in values["locations"].items()})
         values["trigger"] = Trigger.from_text(values["trigger"])
         for name in ("landing_since", "landing_until"):
             values[name] = values[name] and date.fromisoformat(values[name])

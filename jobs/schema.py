@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 
 SCALARS = ("string", "long", "int", "double", "boolean", "timestamp", "date")
 _SPARK_NAMES = {"bigint": "long", "integer": "int", "float": "double", "void": "string"}
-_DECIMAL = re.compile(r"^decimal\((\d+),\s*(\d+)\)$")
-_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_DECIMAL = re.compile(r"\Adecimal\((\d+),\s*(\d+)\)\Z")
+_PLAIN = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 MAX_PRECISION = 38  # Spark's widest decimal
 
 

@@ -28,10 +28,6 @@ LOG4J_CONFIG = package_file("log4j2.properties")
 # importing pyspark from its package rather than Spark's zip of it (jobs/entry/python_daemon.py).
 PYTHON_DAEMON = "jobs.entry.python_daemon"
 
-# A listing of local folders never shows a link (the product's jar; docs/storage.md,
-# "What a run lists"). From the JVM's start, as every file system Hadoop caches is made once.
-LISTING_CONF = {"spark.hadoop.fs.file.impl": "io.triggeronce.jobs.fs.NoLinkLocalFileSystem"}
-
 # Settings every session needs for the runner's results to mean what README says.
 BASE_CONF = {
     # Windows, window_date and reports are in UTC whatever the machine's zone.
@@ -44,7 +40,6 @@ BASE_CONF = {
     "spark.sql.streaming.stopTimeout": "30s",
     # An out-of-memory error in any thread ends the JVM (exit 3), rather than leave it half alive.
     "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()} -XX:+ExitOnOutOfMemoryError",
-    **LISTING_CONF,
 }
 
 
@@ -221,8 +216,8 @@ def driver_class_path(conf: dict[str, str]) -> Iterator[None]:
     other jars `conf` names, then the product's jar, appended to its class path
     (SPARK_DIST_CLASSPATH: after Spark's own jars). The class archive is made with Spark's and
     Delta's, and a JVM maps it only if its class path begins with those (jvm.archived_jars);
-    spark.driver.extraClassPath would come first. The product's jar from the start, as its
-    file systems (LISTING_CONF) are made before Spark adds `spark.jars`."""
+    spark.driver.extraClassPath would come first. The product's jar from the start: its file
+    systems (io.triggeronce.jobs.fs) are made in threads of Spark's and Hadoop's own."""
     from jobs.jvm import jars
 
     archived = jvm.archived_jars()

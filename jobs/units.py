@@ -16,14 +16,14 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BeforeValidator
 
-_DURATION = re.compile(r"^\s*(\d+)\s*(seconds?|secs?|s|minutes?|mins?|m|hours?|h|days?|d)\s*$")
+_DURATION = re.compile(r"\A\s*(\d+)\s*(seconds?|secs?|s|minutes?|mins?|m|hours?|h|days?|d)\s*\Z")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)b?\s*$", re.IGNORECASE)
+_SIZE = re.compile(r"\A\s*(\d+)\s*([kmgt]?)b?\s*\Z", re.IGNORECASE)
 _SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
-_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-_COLUMN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_@$][A-Za-z0-9_@$\-]*)*$")
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")
+_NAME = re.compile(r"\A[a-z][a-z0-9_]*\Z")
+_COLUMN = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
+_PATH = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_@$][A-Za-z0-9_@$\-]*)*\Z")
+_ID = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}\Z")
 
 
 class UsageError(ValueError):

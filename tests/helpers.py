@@ -43,12 +43,12 @@ def free_port() -> int:
 
 
 def modes(path: Path) -> tuple[str, str]:
-    """A file's permission bits, and what the process umask makes of a new file's 0666
-    (octal): equal when the file was written as any file is, e.g. readable by a web server
-    where the umask allows it."""
+    """A file's permission bits, and what the process umask makes of 0660 (octal): equal when
+    the file was written readable by its owner and group only, as the product writes what
+    holds producers' values (docs/storage.md)."""
     current = os.umask(0)
     os.umask(current)
-    return f"{path.stat().st_mode & 0o777:o}", f"{0o666 & ~current:o}"
+    return f"{path.stat().st_mode & 0o777:o}", f"{0o660 & ~current:o}"
 
 
 def event(user: str | None, timestamp: str | None, event_id: str = "e", **extra: object) -> str:

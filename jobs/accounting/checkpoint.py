@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from jobs.lake import delta, fs
+from jobs.lake import delta, fs, listings
 from jobs.lake.layout import Locations, from_spark, join
 
 
@@ -141,7 +141,7 @@ class CheckpointLog:
     def commit_times_ms(self) -> dict[int, int]:
         """Batch id -> when it committed (its commit file's modification time), for the
         batches whose commit files Spark still keeps (the last 100 by default)."""
-        times = fs.modification_times(join(self.checkpoint, "commits"))
+        times = listings.modification_times(join(self.checkpoint, "commits"))
         return {int(uri.rsplit("/", 1)[-1]): ms for uri, ms in times.items() if uri.rsplit("/", 1)[-1].isdigit()}
 
     def recorded_files(self, source: int = 0) -> dict[str, int]:
@@ -218,7 +218,7 @@ class CheckpointLog:
         if committed is None:
             return []  # a log file is missing: nothing is certain, so nothing is called stray
         names = {path.rsplit("/", 1)[-1] for path in committed}  # unique names (a UUID in each)
-        written = [uri for uri in fs.list_files(self.output) if uri.rsplit("/", 1)[-1].startswith("part-")]
+        written = [uri for uri in listings.list_files(self.output) if uri.rsplit("/", 1)[-1].startswith("part-")]
         return [uri for uri in written if uri.rsplit("/", 1)[-1] not in names]
 
     def output_has_other_log(self) -> bool:

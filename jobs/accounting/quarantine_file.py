@@ -16,7 +16,7 @@ from jobs.accounting.checkpoint import CheckpointLog
 from jobs.accounting.ledger import Ledger
 from jobs.declare import PipelineBase
 from jobs.flow.patterns import pattern_of
-from jobs.lake import fs
+from jobs.lake import listings
 from jobs.lake.landing import source_landings
 from jobs.lake.layout import Locations, normalize
 from jobs.units import printable
@@ -51,7 +51,7 @@ def quarantine_file(pipeline: PipelineBase, locations: Locations, file: str, rea
                 f"{printable(path)} was read by a committed batch of {pipeline.name} already: quarantining it now would "
                 "change nothing (its rows are in the table and the run reports)"
             )
-        readable |= redone | (set(fs.listing(landing).files) - taken)
+        readable |= redone | (set(listings.listing(landing).files) - taken)
     if path not in readable:
         raise NotALandedFile(
             f"{printable(path)} is not a file {pipeline.name} will read: {_could_mean(path, readable)}"

@@ -31,7 +31,7 @@ PRODUCTION_AREAS = ("landing", "tables", "checkpoints", "quarantine", "runs", "q
 # Hadoop's globbing would read as anything but a name.
 _PREFIX_PART = r"[A-Za-z0-9][A-Za-z0-9_=.\-]*"
 _PREFIX = re.compile(rf"^{_PREFIX_PART}(/{_PREFIX_PART})*/?$")
-_BACKFILL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")
+_BACKFILL_ID = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}\Z")
 
 
 class BackfillError(ValueError):

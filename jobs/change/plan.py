@@ -18,7 +18,7 @@ from jobs.accounting.checkpoint import CheckpointLog
 from jobs.accounting.file_ledger import taken_files
 from jobs.accounting.ledger import Ledger, contract_changes, with_recorded_schema
 from jobs.declare import PipelineBase
-from jobs.lake import delta, fs
+from jobs.lake import delta, fs, listings
 from jobs.lake.layout import Locations, is_inside
 
 if TYPE_CHECKING:
@@ -163,10 +163,10 @@ def _files(locations: Locations, ledger: Ledger, checkpoint_log: CheckpointLog) 
     """The landing's files and the archive's, and the files read so far that neither holds."""
     landed, archived = Files(), Files()
     on_hand: set[str] = set()
-    for path, (size, _) in fs.sizes_and_times(locations.landing).items():
+    for path, (size, _) in listings.sizes_and_times(locations.landing).items():
         landed.add(size)
         on_hand.add(path)
-    for path, (size, _) in fs.sizes_and_times(locations.archive).items():
+    for path, (size, _) in listings.sizes_and_times(locations.archive).items():
         archived.add(size)
         on_hand.add(locations.landed_name(path))
     taken = {locations.landed_name(taken["path"]) for taken in taken_files(ledger, checkpoint_log)}

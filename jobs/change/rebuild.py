@@ -41,7 +41,7 @@ from jobs.change.compare_builds import now_used, quarantine_refusal
 from jobs.change.plan import Plan, plan
 from jobs.declare import PipelineBase
 from jobs.exit_codes import ExitCode
-from jobs.lake import builds, delta, fs
+from jobs.lake import builds, delta, fs, listings
 from jobs.lake.landing import new_files_path, source_landings
 from jobs.lake.layout import Locations, folder_pattern, is_inside, join, literal, normalize, own_root
 from jobs.lake.locks import checkpoint_lock
@@ -157,7 +157,7 @@ def _read_archive(pipeline: PipelineBase, spark: SparkSession, request: RunReque
     ]
     wanted: dict[int, list[str]] = {}
     for source, archive in enumerate(sources):
-        for path in fs.list_files(archive):
+        for path in listings.list_files(archive):
             if path not in taken and build.landed_name(path) not in taken:
                 wanted.setdefault(source, []).append(path)
     if not wanted:
@@ -286,7 +286,7 @@ def roll_back(spark: SparkSession, pipeline: PipelineBase, root: str) -> Pointer
     in_use = builds.in_use(pipeline.name, root)
     back_to = builds.built_locations(back)
     with checkpoint_lock(in_use.ledger, pipeline.name, "rebuild rollback", pipeline.orchestration.timeout_s):
-        landed = set(fs.list_files(in_use.landing))
+        landed = set(listings.list_files(in_use.landing))
         previous = replace(in_use, **back_to)
         gone = sorted(_taken(in_use) - _taken(previous) - landed)
         if gone:

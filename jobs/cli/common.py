@@ -10,12 +10,12 @@ from datetime import UTC, date, datetime
 
 from jobs.exit_codes import ExitCode
 from jobs.lake.layout import DEFAULT_ROOT, Locations
-from jobs.units import UsageError
+from jobs.units import UsageError, printable
 
 
 def fail(code: ExitCode, message: str) -> int:
-    """Say what went wrong on stderr, in one line; the exit code to end with."""
-    print(f"error: {message}", file=sys.stderr)
+    """Say what went wrong on stderr (other control characters than a line's end escaped); the exit code to end with."""
+    print("error: " + "\n".join(printable(line) for line in message.split("\n")), file=sys.stderr)
     return code
 
 

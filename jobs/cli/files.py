@@ -11,6 +11,7 @@ from jobs import declare
 from jobs.cli.common import add_pipeline, add_root, fail, parse_moment
 from jobs.exit_codes import ExitCode
 from jobs.lake.builds import in_use
+from jobs.units import printable
 
 
 def add_parser(commands) -> None:
@@ -86,8 +87,9 @@ def _ledger_columns(pipeline: declare.PipelineBase) -> dict[str, str]:
 
 
 def _print_table(columns: dict[str, str], rows: list[dict]) -> None:
-    """Aligned columns, '?' for what is not known; the last column (a path) unpadded."""
-    cells = [[("?" if row[key] is None else str(row[key])) for key in columns.values()] for row in rows]
+    """Aligned columns, '?' for what is not known; the last column (a path) unpadded. Control
+    characters a producer put in a name are shown escaped, never sent to the terminal."""
+    cells = [[("?" if row[key] is None else printable(str(row[key]))) for key in columns.values()] for row in rows]
     widths = [max([len(title), *(len(line[i]) for line in cells)]) for i, title in enumerate(columns)]
     for line in [list(columns), *cells]:
         print("  ".join(cell.ljust(width) for cell, width in zip(line[:-1], widths, strict=False)) + "  " + line[-1])

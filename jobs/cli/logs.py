@@ -8,13 +8,24 @@ import logging
 import sys
 from collections.abc import Iterator
 
+from jobs.units import printable
+
+
+class _Lines(logging.Formatter):
+    """A record's lines with any other control character (a producer's file name may hold any:
+    an escape sequence, a carriage return) escaped. Names are escaped where a message takes
+    them (newlines too); this is the last guard of the terminal."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return "\n".join(printable(line) for line in super().format(record).split("\n"))
+
 
 class _Stdout(logging.StreamHandler):
     """Plain lines on whatever sys.stdout is when one is written (a test's capture swaps it)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.setFormatter(logging.Formatter("%(message)s"))
+        self.setFormatter(_Lines("%(message)s"))
 
     @property
     def stream(self):
@@ -25,7 +36,7 @@ class _Stdout(logging.StreamHandler):
         pass
 
 
-class _NamedLines(logging.Formatter):
+class _NamedLines(_Lines):
     """'clickstream: <line>' for a run's lines (jobs/run/context.py run_log), when the runs of
     several pipelines share the output."""
 

@@ -97,6 +97,9 @@ class Source(Part):
     on_type_mismatch: Literal["quarantine", "rescue"] = "quarantine"
     # A record nesting objects and arrays deeper than this is quarantined as too_deeply_nested.
     max_depth: int = Field(MAX_DEPTH, ge=1, le=500)
+    # Other pipelines read this landing too (each declaring it shared): retention then removes a
+    # landed file only once every one of them has read it. Unshared, a second reader is refused.
+    shared: bool = False
     _recorded: dict[str, str] | None = PrivateAttr(default=None)
     _quarantined_files: tuple[tuple[str, str], ...] = PrivateAttr(default=())
 

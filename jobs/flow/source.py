@@ -33,10 +33,21 @@ LINE_LIMIT_SETTING = "mapreduce.input.linerecordreader.line.maxlength"
 SIZED_TEXT = "io.triggeronce.jobs.source.SizedText"
 
 
+# A local landing is listed through the product's file system, which never shows a link, a fifo
+# or a name the JVM cannot open (docs/storage.md, "What a run lists"): the source's own Hadoop
+# configuration, so that nothing else of the application (a cluster's executors writing to a
+# bucket) needs the product's jar on its class path. Not cached: Hadoop caches one file system
+# a scheme, whatever configuration made it.
+LANDING_OPTIONS = {
+    "fs.file.impl": "io.triggeronce.jobs.fs.NoLinkLocalFileSystem",
+    "fs.file.impl.disable.cache": "true",
+}
+
+
 def stream_lines(spark: SparkSession, path: str, limits: Limits | None = None) -> DataFrame:
     """The streaming source: every line of every file landed under `path`, with where it
     was read from (`_with_file`), at most `limits` per batch."""
-    reader = spark.readStream.format(SIZED_TEXT).option("recursiveFileLookup", "true")
+    reader = spark.readStream.format(SIZED_TEXT).option("recursiveFileLookup", "true").options(**LANDING_OPTIONS)
     if limits and limits.max_files:
         reader = reader.option("maxFilesPerTrigger", limits.max_files)
     if limits and limits.max_bytes:
@@ -69,7 +80,9 @@ def infer_schema(spark: SparkSession, path: str) -> dict[str, str]:
     previous = spark.conf.get("spark.sql.streaming.schemaInference", "false")
     spark.conf.set("spark.sql.streaming.schemaInference", "true")
     try:
-        schema = spark.readStream.format("json").option("recursiveFileLookup", "true").load(path).schema
+        schema = (
+            spark.readStream.format("json").option("recursiveFileLookup", "true").options(**LANDING_OPTIONS).load(path)
+        ).schema
     except AnalysisException as error:
         why = "nothing usable has landed yet" if error.getCondition() == "UNABLE_TO_INFER_SCHEMA" else "Spark could not"
         raise StorageError(f"cannot infer a schema from {path}: {why} ({error})") from None

@@ -4,7 +4,8 @@ atomic landing. No Spark.
     layout.py   locations under a root; local paths and s3a:// URIs
     builds.py   which build of a pipeline is in use (after a rebuild's switch): its locations
     pointer.py  a _CURRENT.json: which version is current (a published backfill's, a build), one format
-    fs.py       read, write, list, remove (pyarrow.fs); a listing is a landing's regular files only
+    fs.py       read, write, remove (pyarrow.fs)
+    listings.py what a folder holds: the one listing, a landing's regular files only (Spark lists alike)
     gzip_size.py  how large a gzip file is once decompressed (its trailer's estimate; every member's)
     delta.py    Delta tables: Spark's settings for them, what their transaction log says
     s3.py       S3 clients, Spark's s3a settings, S3 errors in one line

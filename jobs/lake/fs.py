@@ -12,10 +12,8 @@ import json
 import os
 import random
 import secrets
-import stat
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -143,9 +141,21 @@ def read_json(uri: str) -> Any:
     return json.loads(read_bytes(uri))
 
 
+def _read_umask() -> int:
+    umask = os.umask(0o077)
+    os.umask(umask)
+    return umask
+
+
+# What the product writes on a local disk (quarantined lines, run reports, the report's pages, its
+# ledger) holds producers' values: readable by its owner and group only, whatever the umask
+# allows beyond (docs/storage.md, "Where, and how long").
+PRIVATE_MODE = 0o660 & ~_read_umask()
+
+
 def write_bytes(uri: str, data: bytes) -> None:
     """Write a whole file so that readers see the old content or the new, never half: one
-    object on S3; a hidden temporary file renamed into place on a local disk."""
+    object on S3; a hidden temporary file renamed into place on a local disk (PRIVATE_MODE)."""
     filesystem, path = _resolve(uri)
     with errors(uri):
         if filesystem is not _LOCAL:
@@ -158,6 +168,7 @@ def write_bytes(uri: str, data: bytes) -> None:
         try:
             with filesystem.open_output_stream(str(scratch)) as stream:
                 stream.write(data)
+            scratch.chmod(PRIVATE_MODE)
             filesystem.move(str(scratch), path)
         finally:
             scratch.unlink(missing_ok=True)
@@ -172,117 +183,19 @@ def write_json(uri: str, value: Any) -> None:
 
 
 def list_names(uri: str) -> list[str]:
-    """Names directly under a folder (none if it does not exist), hidden ones left out."""
+    """Names directly under a folder (none if it does not exist), hidden ones and links left out
+    (a `dt=` folder that is a link is no folder of the landing's: jobs/lake/listings.py)."""
     filesystem, path = _resolve(uri)
     with errors(uri):
-        found = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
-    return sorted(info.base_name for info in found if not info.base_name.startswith("."))
-
-
-@dataclass(frozen=True)
-class Listing:
-    """What a folder holds, at any depth: its files, and what a listing passes over and names.
-
-    A file is a regular file (on S3 an object whose key, below the folder, has no empty, '.' or
-    '..' segment): nothing else is ever read, counted or removed. A link may point anywhere
-    (outside the landing, or at its own folder: a loop without end), and Hadoop folds a key
-    like 'p/../../secret/x.json' into another place: both are `skipped`, named with why.
-    Names starting with '.' or '_' are left out, unnamed (what Spark, pyarrow and DuckDB skip
-    too). Spark lists by the same rule (the product's file systems: docs/storage.md)."""
-
-    files: dict[str, tuple[int, int]]  # location -> (size in bytes, modification time in ms)
-    skipped: dict[str, str] = field(default_factory=dict)  # location -> why it is not a file
-
-
-SKIPPED_LINK = "a symbolic link (never followed)"
-SKIPPED_KEY = "an S3 key with an empty, '.' or '..' segment (another place once Hadoop reads it)"
-SKIPPED_SPECIAL = "not a regular file"
-
-
-def listing(uri: str) -> Listing:
-    """Every file under a folder, at any depth, as locations like `uri`, and what was passed over."""
-    with errors(uri):
-        if is_s3(uri):
-            return _s3_listing(uri)
-        return _local_listing(uri)
-
-
-def _local_listing(uri: str) -> Listing:
-    """Folder by folder, never through a link (the folder `uri` itself is resolved once)."""
-    files: dict[str, tuple[int, int]] = {}
-    skipped: dict[str, str] = {}
-    folders = [(str(local_path(uri)), uri.rstrip("/"))]
-    while folders:
-        folder, location = folders.pop()
-        try:
-            entries = os.scandir(folder)
-        except (FileNotFoundError, NotADirectoryError):
-            continue  # not there (yet, or any more): nothing under it
-        with entries:
-            for entry in entries:
-                if entry.name.startswith((".", "_")):
-                    continue
-                where = f"{location}/{entry.name}"
-                if entry.is_symlink():
-                    skipped[where] = SKIPPED_LINK
-                elif entry.is_dir(follow_symlinks=False):
-                    folders.append((entry.path, where))
-                elif entry.is_file(follow_symlinks=False):
-                    stat = entry.stat(follow_symlinks=False)
-                    files[where] = (stat.st_size, stat.st_mtime_ns // 10**6)
-                else:
-                    skipped[where] = SKIPPED_SPECIAL
-    return Listing(dict(sorted(files.items())), skipped)
-
-
-def _s3_listing(uri: str) -> Listing:
-    """One flat listing of the keys under the prefix, as S3 has them (pyarrow would drop a key
-    with an odd segment without a word)."""
-    files: dict[str, tuple[int, int]] = {}
-    skipped: dict[str, str] = {}
-    base = uri.rstrip("/")
-    for relative, size, mtime_ms in s3.objects_under(base):
-        segments = relative.split("/")
-        if relative.endswith("/") or any(s.startswith((".", "_")) for s in segments if s not in (".", "..")):
-            continue  # a folder's marker, or hidden
-        where = f"{base}/{relative}"
-        if any(segment in ("", ".", "..") for segment in segments):
-            skipped[where] = SKIPPED_KEY
+        if filesystem is _LOCAL:
+            try:
+                with os.scandir(path) as entries:
+                    names = [entry.name for entry in entries if not entry.is_symlink()]
+            except (FileNotFoundError, NotADirectoryError):
+                names = []
         else:
-            files[where] = (size, mtime_ms)
-    return Listing(dict(sorted(files.items())), skipped)
-
-
-def is_file_inside(uri: str, folder: str) -> bool:
-    """Whether `uri` is a regular file inside `folder`, links resolved (on S3: a key below the
-    folder's prefix with no odd segment); one that is not there counts as inside. What
-    retention asks before it deletes or moves a landed file: never one outside the landing."""
-    if is_s3(uri):
-        relative = uri.removeprefix(folder.rstrip("/") + "/")
-        return relative != uri and not any(segment in ("", ".", "..") for segment in relative.split("/"))
-    path = local_path(uri)
-    try:
-        if not stat.S_ISREG(os.lstat(path).st_mode):
-            return False
-    except FileNotFoundError:
-        return True  # already gone, unless a folder on its way is a link
-    real, inside = os.path.realpath(path), os.path.realpath(local_path(folder))
-    return real.startswith(inside.rstrip(os.sep) + os.sep)
-
-
-def list_files(uri: str) -> list[str]:
-    """Every file under a folder, at any depth, as locations like `uri` (as `listing`)."""
-    return list(listing(uri).files)
-
-
-def modification_times(uri: str) -> dict[str, int]:
-    """Every file under a folder (as `listing`) -> its modification time, in ms."""
-    return {location: mtime_ms for location, (_, mtime_ms) in listing(uri).files.items()}
-
-
-def sizes_and_times(uri: str) -> dict[str, tuple[int, int]]:
-    """Every file under a folder (as `listing`) -> (its size in bytes, its modification time in ms)."""
-    return listing(uri).files
+            names = [info.base_name for info in filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))]
+    return sorted(name for name in names if not name.startswith("."))
 
 
 def remove_file(uri: str) -> bool:

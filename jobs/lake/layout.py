@@ -50,6 +50,11 @@ def normalize(uri: str) -> str:
     """Local paths become absolute paths; s3:// and s3a:// become s3a://bucket/prefix."""
     if "://" in uri:
         scheme, rest = uri.split("://", 1)
+        if "@" in rest.split("/", 1)[0]:  # credentials written into the location: never echoed
+            raise StorageError(
+                f"{scheme}://…@{rest.split('/', 1)[0].rsplit('@', 1)[1]}: a location never holds credentials; "
+                "give them in the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY: docs/s3.md)"
+            )
         if scheme in S3_SCHEMES:
             if not rest.split("/", 1)[0]:
                 raise StorageError(f"{uri}: no bucket; use s3a://bucket/prefix")
@@ -136,6 +141,7 @@ class Locations:
     reports: str
     dimensions: str = ""
     archive: str = ""  # where retention archives landed files (jobs/run/retention.py)
+    readers: str = ""  # where each pipeline under the root says which landing it reads (jobs/run/readers.py)
 
     @classmethod
     def resolve(
@@ -166,6 +172,7 @@ class Locations:
             reports=normalize(reports) if reports else join(base, "reports"),
             dimensions=join(base, "dimensions"),
             archive=join(base, "archive", pipeline_name),
+            readers=join(base, "readers"),
         )
 
     def with_own_root(self, pipeline_name: str, root: str) -> Locations:
@@ -174,7 +181,7 @@ class Locations:
         build's), reading this landing and these dimensions, named as here (normalizing them
         again would follow a symlink, and two file ledgers would name one file two ways)."""
         own = Locations.resolve(pipeline_name, root=root)
-        return replace(own, landing=self.landing, dimensions=self.dimensions)
+        return replace(own, landing=self.landing, dimensions=self.dimensions, readers=self.readers)
 
     def landed_name(self, path: str) -> str:
         """Where a file landed: `path`, or for one in retention's archive, its place in the landing."""

@@ -102,6 +102,7 @@ def finish_pages(site: Path, warned_pages: set[str] = frozenset()) -> int:
         if new != text:
             page.write_text(new)
             changed += 1
+        page.chmod(fs.PRIVATE_MODE)  # Great Expectations writes them as any file: they hold samples
     if assets is None:
         raise AssetsMissing(
             f"{cache.resolve()} has no assets: run `make assets` (infra/datadocs/fetch.py) for an offline Data Docs site"

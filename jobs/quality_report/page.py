@@ -16,6 +16,7 @@ import logging
 from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlparse
 
 import jinja2
 
@@ -51,6 +52,15 @@ _TEMPLATES.filters["duration_words"] = duration_words
 _TEMPLATES.filters["brief"] = brief  # a long message folded: its first sentence and the commands that help
 
 log = logging.getLogger(__name__)
+
+
+def web_link(text: str | None) -> str | None:
+    """A run's link (its Airflow task) when it is a web address: a run report written before
+    requests were checked, or by hand, may hold `javascript:...`, which a page never links."""
+    return text if text and urlparse(text).scheme in ("http", "https") else None
+
+
+_TEMPLATES.filters["web_link"] = web_link
 
 
 def link(uri: str) -> str | None:

@@ -11,6 +11,7 @@ progress.py         a line per batch as it completes (StreamingQueryProgress)
 report.py           the run report: what one run did, in numbers a person can check
 audit.py            after a run: output no batch committed, landed files never read
 retention.py        landed files deleted or archived, as declared
+readers.py          which pipelines read a landing: one, unless each declares it shared
 maintain.py         a Delta table's upkeep: compaction of closed partitions, vacuum
 failure.py          why a run failed, in one line (and, for a batch failing on its data, the way past it)
 messages.py         a message whole, and in brief where one line is wanted (the console, a report's cell)

@@ -27,7 +27,7 @@ from typing import NamedTuple
 from pydantic import BaseModel, Field
 
 from jobs.accounting.checkpoint import CheckpointLog, Recorded
-from jobs.lake import fs
+from jobs.lake import fs, listings
 from jobs.lake.layout import is_s3
 from jobs.units import printable
 
@@ -75,7 +75,7 @@ def remove_stray_output(checkpoint_log: CheckpointLog, retention_s: int | None, 
     older than the table's retention expired, the others were never committed."""
     stray = checkpoint_log.uncommitted_output_files()
     expired_before_ms = (time.time() - retention_s) * 1000 if retention_s else None
-    written_ms = fs.modification_times(checkpoint_log.output) if stray and expired_before_ms else {}
+    written_ms = listings.modification_times(checkpoint_log.output) if stray and expired_before_ms else {}
     expired = [uri for uri in stray if expired_before_ms and written_ms.get(uri, expired_before_ms) < expired_before_ms]
     for uri in stray:
         folder, name = uri.rsplit("/", 1)
@@ -109,7 +109,7 @@ def skipped_files(
             files = listed[source]
             recorded = checkpoint_log.recorded_through(source, taken[source])[0]
         else:
-            found, recorded = fs.listing(landing), checkpoint_log.recorded_files(source)
+            found, recorded = listings.listing(landing), checkpoint_log.recorded_files(source)
             files = {uri: mtime_ms for uri, (_, mtime_ms) in found.files.items()}
             skipped.not_files |= found.skipped
         found = _skipped_among(files, recorded)

@@ -27,7 +27,7 @@ from pyspark.sql import SparkSession
 
 from jobs import declare
 from jobs.accounting.checkpoint import CheckpointLog
-from jobs.lake import delta, fs
+from jobs.lake import delta, listings
 from jobs.lake.layout import Locations
 from jobs.lake.locks import checkpoint_lock
 from jobs.units import UsageError
@@ -118,7 +118,7 @@ def maintain(spark: SparkSession, pipeline: declare.PipelineBase, locations: Loc
 
 def _disk(output: str) -> tuple[int, int]:
     """(files, bytes) of the data files in the table's folder, its log left out."""
-    found = fs.sizes_and_times(output)
+    found = listings.sizes_and_times(output)
     return len(found), sum(size for size, _ in found.values())
 
 

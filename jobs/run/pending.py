@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from jobs.accounting.checkpoint import CheckpointLog, Recorded
 from jobs.accounting.ledger import Ledger
 from jobs.declare import PipelineBase
-from jobs.lake import fs, gzip_size
+from jobs.lake import gzip_size, listings
 from jobs.lake.landing import dated_folders, new_files_path, source_landings
 from jobs.lake.layout import join
 from jobs.request import RunRequest
@@ -44,7 +44,7 @@ class Pending:
     # which the run's audit judges and reads on from rather than listing and reading again.
     listed: tuple[dict[str, int], ...] | None = None
     taken: tuple[Recorded, ...] | None = None
-    # What the listings passed over, never to be read (links, odd S3 keys: fs.Listing) -> why.
+    # What the listings passed over, never to be read (links, odd S3 keys: listings.Listing) -> why.
     not_files: dict[str, str] = field(default_factory=dict)
     # How many times their size the new gzip files' lines are, at most (jobs/flow/admission.py).
     inflation: float = 1.0
@@ -128,13 +128,13 @@ def _inflation(gzipped: list[tuple[str, int]]) -> float:
     return max((gzip_size.gzip_stated_size(uri, size) / size for uri, size in gzipped[:GZIP_SAMPLE]), default=1.0)
 
 
-def _listed(landing: str, request: RunRequest) -> fs.Listing:
+def _listed(landing: str, request: RunRequest) -> listings.Listing:
     """What the run lists under `landing` (jobs/lake/landing.py landing_path)."""
     if request.landing_since is None:
-        return fs.listing(landing)
-    listed = fs.Listing({}, {})
+        return listings.listing(landing)
+    listed = listings.Listing({}, {})
     for folder in dated_folders(landing, request.landing_since, request.landing_until):
-        found = fs.listing(join(landing, folder))
+        found = listings.listing(join(landing, folder))
         listed.files.update(found.files)
         listed.skipped.update(found.skipped)
     return listed

@@ -21,6 +21,7 @@ from jobs.lake import fs
 from jobs.lake.layout import Locations, StorageError
 from jobs.lake.locks import CheckpointLock, S3Lease
 from jobs.request import RunRequest
+from jobs.run import readers
 from jobs.run.context import RunContext, run_log
 from jobs.units import jobs_command, printable
 
@@ -30,10 +31,11 @@ def checkpoint_contract(pipeline: PipelineBase, locations: Locations) -> dict[st
     return {**pattern_of(pipeline).contract(), "landing": locations.landing, "output": locations.output}
 
 
-def before_spark(pipeline: PipelineBase, locations: Locations) -> None:
+def before_spark(pipeline: PipelineBase, locations: Locations, *, incremental: bool = True) -> None:
     """Before Spark starts, so that a refused run changes nothing: the landing exists, and
     the declaration still describes the checkpoint's query. The landing first: the contract
-    names it too, and a landing that is not there is a wrong path, not a changed pipeline."""
+    names it too, and a landing that is not there is a wrong path, not a changed pipeline.
+    An incremental run then says which landing it reads (no other pipeline's, unless shared)."""
     ledger = Ledger(locations.ledger)
     if not fs.listable(locations.landing):
         raise StorageError(_no_landing(pipeline, locations, ledger))
@@ -41,6 +43,8 @@ def before_spark(pipeline: PipelineBase, locations: Locations) -> None:
     contract = checkpoint_contract(pipeline, locations)
     started = ledger.recorded_contract() is not None
     check_contract(pipeline.name, contract, ledger, checkpoint_log, locations.quarantine)
+    if incremental:
+        readers.check_and_record(pipeline, locations)
     if started:
         run_log(pipeline.name).info("  preflight: the declaration matches checkpoint %s", locations.checkpoint)
     else:

@@ -21,9 +21,10 @@ from datetime import UTC, datetime, timedelta
 
 from jobs.accounting.file_ledger import accounts_after, files_of
 from jobs.accounting.ledger import Ledger
-from jobs.lake import fs
+from jobs.lake import fs, listings
 from jobs.lake.layout import is_inside, join
 from jobs.run.context import RunContext
+from jobs.run.readers import taken_by_every_reader
 from jobs.run.report import RESULTS_SUFFIX, RetentionDone
 from jobs.units import named_before
 
@@ -100,17 +101,23 @@ def _landed_files(run: RunContext, now: datetime, done: RetentionDone) -> None:
     retention, ledger, checkpoint_log, locations = run.pipeline.retention, run.ledger, run.checkpoint_log, run.locations
     cutoff = now - timedelta(seconds=retention.landed_after_s)
     seen_through = ledger.retention_mark()
+    every_reader = taken_by_every_reader(run.pipeline, locations)  # a shared landing: None when unshared
     for expected, account in enumerate(accounts_after(ledger, seen_through), start=seen_through + 1):
         if account["batch_id"] != expected:
             break  # a batch not accounted yet (every committed batch gets an account, in order)
         committed = account.get("committed_at")
         if committed is None or datetime.fromisoformat(committed) > cutoff:
             break  # batches commit in order: the later ones are younger still
-        for taken in files_of(account, checkpoint_log):
+        files = files_of(account, checkpoint_log)
+        if every_reader is not None and any(
+            f["path"] not in every_reader for f in files if is_inside(f["path"], locations.landing)
+        ):
+            break  # another reader of the shared landing has not read them all yet: a later run looks again
+        for taken in files:
             path = taken["path"]
             if not is_inside(path, locations.landing):
                 continue  # landed elsewhere (the landing moved): not this declaration's to remove
-            if not fs.is_file_inside(path, locations.landing):
+            if not listings.is_file_inside(path, locations.landing):
                 done.left_alone.append(path)  # a link now, or one taken through a link: never followed
                 continue
             if retention.landed == "delete":

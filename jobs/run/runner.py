@@ -86,7 +86,7 @@ def run(
         with checkpoint_lock(locations.ledger, pipeline.name, wait_s=pipeline.orchestration.timeout_s) as lock:
             waited = f", after {lock.waited_s:.0f}s waiting" if lock.waited_s >= 1 else ""
             log.info("  lock: %s%s", lock.describe(), waited)
-            before_spark(pipeline, locations)
+            before_spark(pipeline, locations, incremental=request.mode == "incremental")
             pending = pending_input(pipeline, request)
             given = {"lock": lock, "run_id": report.run_id, "emit": emit}
             if pending.nothing_new or not request.start_spark:

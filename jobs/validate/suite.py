@@ -12,11 +12,10 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from typing import Any, Literal
 
-import yaml
 from pydantic import ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from jobs.declare import DeclarationError, PipelineBase
-from jobs.declare.load import describe
+from jobs.declare.load import describe, read_yaml
 from jobs.declare.parts import Part
 from jobs.declare.problems import did_you_mean, refuse
 from jobs.flow.patterns import pattern_of
@@ -162,8 +161,4 @@ def load_suite(pipeline: PipelineBase, directory: Traversable | None = None) -> 
             "" if settings().expectations_dir else " (suites of your own: a folder named by JOBS_EXPECTATIONS_DIR)"
         )
         raise DeclarationError(f"no expectation suite for {pipeline.name}: every output table needs {path}{elsewhere}")
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as error:
-        raise DeclarationError(f"{path}: not valid YAML: {error}") from None
-    return parse_suite(raw, pipeline, str(path))
+    return parse_suite(read_yaml(path.read_text(), str(path)), pipeline, str(path))

@@ -49,7 +49,7 @@ def test_a_backfill_publishes_every_window_of_its_range(airflow_home, tmp_path, 
     assert pointer["last_window"] == max(r[1] for r in expected).strftime("%Y-%m-%dT%H:%M:%SZ")
     # The published location is an Asset of its own, its event carrying the pointer.
     mode, expected_mode = modes(Path(publish_to) / backfill.POINTER)
-    assert mode == expected_mode  # the process umask decides, as for any file
+    assert mode == expected_mode  # readable by its owner and group only (tests/helpers.py modes)
     (published,) = asset_events(airflow_home, f"file://{publish_to}")
     assert published["id"] == pointer["id"] and published["rows"] == len(expected)
     # The data quality report lists the backfill, its run and the version it made current.

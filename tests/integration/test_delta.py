@@ -17,7 +17,7 @@ import yaml
 from jobs import declare
 from jobs.accounting.checkpoint import CheckpointLog
 from jobs.declare.load import DeclarationError, pipelines_dir
-from jobs.lake import delta, fs
+from jobs.lake import delta, listings
 from jobs.lake.layout import Locations
 from jobs.run.maintain import maintain, refuse_unless_maintainable
 from jobs.units import UsageError
@@ -109,7 +109,7 @@ def test_maintain_compacts_closed_partitions_and_vacuums_what_no_version_needs(s
     pipeline, locations = small_table
     rows = spark_rows(spark, locations.output)
     before = files_by_date(locations.output)
-    disk_before = len(fs.list_files(locations.output))
+    disk_before = len(listings.list_files(locations.output))
     assert rows == sorted(delta_rs_rows(locations.output, COLUMNS))
 
     upkeep = maintain(spark, pipeline, locations)

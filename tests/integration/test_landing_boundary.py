@@ -11,9 +11,11 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from jobs import declare
 from jobs.declare.operations import Retention
@@ -22,6 +24,7 @@ from jobs.run.messages import _COMMAND
 from jobs.run.pending import NAMED_FILES
 from jobs.run.runner import RunStoppedOnData
 from tests.helpers import event, land, run_pipeline
+from tests.landings import ENTRIES
 
 MANY = NAMED_FILES + 8
 
@@ -243,3 +246,60 @@ def test_a_producer_s_field_names_never_meet_the_product_s_columns(spark, tmp_pa
         (f"u{n}", f"producer-{n}.csv", f"line {n}", n, "not the product's", "mine") for n in range(10)
     )
     assert {r.event_time.isoformat() for r in table.select("event_time").collect()} == {"2023-07-30T10:00:00"}
+
+
+SPARK_EXAMPLES = int(os.environ.get("JOBS_HYPOTHESIS_SPARK_EXAMPLES", "4")) * 5
+
+
+@settings(max_examples=SPARK_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(entries=ENTRIES)
+def test_spark_lists_a_generated_landing_as_the_product_does(spark, entries):
+    """Through the file system the product gives Spark (io.triggeronce.jobs.fs) and the pattern
+    it hands the file source (the landing alone), Spark reads exactly the regular files inside
+    the landing, each once: the two listings cannot disagree."""
+    from jobs.flow.source import LANDING_OPTIONS
+    from jobs.lake import listings
+    from jobs.lake.layout import folder_pattern, from_spark
+    from tests.landings import make
+
+    with tempfile.TemporaryDirectory() as scratch:
+        landing, expected = make(Path(scratch), entries)
+        reader = spark.read.format("text").option("recursiveFileLookup", "true").options(**LANDING_OPTIONS)
+        read = reader.load(folder_pattern(str(landing)))
+        files = [from_spark(row.file_path) for row in read.select("_metadata.file_path").collect()]
+
+        assert sorted(set(files)) == sorted(expected) == sorted(listings.listing(str(landing)).files)
+        assert len(files) == len(expected)  # one line each: each file read once
+
+
+def test_a_landing_read_by_two_pipelines_is_refused_unless_both_share_it_then_retention_waits(spark, tmp_path):
+    """Before, two pipelines given one landing each applied their own retention to files the
+    other had not read."""
+    from jobs.run.runner import RunRefused
+
+    def shared(pipeline, **retention):
+        source = pipeline.source.model_copy(update={"shared": True})
+        return pipeline.model_copy(update={"source": source, "retention": Retention(**retention)})
+
+    root = str(tmp_path / "root")
+    clicks, unique = declare.load("clickstream"), declare.load("clickstream_unique")
+    mine = Locations.resolve(clicks.name, root=root)
+    theirs = Locations.resolve(unique.name, root=root, landing=mine.landing)
+    land(mine.landing, {"a.json": [event("u1", "2023-07-30T10:00:00Z", "a")]})
+    run_pipeline(spark, clicks, mine)
+
+    with pytest.raises(RunRefused, match="is read by pipeline 'clickstream' too"):
+        run_pipeline(spark, unique, theirs)
+    assert not (Path(theirs.checkpoint) / "offsets").exists(), "a refused run read nothing"
+    assert sorted(p.name for p in Path(theirs.readers).iterdir()) == ["clickstream.json"]
+
+    run_pipeline(spark, shared(clicks), mine)  # says it shares its landing now (and keeps its files)
+    assert run_pipeline(spark, shared(unique), theirs).input_rows == 1  # reads a.json
+    deleting = shared(clicks, landed="delete", landed_after=0)
+    land(mine.landing, {"b.json": [event("u2", "2023-07-30T10:00:00Z", "b")]})
+    first = run_pipeline(spark, deleting, mine)
+    assert (first.retention.deleted, sorted(p.name for p in Path(mine.landing).iterdir())) == (1, ["b.json"])
+    second = run_pipeline(spark, shared(unique), theirs)
+    assert second.input_rows == 1, "the other reader still found b.json"
+    third = run_pipeline(spark, deleting, mine)
+    assert (third.retention.deleted, list(Path(mine.landing).iterdir())) == (1, [])

@@ -331,7 +331,7 @@ def test_report_opens_without_errors_in_headless_chromium(validated, tmp_path):
     states["clickstream"] = {"passed": "healthy", "warned": "warning", "failed": "failing"}[last_verdict]
     summary = Path(quality_report.build(str(root)))
     mode, expected_mode = modes(summary)
-    assert mode == expected_mode  # the process umask decides, as for any file
+    assert mode == expected_mode  # readable by its owner and group only (tests/helpers.py modes)
     artifacts = settings().cache_dir / "test-artifacts"  # screenshots, kept after the run
     artifacts.mkdir(parents=True, exist_ok=True)
     reports = load_reports(locations.runs)

@@ -202,3 +202,20 @@ def test_both_pointers_are_one_format_and_those_written_before_it_read_the_same(
     pointer.write(str(root / "builds" / "clickstream"), build)
     again = json.loads((root / "builds" / "clickstream" / pointer.NAME).read_text())
     assert {"id", "path", "at"} <= set(again) and current_build(str(root), "clickstream") == build
+
+
+def test_a_location_with_credentials_in_it_is_refused_without_echoing_them():
+    from jobs.lake.layout import StorageError, normalize
+
+    with pytest.raises(StorageError) as refused:
+        normalize("s3a://AKIAEXAMPLE:s3cr3t-value@lake/root")
+    assert "s3cr3t-value" not in str(refused.value) and "AKIAEXAMPLE" not in str(refused.value)
+    assert "never holds credentials" in str(refused.value)
+
+
+def test_a_name_with_control_characters_is_shown_escaped(capsys):
+    from jobs.cli.files import _print_table
+
+    _print_table({"file": "path"}, [{"path": "/l/a\x1b[2J\n\rforged.json"}])
+    shown = capsys.readouterr().out
+    assert "\x1b" not in shown and "\r" not in shown and "/l/a\\x1b[2J\\n\\rforged.json" in shown

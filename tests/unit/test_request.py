@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jobs.cli.parser import build_parser
-from jobs.lake.layout import Locations
+from jobs.lake.layout import Locations, StorageError
 from jobs.request import RunRequest, Trigger, add_arguments, dag_params, from_args
 from jobs.units import UsageError
 
@@ -110,3 +110,34 @@ def test_bad_option_values_are_usage_errors_naming_the_option():
     ]:
         with pytest.raises(UsageError, match=re.escape(says)):
             from_args(parser.parse_args(argv), "clickstream", LOCATIONS)
+
+
+@pytest.mark.parametrize(
+    ("changed", "says"),
+    [
+        (
+            {"run_id": "../../../escaped-run"},
+            "--run-id '../../../escaped-run': letters, digits",
+        ),  # wrote outside the root
+        ({"run_id": "run1\n"}, "--run-id 'run1\\n'"),  # `$` took a trailing newline
+        ({"link": "javascript:alert(1)"}, "--link 'javascript:alert(1)': give an http(s) URL"),
+        ({"link": "https:///no-host"}, "give an http(s) URL"),
+    ],
+)
+def test_a_request_read_from_json_is_checked_as_the_flags_are(changed, says):
+    """`run --request` (and spark-submit's arguments) is a door of its own: it goes through
+    the same parsers as the flags."""
+    import json
+
+    text = json.loads(RunRequest("clickstream", LOCATIONS).to_json()) | changed
+    with pytest.raises(UsageError, match=re.escape(says)):
+        RunRequest.from_json(json.dumps(text))
+
+
+def test_a_request_s_locations_read_from_json_are_normalized_as_the_flags_are():
+    import json
+
+    text = json.loads(RunRequest("clickstream", LOCATIONS).to_json())
+    text["locations"]["output"] = "s3a://lake/a/../b"
+    with pytest.raises(StorageError, match=re.escape("no empty, '.' or '..' parts")):
+        RunRequest.from_json(json.dumps(text))

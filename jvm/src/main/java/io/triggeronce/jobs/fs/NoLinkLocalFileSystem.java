@@ -2,6 +2,9 @@ package io.triggeronce.jobs.fs;
 
 import java.io.IOException;
 import java.nio.file.Files;
+import java.nio.file.InvalidPathException;
+import java.nio.file.LinkOption;
+import java.nio.file.attribute.BasicFileAttributes;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.LocalFileSystem;
 import org.apache.hadoop.fs.LocatedFileStatus;
@@ -10,9 +13,9 @@ import org.apache.hadoop.fs.RawLocalFileSystem;
 import org.apache.hadoop.fs.RemoteIterator;
 
 /**
- * The local file system as Hadoop's, but a listing never shows a symbolic link: a landing is
- * its regular files (and folders), and a link may point anywhere, at its own folder too (a loop
- * that never ends). What a listing is given to start from is resolved as the operating system
+ * The local file system as Hadoop's, but a listing shows only regular files and folders, never
+ * a symbolic link (it may point anywhere, at its own folder too: a loop that never ends), a fifo
+ * or a device: a landing is its regular files. What a listing is given to start from is resolved as the operating system
  * resolves it; only what it finds is checked. Every Spark application of the product lists
  * `file:` through it (fs.file.impl, jobs/session.py); the product's own listing skips the same
  * (jobs/lake/fs.py).
@@ -30,11 +33,19 @@ public class NoLinkLocalFileSystem extends LocalFileSystem {
     static final class Raw extends RawLocalFileSystem {
         @Override
         public FileStatus[] listStatus(Path folder) throws IOException {
-            return Listed.kept(super.listStatus(folder), status -> !isLink(status.getPath()));
+            return Listed.kept(super.listStatus(folder), status -> isFileOrFolder(status.getPath()));
         }
 
-        private boolean isLink(Path path) {
-            return Files.isSymbolicLink(pathToFile(path).toPath());
+        /** A regular file or a folder, as it is (not through a link); not a link, a fifo (whose
+         * read waits for a writer), a device, or a name the JVM cannot open (not UTF-8). */
+        private boolean isFileOrFolder(Path path) {
+            try {
+                BasicFileAttributes found = Files.readAttributes(
+                    pathToFile(path).toPath(), BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+                return found.isRegularFile() || found.isDirectory();
+            } catch (IOException | InvalidPathException gone) {
+                return false;
+            }
         }
     }
 }
