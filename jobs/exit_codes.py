@@ -12,6 +12,7 @@ class ExitCode(IntEnum):
     REFUSED = 3  # refused before changing anything, or nothing to validate
     INVALID = 4  # the output failed a `fail` expectation
     DATA = 5  # a batch stopped on its data, as it will on every rerun (a `fail` rule, a record Spark cannot get past)
+    UNUSED = 6  # the run read rows and used none: all quarantined (committed and accounted: nothing to redo)
     STOPPED = 130  # stopped on request (Ctrl-C, SIGTERM)
 
     @classmethod
@@ -22,7 +23,7 @@ class ExitCode(IntEnum):
     @classmethod
     def worst(cls, codes: list[ExitCode]) -> ExitCode:
         """The exit code of several runs together (a group): the worst of theirs."""
-        order = [cls.STOPPED, cls.USAGE, cls.FAILED, cls.DATA, cls.INVALID, cls.REFUSED]
+        order = [cls.STOPPED, cls.USAGE, cls.FAILED, cls.DATA, cls.INVALID, cls.UNUSED, cls.REFUSED]
         return next((code for code in order if code in codes), cls.OK)
 
     @property
@@ -32,7 +33,7 @@ class ExitCode(IntEnum):
     @property
     def worth_retrying(self) -> bool:
         """Whether running the same command again can change the outcome."""
-        return self not in (ExitCode.USAGE, ExitCode.INVALID, ExitCode.DATA)
+        return self not in (ExitCode.USAGE, ExitCode.INVALID, ExitCode.DATA, ExitCode.UNUSED)
 
 
 _MEANINGS = {
@@ -46,6 +47,10 @@ _MEANINGS = {
     ExitCode.DATA: (
         "a batch stopped on its data, as every rerun would: quarantine the file its error names "
         "(python -m jobs quarantine-file; Airflow: the DAG's quarantine_file param) or change the declaration"
+    ),
+    ExitCode.UNUSED: (
+        "the run used none of its input: every row was quarantined (see the reason most were quarantined for); "
+        "fix the declaration or what producers send: retrying will not help"
     ),
     ExitCode.STOPPED: "stopped before it finished; the next run resumes from the checkpoint",
 }

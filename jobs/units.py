@@ -111,6 +111,9 @@ def _positive(value: object, parse: Callable[[str], int], zero: str) -> int:
 
 
 def _seconds(value: object) -> int:
+    """A declared duration, always with its unit: a bare 15 could mean seconds or minutes."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        raise ValueError(f"{value!r} has no unit: write '{value} seconds' or '{value} minutes' (or hours, days)")
     return _positive(value, lambda text: parse_duration_s(text, ""), "must be longer than zero")
 
 

@@ -87,6 +87,16 @@ class Ledger:
     def record_retention_mark(self, batch_id: int) -> None:
         fs.write_json(join(self.uri, "retention.json"), {"through_batch": batch_id})
 
+    # Validation: every batch up to the mark has had its rows validated. Written by validations,
+    # which may overlap (a run's, `validate`): at worst a later one checks a batch again.
+    def validated_through(self) -> int | None:
+        """None: no validation has said (a checkpoint from before the mark was kept)."""
+        said = fs.read_json_if_there(join(self.uri, "validated.json"))
+        return said["through_batch"] if said else None
+
+    def record_validated_through(self, batch_id: int) -> None:
+        fs.write_json(join(self.uri, "validated.json"), {"through_batch": batch_id})
+
     # Landed files quarantined by hand: the run that reads one quarantines its lines unread.
     def quarantined_files(self) -> dict[str, dict[str, str]]:
         """Landed file (as jobs/lake/layout.py names it) -> {"reason", "at"}."""

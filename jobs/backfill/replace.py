@@ -48,7 +48,12 @@ def range_predicate(pipeline: declare.PipelineBase, since: str, until: str) -> s
 def refuse_unless_replaceable(pipeline: declare.PipelineBase, request: BackfillRequest, production: Locations) -> None:
     """Before any Spark work: the table is Delta, the range is dates, and the pipeline's runs
     will write no more rows of those dates (their watermark passed the range's last window)."""
-    if pipeline.output.format != "delta" or not delta.is_delta(production.output):
+    if pipeline.output.format == "delta" and not delta.is_delta(production.output):
+        raise BackfillError(
+            f"{production.output} holds no table yet: a backfill replaces a range of the production table once "
+            f"a run of {pipeline.name} has made it; run it first, or give publish_to to publish a copy"
+        )
+    if pipeline.output.format != "delta":
         raise BackfillError(
             f"{production.output} is not a Delta table: a backfill replaces a range of the production table "
             "only for `output: {format: delta}`; give publish_to to publish a copy"

@@ -253,7 +253,17 @@ def _check_landed(request: BackfillRequest) -> tuple[str, ...]:
     landing = request.landing
     if request.since:
         if not dated_folders(landing, date.fromisoformat(request.since), date.fromisoformat(request.until)):
-            raise BackfillError(f"no landed folders dt={request.since} .. dt={request.until} under {landing}")
+            names = fs.list_names(landing)
+            flat = (
+                " (it holds no dt= folders at all: files landed flat)"
+                if names and not set(names) - set(undated(names))
+                else ""
+            )
+            raise BackfillError(
+                f"no landed folders dt={request.since} .. dt={request.until} under {landing}{flat}: a date range "
+                "reads dt=YYYY-MM-DD folders; land files into them (python -m jobs land --dated), or reprocess "
+                "files landed elsewhere with --prefix"
+            )
         outside = undated(fs.list_names(landing))
         if outside:
             shown = ", ".join(map(repr, outside[:3])) + (f" and {len(outside) - 3} more" if len(outside) > 3 else "")

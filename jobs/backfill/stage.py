@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 
 from jobs import declare
 from jobs.accounting.checkpoint import CheckpointLog
+from jobs.accounting.ledger import Ledger, with_recorded_schema
 from jobs.backfill.request import BackfillRequest
 from jobs.backfill.versions import SUMMARY
 from jobs.columns import EVENT_TIME
@@ -56,6 +57,7 @@ def stage_closed_range(
 ) -> dict[str, Any]:
     """Write every row of the range to `stage` (plain Parquet, replaced whole, _SUCCESS
     last) with a summary beside it; returns the summary."""
+    pipeline = with_recorded_schema(pipeline, Ledger(locations.ledger))  # an inferred schema: the build's own
     emitted = committed_table(spark, pipeline, locations, None)
     held = emitted.limit(0)
     if CheckpointLog.of(locations).committed_batches():

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from datetime import UTC, date, datetime
 
-from jobs.cli.common import add_root
+from jobs.cli.common import add_root, parse_date
 from jobs.exit_codes import ExitCode
-from jobs.units import UsageError
+from jobs.units import UsageError, printable
 
 
 def add_parser(commands) -> None:
@@ -25,17 +26,32 @@ def add_parser(commands) -> None:
     land.add_argument(
         "--force", action="store_true", help="land even where no declared pipeline reads (e.g. a run's --landing)"
     )
+    land.add_argument(
+        "--dated",
+        nargs="?",
+        const="today",
+        metavar="DATE",
+        help="land into the dt=YYYY-MM-DD folder of DATE (default: today, UTC) under --to, which date-range "
+        "backfills and --landing-since read",
+    )
     land.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
     from jobs.lake.landing import land_files
+    from jobs.lake.layout import join
 
     if not args.force:
         check_read(args.to, args.root)
-    for landed in land_files(args.files, args.to):
-        print(landed)
+    to = join(args.to, f"dt={_day(args.dated).isoformat()}") if args.dated else args.to
+    for landed in land_files(args.files, to):
+        print(printable(landed))
     return ExitCode.OK
+
+
+def _day(text: str) -> date | None:
+    """The day of --dated: today (UTC) unless one is given."""
+    return datetime.now(UTC).date() if text == "today" else parse_date(text, "--dated")
 
 
 def check_read(to: str, root: str) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from functools import partial
 
 from pyspark.sql import SparkSession
@@ -73,11 +74,17 @@ def finished(
         import_in_background()
     try:
         pipeline = pipeline or declare.load(name)
+        if request.validate:
+            from jobs.validate.suite import load_suite
+
+            load_suite(pipeline)  # a broken suite is refused before a row is committed, not after
         refused = _quarantine_first(pipeline, request)
         if refused is not None:
             return refused
-        ran = Finished(name, "succeeded", ExitCode.OK, runner.run(pipeline, request, spark=spark, emit=emit))
+        ran = Finished.ran(runner.run(pipeline, request, spark=spark, emit=emit))
         return _validated(pipeline, request, ran, spark) if request.validate else ran
+    except declare.DeclarationError as error:  # the declaration or its suite: as `list` says it
+        return Finished(name, "refused", ExitCode.USAGE, error=str(error))
     except runner.RunRefused as error:
         return Finished(name, "refused", ExitCode.REFUSED, error=str(error))
     except runner.RunStopped:
@@ -113,6 +120,11 @@ def _validated(pipeline: PipelineBase, request: RunRequest, ended: Finished, spa
     from jobs.validate.suite import load_suite
     from jobs.validate.validation import validate_run
 
-    with _validating:  # Spark is started only for an output too large for the pandas engine
-        result = validate_run(spark, pipeline, request.locations, ended.report, load_suite(pipeline))
+    try:
+        with _validating:  # Spark is started only for an output too large for the pandas engine
+            result = validate_run(spark, pipeline, request.locations, ended.report, load_suite(pipeline))
+    except Exception as error:  # noqa: BLE001 - committed rows no validation checked: a state, said
+        said = f"not validated: {one_line(error)}; the next run, or python -m jobs validate, validates them"
+        run_log(pipeline.name).error("%s validation of run %s: %s", pipeline.name, ended.report.run_id, said)
+        return replace(ended, validation="not validated", code=ExitCode.FAILED, error=said)
     return ended.validated(result.status)

@@ -51,6 +51,7 @@ from jobs.orchestration.reports import (
 from jobs.orchestration.retries import retry_args
 from jobs.orchestration.run_operators import RunPipelineOperator
 from jobs.request import dag_params
+from jobs.validate.suite import with_suites
 
 log = logging.getLogger(__name__)
 START_DATE = datetime(2024, 1, 1, tzinfo=UTC)
@@ -97,7 +98,7 @@ def pipeline_dag(pipeline: declare.PipelineBase, root: str) -> DAG:
 def pipeline_dags() -> dict[str, DAG]:
     """A DAG per declaration (run by hand only when its group's DAG runs it: group_dags.py);
     for one that does not load, or whose DAG Airflow refuses, a DAG that says why."""
-    root, declared = environment.root(), declare.load_each()
+    root, declared = environment.root(), with_suites(declare.load_each())
     dags = {
         f"{DAG_PREFIX}{name}": built(f"{DAG_PREFIX}{name}", pipeline_dag, p, root)
         for name, p in declared.pipelines.items()
@@ -110,14 +111,14 @@ def backfill_dags() -> dict[str, DAG]:
     """The backfill DAG, offering the pipelines a closed range can be backfilled for (windows)."""
     from jobs.flow.patterns import pattern_of
 
-    pipelines = declare.load_each().pipelines
+    pipelines = with_suites(declare.load_each()).pipelines
     backfillable = sorted(name for name, p in pipelines.items() if pattern_of(p).backfill_refusal is None)
     return {BACKFILL_DAG_ID: built(BACKFILL_DAG_ID, backfill_dag, backfillable)}
 
 
 def data_quality_dags() -> dict[str, DAG]:
     """The data quality DAG over every pipeline that loads."""
-    pipelines = sorted(declare.load_each().pipelines)
+    pipelines = sorted(with_suites(declare.load_each()).pipelines)
     return {DATA_QUALITY_DAG_ID: built(DATA_QUALITY_DAG_ID, data_quality_dag, pipelines, environment.root())}
 
 
@@ -158,7 +159,7 @@ def broken_dag(dag_id: str, why: str) -> DAG:
 def declaration_problems() -> None:
     """Raise, as one error, why each declaration that does not load fails (dags/jobs_declarations.py:
     an import error of a file of its own, which builds no DAG, so that it costs no other)."""
-    broken = declare.load_each().broken
+    broken = with_suites(declare.load_each()).broken
     if broken:
         lines = [f"{name}: {why}" for name, why in broken.items()]
         raise declare.DeclarationError(f"{len(lines)} declaration(s) do not load:\n" + "\n".join(lines))

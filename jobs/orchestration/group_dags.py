@@ -29,6 +29,7 @@ from jobs.orchestration.reports import run_summary, table_asset
 from jobs.orchestration.retries import retry_args
 from jobs.orchestration.run_operators import GroupRunOperator, RunPipelineOperator
 from jobs.units import ON_ARRIVAL
+from jobs.validate.suite import with_suites
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +120,7 @@ def group_dag(group: str, members: list[declare.PipelineBase], root: str) -> DAG
 def group_dags() -> dict[str, DAG]:
     """A DAG per group of the declarations that load; for a group refused, a DAG that says why."""
     root = environment.root()
-    found, refused = each_group(declare.load_each().pipelines)
+    found, refused = each_group(with_suites(declare.load_each()).pipelines)
     dags = {f"{GROUP_DAG_PREFIX}{g}": built(f"{GROUP_DAG_PREFIX}{g}", group_dag, g, m, root) for g, m in found.items()}
     dags |= {f"{GROUP_DAG_PREFIX}{g}": broken_dag(f"{GROUP_DAG_PREFIX}{g}", why) for g, why in refused.items()}
     return dict(sorted(dags.items()))

@@ -11,13 +11,14 @@ from jobs.orchestration import environment
 from jobs.orchestration.factory import DAG_PREFIX, START_DATE, built
 from jobs.orchestration.operators import JobsSubmitOperator
 from jobs.orchestration.retries import retry_args
+from jobs.validate.suite import with_suites
 
 MAINTENANCE_DAG_ID = f"{DAG_PREFIX}maintenance"
 
 
 def maintenance_dags() -> dict[str, DAG]:
     """The maintenance DAG over every pipeline whose table is Delta (none: no DAG)."""
-    pipelines = declare.load_each().pipelines
+    pipelines = with_suites(declare.load_each()).pipelines
     tables = sorted(name for name, p in pipelines.items() if p.output.format == "delta")
     if not tables:
         return {}

@@ -14,6 +14,7 @@ from jobs.orchestration import environment
 from jobs.orchestration.factory import DAG_PREFIX, START_DATE, built
 from jobs.orchestration.operators import JobsSubmitOperator
 from jobs.orchestration.retries import retry_args
+from jobs.validate.suite import with_suites
 
 REBUILD_DAG_ID = f"{DAG_PREFIX}rebuild"
 
@@ -41,7 +42,7 @@ class RebuildOperator(JobsSubmitOperator):
 
 
 def rebuild_dags() -> dict[str, DAG]:
-    pipelines = sorted(declare.load_each().pipelines)
+    pipelines = sorted(with_suites(declare.load_each()).pipelines)
     return {REBUILD_DAG_ID: built(REBUILD_DAG_ID, rebuild_dag, pipelines, environment.root())}
 
 

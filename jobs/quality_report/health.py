@@ -1,7 +1,10 @@
 """How each pipeline is doing, at a glance: the overview of the data quality report.
 
 A pipeline is, worst first:
-    failing    its last run failed, or its latest validation failed a `fail` check
+    failing    its last run failed, or its latest validation failed a `fail` check, or its
+               latest run with input used none of it (every row quarantined: quality failed)
+    not validated  a run committed rows that no validation has checked (a validation that did
+               not finish, `--no-validate`): the next run, or `validate`, checks them
     stale      its last run is more than STALE_AFTER schedule intervals old
     warning    its last run was refused or stopped, or its latest validation warned, or its
                runs show a watermark ahead of now, most rows dropped as late, or a jump in
@@ -21,9 +24,9 @@ from datetime import UTC, datetime, timedelta
 from jobs.run.report import RunReport
 from jobs.run.warnings import run_warnings
 from jobs.units import ON_ARRIVAL, duration
-from jobs.validate.result import ValidationResult
+from jobs.validate.result import ValidationResult, unvalidated
 
-STATUSES = ("failing", "stale", "warning", "healthy", "never run")  # worst first: the overview's order
+STATUSES = ("failing", "not validated", "stale", "warning", "healthy", "never run")  # worst first: the overview's order
 STALE_AFTER = 2  # schedule intervals without a run
 HISTORICAL_S = 7 * 86400  # a watermark further behind now is shown as a date, not as a lag
 _PRESETS = {"@hourly": 3600, "@daily": 86400, "@midnight": 86400, "@weekly": 7 * 86400}
@@ -109,10 +112,22 @@ def assess(
     lag = (now - datetime.fromisoformat(watermarks[-1].replace("Z", "+00:00"))).total_seconds() if watermarks else None
     recent = [r for r in runs if datetime.fromisoformat(r.started_at) >= now - timedelta(hours=24)]
     rows, quarantined = sum(r.input_rows for r in recent), sum(r.quarantined_rows for r in recent)
+    with_input = [r for r in runs if r.input_rows and r.status == "succeeded"]
+    last_input = max(with_input, key=lambda r: r.started_at) if with_input else None
+    unchecked = unvalidated(runs, results)
     if last.status == "failed":
         status, reason = "failing", f"the last run failed: {last.error or 'see its report'}"
     elif verdict == "failed":
         status, reason = "failing", f"the latest validation ({latest.validation_id}) failed"
+    elif last_input is not None and last_input.used_none:
+        status, reason = "failing", f"quality failed: run {last_input.run_id} {last_input.used_none_said()}"
+    elif unchecked:
+        written = sum(r.output_rows or 0 for r in unchecked)
+        status, reason = (
+            "not validated",
+            f"{len(unchecked)} run(s) committed rows no validation has checked ({written} output rows, run "
+            f"{unchecked[-1].run_id} the last): the next run, or python -m jobs validate, checks them",
+        )
     elif interval and age > STALE_AFTER * interval:
         status, reason = (
             "stale",

@@ -39,6 +39,7 @@ VERDICT_COLORS = {"passed": "#2e9e5b", "warned": "#e3b12d", "failed": "#d64541",
 # Run statuses and health share the verdicts' colours: good, needs a look, bad; anything else grey.
 STATUS_COLORS = {**VERDICT_COLORS, "succeeded": "#2e9e5b", "refused": "#e3b12d", "stopped": "#888888"}
 STATUS_COLORS |= {"healthy": "#2e9e5b", "warning": "#e3b12d", "failing": "#d64541", "stale": "#8e5bd6"}
+STATUS_COLORS |= {"not validated": "#d6803b"}
 
 _TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("jobs.quality_report", "templates"),

@@ -66,6 +66,11 @@ class Finished:
         """With its validation's verdict: exit 4 when a `fail` expectation failed."""
         return replace(self, validation=verdict, code=ExitCode.INVALID if verdict == "failed" else self.code)
 
+    @classmethod
+    def ran(cls, report: RunReport) -> Finished:
+        """A run that ended: exit 6 when it used none of its input (not a success), else 0."""
+        return cls(report.pipeline, "succeeded", ExitCode.UNUSED if report.used_none else ExitCode.OK, report)
+
     def line(self, report_uri: str | None = None) -> str:
         """One line: how the run ended, what it read and wrote, its validation; an error in
         brief, whole in the run report at `report_uri`."""
@@ -78,7 +83,8 @@ class Finished:
         read = f"{report.input_files} file(s), {report.input_rows} rows in" if report.batch_ids else "nothing new"
         written = f", {report.output_rows} rows written" if report.batch_ids else ""
         checked = f", validation {self.validation}" if self.validation else ""
-        return f"{self.pipeline}: succeeded in {report.duration_s}s, {read}{written}{checked}, exit {int(self.code)}"
+        ended = report.used_none_said() if report.used_none else "succeeded"
+        return f"{self.pipeline}: {ended} in {report.duration_s}s, {read}{written}{checked}, exit {int(self.code)}"
 
 
 def reported_code(report: RunReport, validation: str | None = None) -> ExitCode:
@@ -90,7 +96,9 @@ def reported_code(report: RunReport, validation: str | None = None) -> ExitCode:
         return ExitCode.OK if report.trigger.startswith("processing-time") else ExitCode.STOPPED
     if report.status == "failed":
         return ExitCode.DATA if report.stopped_on_data else ExitCode.FAILED
-    return ExitCode.INVALID if validation == "failed" else ExitCode.OK
+    if validation == "failed":
+        return ExitCode.INVALID
+    return ExitCode.UNUSED if report.used_none else ExitCode.OK
 
 
 Event = Started | BatchCommitted | ReportStored | Finished

@@ -49,6 +49,18 @@ def before_spark(pipeline: PipelineBase, locations: Locations, *, incremental: b
         run_log(pipeline.name).info("  preflight: the declaration matches checkpoint %s", locations.checkpoint)
     else:
         run_log(pipeline.name).info("  preflight: a new checkpoint, %s", locations.checkpoint)
+        if ledger.validated_through() is None:  # none of its rows validated yet (older ones: unknown)
+            ledger.record_validated_through(-1)
+
+
+def nowhere(pipeline: PipelineBase, locations: Locations) -> str | None:
+    """Why a run is in the wrong place (None: it is not), checked before anything is written:
+    neither its landing nor its checkpoint is there (a run started from another folder, whose
+    ./data holds nothing of it), so it leaves no lock and no run report there."""
+    if fs.listable(locations.landing):
+        return None
+    ledger = Ledger(locations.ledger)
+    return None if ledger.recorded_contract() is not None else _no_landing(pipeline, locations, ledger)
 
 
 def _no_landing(pipeline: PipelineBase, locations: Locations, ledger: Ledger) -> str:

@@ -236,9 +236,24 @@ class RunReport(BaseModel):
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump()
 
+    @property
+    def used_none(self) -> bool:
+        """Whether the run read rows and used none of them: every one quarantined (a late or a
+        duplicate row was judged, and counts as used). Not a success, though committed."""
+        judged = self.used_rows + self.late_rows_dropped + (self.duplicates_dropped or 0)
+        return self.input_rows > 0 and judged == 0
+
+    def used_none_said(self) -> str:
+        """'used none of its 7,702 rows: all quarantined, most for wrong_field_type (7,702 rows)'."""
+        top = max((self.quarantine_reasons or {}).items(), key=lambda item: (item[1].rows, item[0]), default=None)
+        return f"used none of its {self.input_rows:,} rows: all quarantined" + (
+            f", most for {top[0]} ({top[1].rows:,} rows)" if top else ""
+        )
+
     def summary(self) -> str:
         """A few lines for a person reading a terminal or a task log."""
-        head = f"{self.pipeline} run {self.run_id}: {self.status} in {self.duration_s}s ({self.trigger})"
+        ended = self.used_none_said() if self.status == "succeeded" and self.used_none else self.status
+        head = f"{self.pipeline} run {self.run_id}: {ended} in {self.duration_s}s ({self.trigger})"
         if self.error:
             return f"{head}\n  error: {self.error}"
         skipped = [f"  warning: {warning}" for warning in self.warnings]

@@ -54,7 +54,7 @@ from jobs.run.events import (
 )
 from jobs.run.failure import data_condition, failure_cause, one_line
 from jobs.run.pending import Pending, pending_input
-from jobs.run.preflight import before_spark, context_with_spark, context_without_spark
+from jobs.run.preflight import before_spark, context_with_spark, context_without_spark, nowhere
 from jobs.run.progress import ProgressWatch
 from jobs.run.report import BatchSize, RuleCount, RunReport, last_state_rows, recent_reports, save
 from jobs.run.retention import apply_retention
@@ -71,14 +71,18 @@ def _said(event: Event) -> None:
 def run(
     pipeline: PipelineBase, request: RunRequest, *, spark: SparkSession | None = None, emit: Emit = _said
 ) -> RunReport:
-    """Run one pipeline once, as `request` asks; always stores a run report. What it says as
+    """Run one pipeline once, as `request` asks, and store its run report. What it says as
     it goes (started, each batch committed, its report stored) goes to `emit`.
 
     Raises RunRefused (nothing was done), RunStopped or RunFailed; the report is
-    stored and logged in every case.
+    stored and logged in every case but one: a run in the wrong place (`nowhere`), which writes nothing.
     """
     locations = request.locations
     report, log = _new_report(pipeline, request), run_log(pipeline.name)
+    elsewhere = nowhere(pipeline, locations)  # the wrong place: no lock, no report is left there
+    if elsewhere:
+        log.error("%s: refused: %s", pipeline.name, elsewhere)
+        raise RunRefused(elsewhere)
     log.info("%s: run %s, trigger %s, landing %s", pipeline.name, report.run_id, request.trigger, locations.landing)
     emit(Started(pipeline.name, report.run_id))
     stop.begin()

@@ -19,7 +19,7 @@ from jobs.lake.layout import local_path
 from jobs.lake.locks import FolderLock
 from jobs.units import named_before
 from jobs.validate.result import CheckResult
-from jobs.validate.suite import Expectation, Suite
+from jobs.validate.suite import Expectation, Suite, gx_class_name
 
 if TYPE_CHECKING:
     import pandas
@@ -105,8 +105,7 @@ def _listed(folder: Path) -> list[str]:
 def _gx_expectation(expectation: Expectation):
     import great_expectations as gx
 
-    class_name = "Expect" + "".join(part.capitalize() for part in expectation.expect.split("_"))
-    cls = getattr(gx.expectations, class_name, None)
+    cls = getattr(gx.expectations, gx_class_name(expectation.expect), None)
     if cls is None:
         raise ValidationError(f"expect_{expectation.expect}: Great Expectations has no such expectation")
     kwargs = expectation.kwargs

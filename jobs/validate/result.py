@@ -52,6 +52,8 @@ class ValidationResult(BaseModel):
 
     def summary(self) -> str:
         what = f"run {self.run_ids[0]}" if self.scope == "run" else f"the whole table ({len(self.run_ids)} runs)"
+        if self.scope == "run" and len(self.run_ids) > 1:
+            what += f" and of {len(self.run_ids) - 1} earlier run(s) whose rows were not validated"
         passed = sum(1 for c in self.checks if c.success)
         ran = sum(1 for c in self.checks if c.success is not None)
         if all(c.success is None for c in self.checks if c.source == "great_expectations"):
@@ -95,3 +97,13 @@ def current_table_check(reports: list[RunReport], results: list[ValidationResult
     None when the table needs a check."""
     checks = [r for r in results if r.scope == "table"]
     return checks[-1].validation_id if checks and not appended_since(checks[-1], reports) else None
+
+
+def unvalidated(runs: list[RunReport], results: list[ValidationResult]) -> list[RunReport]:
+    """The runs, oldest first, that committed batches no validation has checked (a validation of
+    a run names it; one of the whole table names every run it covered)."""
+    checked = {run_id for result in results for run_id in result.run_ids}
+    return sorted(
+        (r for r in runs if r.batch_ids and r.status in ("succeeded", "stopped") and r.run_id not in checked),
+        key=lambda r: r.started_at,
+    )

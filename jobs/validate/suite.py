@@ -1,13 +1,16 @@
 """Expectation suites as data: what a suite file (expectations/<table>.yaml) may say.
 
-Loading a suite needs neither Spark nor Great Expectations: a broken suite is caught by
-`python -m jobs list` and the unit tests, not half-way through a run. Suites ship with
+Loading a suite needs neither Spark nor Great Expectations: a broken suite (an expectation
+Great Expectations does not have, an argument it does not take: gx_expectations.json) is
+caught by `python -m jobs list`, the DAG files and a run's start, not half-way through a run. Suites ship with
 the package (the `expectations` folder, found as package data); JOBS_EXPECTATIONS_DIR
 points at another folder of them.
 """
 
 from __future__ import annotations
 
+import json
+from functools import cache
 from importlib import resources
 from importlib.resources.abc import Traversable
 from typing import Any, Literal
@@ -15,7 +18,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from jobs.declare import DeclarationError, PipelineBase
-from jobs.declare.load import describe, read_yaml
+from jobs.declare.load import Declarations, describe, read_yaml
 from jobs.declare.parts import Part
 from jobs.declare.problems import did_you_mean, refuse
 from jobs.flow.patterns import pattern_of
@@ -27,6 +30,41 @@ DERIVED_COLUMNS = ("window_length_s",)
 
 def expectations_dir() -> Traversable:
     return settings().expectations_dir or resources.files("expectations")
+
+
+# Great Expectations' expectations and their arguments, written from its registry by
+# infra/gx_registry.py (tests/unit/test_suite.py keeps it true): a suite is checked against
+# it when it loads, without importing Great Expectations.
+GX_EXPECTATIONS = resources.files("jobs.validate").joinpath("gx_expectations.json")
+OUR_KEYS = ("expect", "severity", "when")  # a suite's own settings of an expectation
+
+
+def gx_class_name(expect: str) -> str:
+    """column_values_to_not_be_null -> ExpectColumnValuesToNotBeNull (gx.expectations')."""
+    return "Expect" + "".join(part.capitalize() for part in expect.split("_"))
+
+
+@cache
+def gx_expectations() -> dict[str, dict[str, list[str]]]:
+    return json.loads(GX_EXPECTATIONS.read_text())
+
+
+def _known(expect: str, given: set[str]) -> None:
+    """An expectation Great Expectations has, with the arguments it takes (ValueError: what is
+    wrong, with the name it is spelt like)."""
+    known = gx_expectations()
+    if expect not in known:
+        raise ValueError(f"expect {expect!r}: Great Expectations has no such expectation{did_you_mean(expect, known)}")
+    takes = {*known[expect]["required"], *known[expect]["optional"]}
+    unknown = sorted(given - takes)
+    if unknown:
+        close = did_you_mean(unknown[0], takes)
+        raise ValueError(
+            f"expect {expect!r} takes no {', '.join(unknown)}{close} (it takes {', '.join(sorted(takes))})"
+        )
+    missing = sorted(set(known[expect]["required"]) - given)
+    if missing:
+        raise ValueError(f"expect {expect!r} needs {', '.join(missing)}")
 
 
 class Expectation(Part):
@@ -51,6 +89,7 @@ class Expectation(Part):
             raise ValueError(f"when {raw['when']!r}: use one of run_had_input")
         declared = (info.context or {}).get("declared", {})
         resolved = {"expect": raw["expect"].removeprefix("expect_")}
+        _known(resolved["expect"], {key for key in raw if key not in OUR_KEYS})
         for key, value in raw.items():
             if isinstance(value, str) and value.startswith("$") and key not in ("expect", "severity", "when"):
                 if value not in declared:
@@ -162,3 +201,18 @@ def load_suite(pipeline: PipelineBase, directory: Traversable | None = None) -> 
         )
         raise DeclarationError(f"no expectation suite for {pipeline.name}: every output table needs {path}{elsewhere}")
     return parse_suite(read_yaml(path.read_text(), str(path)), pipeline, str(path))
+
+
+def with_suites(declared: Declarations) -> Declarations:
+    """The declarations whose table has a suite that loads; a pipeline without one, or with a
+    broken one, among the broken (its DAG says why; `dags/jobs_declarations.py` fails to import)."""
+    checked = Declarations(broken=dict(declared.broken), problems=list(declared.problems))
+    for name, pipeline in declared.pipelines.items():
+        try:
+            load_suite(pipeline)
+        except DeclarationError as error:
+            checked.broken[name] = str(error)
+            checked.problems.extend(error.problems or [str(error)])
+        else:
+            checked.pipelines[name] = pipeline
+    return checked

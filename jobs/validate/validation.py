@@ -181,16 +181,38 @@ def validate_run(
     suite: Suite | None = None,
 ) -> ValidationResult:
     """Validates the rows one run committed, and its row accounting (`spark`: None starts one
-    only if the output is too large for the pandas engine)."""
-    files = committed_files(CheckpointLog.of(locations), report.batch_ids)
+    only if the output is too large for the pandas engine); and the rows of earlier runs whose
+    validation did not finish (`unvalidated_before`): unvalidated is a state, never a pass."""
+    ledger = Ledger(locations.ledger)
+    earlier = unvalidated_before(ledger, locations.runs, report)
+    reports = [report, *earlier]
+    batches = sorted({b for r in reports for b in r.batch_ids})
+    files = committed_files(CheckpointLog.of(locations), batches)
     result = ValidationResult(
         pipeline=pipeline.name,
         scope="run",
         validation_id=report.run_id,
-        run_ids=[report.run_id],
+        run_ids=[r.run_id for r in reports],
         validated_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
-    return _validate(spark, pipeline, locations, suite or load_suite(pipeline), result, [report], files)
+    if earlier:
+        log.info("  validating the rows of %d earlier run(s) no validation checked too", len(earlier))
+    validated = _validate(spark, pipeline, locations, suite or load_suite(pipeline), result, reports, files)
+    if batches and (ledger.validated_through() or -1) < batches[-1]:
+        ledger.record_validated_through(batches[-1])
+    return validated
+
+
+def unvalidated_before(ledger: Ledger, runs: str, report: RunReport) -> list[RunReport]:
+    """The earlier runs whose committed batches no validation has checked: those past the
+    ledger's mark (none when no validation has recorded one yet)."""
+    through = ledger.validated_through()
+    if through is None:
+        return []
+    pending = {b for b in ledger.accounted_batches() if b > through} - set(report.batch_ids)
+    if not pending:
+        return []
+    return [r for r in load_reports(runs) if r.run_id != report.run_id and pending & set(r.batch_ids)]
 
 
 def validate_table(
@@ -209,7 +231,11 @@ def validate_table(
         run_ids=[r.run_id for r in reports],
         validated_at=now.isoformat(timespec="seconds"),
     )
-    return _validate(spark, pipeline, locations, suite or load_suite(pipeline), result, reports, None)
+    validated = _validate(spark, pipeline, locations, suite or load_suite(pipeline), result, reports, None)
+    ledger = Ledger(locations.ledger)
+    if ledger.accounted_batches():
+        ledger.record_validated_through(max(ledger.accounted_batches()))
+    return validated
 
 
 def latest_report(runs: str, run_id: str | None = None) -> RunReport:

@@ -38,7 +38,7 @@ def checkpoint_files(locations: Locations) -> list[str]:
 @pytest.mark.parametrize(
     ("change", "named"),
     [
-        ({"window": Window(duration_s=120, slide_s=120)}, "window_duration_s: 60 -> 120"),
+        ({"window": Window(duration_s="120 seconds", slide_s="120 seconds")}, "window_duration_s: 60 -> 120"),
         ({"keys": ("event",)}, "keys: ['user_id'] -> ['event']"),
         ({"aggregates": ()}, "aggregates"),
     ],
@@ -127,6 +127,7 @@ def test_a_first_run_without_its_landing_gives_the_land_command_that_lands_there
         f"landing location {root}/landing/clickstream does not exist; land files there first (python -m jobs "
         f"land FILE... --to {root}/landing/clickstream --root {root}) or pass --landing"
     )
+    assert not root.exists(), "a run in the wrong place leaves no lock and no run report there"
 
 
 # A run's process that took the lock and started its query's JVM (here a stand-in process).

@@ -78,7 +78,7 @@ def test_a_change_the_checkpoint_cannot_outlive_names_each_part_and_what_a_repro
     landed |= sizes(locations.landing)
     changed = pipeline.model_copy(
         update={
-            "window": Window(duration_s=300, slide_s=300),
+            "window": Window(duration_s="300 seconds", slide_s="300 seconds"),
             "aggregates": (*pipeline.aggregates, Aggregate(name="last_user", function="max", column="user_id")),
         }
     )

@@ -53,7 +53,7 @@ def test_a_changed_window_rebuilt_while_files_land_then_the_switch_and_the_rollb
     spark, clickstream, tmp_path, table_format
 ):
     old = clickstream.model_copy(update={"output": clickstream.output.model_copy(update={"format": table_format})})
-    new = old.model_copy(update={"window": Window(duration_s=300, slide_s=300)})
+    new = old.model_copy(update={"window": Window(duration_s="300 seconds", slide_s="300 seconds")})
     root = str(tmp_path / "root")
     original = Locations.resolve(old.name, root=root)
     old_model, new_model = ClickstreamModel(), replace(ClickstreamModel(), window=timedelta(minutes=5))
@@ -209,7 +209,7 @@ def test_a_rebuild_in_a_bucket(spark, clickstream, s3_root, table_format):
     """The same in S3 (moto): the plan's listings and table schema, the build, the switch."""
     s3_root = s3_root.replace("[", "-").replace("]", "")  # Hadoop reads brackets in a path as a glob
     old = clickstream.model_copy(update={"output": clickstream.output.model_copy(update={"format": table_format})})
-    new = old.model_copy(update={"window": Window(duration_s=300, slide_s=300)})
+    new = old.model_copy(update={"window": Window(duration_s="300 seconds", slide_s="300 seconds")})
     original = Locations.resolve(old.name, root=s3_root)
     arrivals = [arrival(1), arrival(2)]
     for files in arrivals:
@@ -237,7 +237,7 @@ def test_a_rebuild_reads_retention_s_archive_and_each_file_once(spark, clickstre
     )
     new = archiving.model_copy(
         update={
-            "window": Window(duration_s=300, slide_s=300),
+            "window": Window(duration_s="300 seconds", slide_s="300 seconds"),
             "retention": archiving.retention.model_copy(update={"previous_build_s": 0}),
         }
     )

@@ -72,6 +72,7 @@ def test_durations(text, seconds):
     [
         ("watermark", "soon", "not a duration"),
         ("window.duration", "0 minutes", "longer than zero"),
+        ("window.duration", 15, "15 has no unit: write '15 seconds' or '15 minutes'"),  # was 15 seconds, silently
         ("window.slide", "20 minutes", "cannot be longer than its duration"),
         ("window.slide", "3 minutes", "multiple of its slide"),
         ("keys", ["country"], "key 'country' is not in the source schema"),
@@ -109,7 +110,7 @@ def test_durations(text, seconds):
         ("spark", {"conf": {"spark.sql.shuffle.partitions": "8"}}, "state_partitions"),
         ("retention", {"landed": "purge"}, "'keep', 'delete' or 'archive'"),
         ("retention", {"landed": "delete", "landed_after": "soon"}, "not a duration"),
-        ("retention", {"output_after": 0}, "longer than zero"),
+        ("retention", {"output_after": "0 days"}, "longer than zero"),
         ("retention", {"archive_to": "/x"}, "unknown setting 'archive_to'"),
         ("source.event_time", {"column": "ts", "max_future": "soon"}, "not a duration"),
         ("source.max_depth", 0, "greater than or equal to 1"),

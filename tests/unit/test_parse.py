@@ -135,8 +135,12 @@ def test_window_aggregate_counts_per_window_and_user(spark, clickstream):
 
 def test_latest_window_end_for_tumbling_and_sliding(spark):
     df = spark.createDataFrame([(datetime(2023, 7, 30, 10, 7, 30),)], "t timestamp")
-    tumbling = df.select(latest_window_end(F.col("t"), Window(duration_s=60, slide_s=60))).first()[0]
-    sliding = df.select(latest_window_end(F.col("t"), Window(duration_s=600, slide_s=300))).first()[0]
+    tumbling = df.select(latest_window_end(F.col("t"), Window(duration_s="60 seconds", slide_s="60 seconds"))).first()[
+        0
+    ]
+    sliding = df.select(latest_window_end(F.col("t"), Window(duration_s="600 seconds", slide_s="300 seconds"))).first()[
+        0
+    ]
     assert tumbling == datetime(2023, 7, 30, 10, 8)
     assert sliding == datetime(2023, 7, 30, 10, 15)  # the window 10:05-10:15
 

@@ -64,11 +64,47 @@ def test_each_status_and_its_reason():
     assert status([ok], [check(ok, "failed")])[0] == "failing"
     assert status([ok, run(5, "failed", error="boom")]) == ("failing", "the last run failed: boom")
     assert status([run(5, "refused", error="held")]) == ("warning", "the last run was refused: held")
-    assert status([run(150)]) == ("stale", "no run for 2.5 h, scheduled every 1.0 h")
-    assert status([run(150)], schedule=None)[0] == "healthy"  # run by hand: never stale
-    on_arrival = health.assess("p", "on_arrival", [run(150)], [], NOW, at_least_every_s=3600)
+    old = run(150)
+    assert status([old], [check(old, "passed")]) == ("stale", "no run for 2.5 h, scheduled every 1.0 h")
+    assert status([old], [check(old, "passed")], schedule=None)[0] == "healthy"  # run by hand: never stale
+    on_arrival = health.assess("p", "on_arrival", [old], [check(old, "passed")], NOW, at_least_every_s=3600)
     assert (on_arrival.status, on_arrival.reason) == ("stale", "no run for 2.5 h, scheduled at least every 1.0 h")
-    assert status([run(150)], schedule="@daily")[0] == "healthy"
+    assert status([old], [check(old, "passed")], schedule="@daily")[0] == "healthy"
+
+
+def test_rows_no_validation_checked_are_not_validated_until_one_does():
+    """Before, a validation that died after its run committed, then a run with nothing new
+    (`PASSED, no batch ran`), showed the pipeline healthy over rows never validated."""
+    committed, nothing_new = run(20), run(10, rows=0)
+    found = health.assess("p", "@hourly", [committed, nothing_new], [check(nothing_new, "passed")], NOW)
+    assert found.status == "not validated" and f"run {committed.run_id} the last" in found.reason
+    later = run(5)  # its validation checked the earlier run's rows too
+    found = health.assess(
+        "p",
+        "@hourly",
+        [committed, nothing_new, later],
+        [check(later, "passed", run_ids=[later.run_id, committed.run_id])],
+        NOW,
+    )
+    assert found.status == "healthy"
+
+
+def test_a_run_that_used_none_of_its_input_is_quality_failed_until_one_uses_rows():
+    """Before, a run whose every row was quarantined (a field's type declared wrong) succeeded."""
+    unused = run(
+        20, rows=7702, quarantined=7702, quarantine_reasons={"wrong_field_type": {"rows": 7702, "last_batch": 0}}
+    )
+    found = health.assess("p", "@hourly", [unused], [check(unused, "passed")], NOW)
+    assert (found.status, found.reason) == (
+        "failing",
+        f"quality failed: run {unused.run_id} used none of its 7,702 rows: all quarantined, most for "
+        "wrong_field_type (7,702 rows)",
+    )
+    fixed = run(5)
+    assert (
+        health.assess("p", "@hourly", [unused, fixed], [check(unused, "passed"), check(fixed, "passed")], NOW).status
+        == "healthy"
+    )
 
 
 def test_the_overview_figures():
@@ -111,7 +147,8 @@ def test_a_whole_table_check_is_stale_once_a_later_run_appended_rows():
 
 def test_a_pipeline_whose_runs_went_wrong_is_not_healthy_and_the_overview_says_why():
     def found(runs):
-        assessed = health.assess("p", "@hourly", runs, [], NOW)
+        validated = [check(r, "passed") for r in runs]  # the runs' own rows passed: what else is wrong
+        assessed = health.assess("p", "@hourly", runs, validated, NOW)
         return assessed.status, assessed.reason
 
     year_9999 = "9999-12-31T23:54:00Z"

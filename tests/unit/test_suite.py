@@ -131,3 +131,36 @@ def test_a_share_over_its_threshold_names_the_reason_most_rows_were_quarantined_
         "72 of 300 input rows quarantined (24.0%, at most 5.0%); most for type_mismatch:event_id (70 rows): "
         "the records are in /r/quarantine/clickstream/batch_id=2"
     )
+
+
+@pytest.mark.parametrize(
+    ("expectation", "message"),
+    [
+        (  # a misspelling the review made: loaded, then failed after the run committed its rows
+            {"expect": "column_value_to_not_be_null", "column": "user_id"},
+            "expect 'column_value_to_not_be_null': Great Expectations has no such expectation "
+            "(did you mean 'column_values_to_not_be_null'?)",
+        ),
+        (
+            {"expect": "column_values_to_not_be_null", "column": "user_id", "mostlyy": 0.9},
+            "expect 'column_values_to_not_be_null' takes no mostlyy (did you mean 'mostly'?)",
+        ),
+        ({"expect": "column_values_to_be_in_set", "column": "user_id"}, "needs value_set"),
+    ],
+)
+def test_an_expectation_and_its_arguments_are_checked_against_great_expectations_when_the_suite_loads(
+    clickstream, expectation, message
+):
+    raw = _raw()
+    raw["expectations"].append(expectation)
+    with pytest.raises(declare.DeclarationError) as refused:
+        parse_suite(raw, clickstream)
+    assert message in str(refused.value)
+
+
+def test_the_expectations_a_suite_is_checked_against_are_the_locked_great_expectations_s():
+    """jobs/validate/gx_expectations.json, written by infra/gx_registry.py from GX's registry."""
+    from infra.gx_registry import registry
+    from jobs.validate.suite import gx_expectations
+
+    assert gx_expectations() == registry()

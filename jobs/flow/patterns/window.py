@@ -67,11 +67,6 @@ class WindowPattern(Pattern):
     def stateful_operators(self) -> int:
         return 2 if self.pipeline.deduplicate else 1
 
-    @property
-    def aggregation_operator(self) -> int:
-        """The aggregation's stateful operator id: deduplication, when declared, comes first."""
-        return self.stateful_operators - 1
-
     def contract(self) -> dict[str, Any]:
         pipeline = self.pipeline
         contract = super().contract() | {
@@ -167,7 +162,11 @@ class WindowPattern(Pattern):
         from pyspark.sql.types import StructField, StructType
 
         pipeline = self.pipeline
-        state = spark.read.format("statestore").option("operatorId", self.aggregation_operator).load(checkpoint)
+        state = (
+            spark.read.format("statestore")
+            .option("operatorId", _aggregation_operator(spark, checkpoint))
+            .load(checkpoint)
+        )
         buffers = state.schema["value"].dataType
         expected = sum(self._buffer_fields(a) for a in pipeline.aggregates)
         if len(buffers.fields) != expected:
@@ -179,10 +178,13 @@ class WindowPattern(Pattern):
         # Buffer fields can share names (avg's sum and count beside sum and count): rename them
         # by position with a struct-to-struct cast, then read them by the new names.
         renamed = StructType([StructField(f"_buffer{i}", f.dataType, f.nullable) for i, f in enumerate(buffers)])
+        # The state's key: the window, then the keys in their order, each read by its place (Spark
+        # names a key read from a path `_groupingexpression`, not by the column it is aliased to).
+        held_keys = state.schema["key"].dataType.fieldNames()[1:]
         flat = state.select(
             F.col("key.window.start").alias("window_start"),
             F.col("key.window.end").alias("window_end"),
-            *(F.col(f"key.`{key}`").alias(key) for key in self.key_columns),
+            *(F.col(f"key.`{held}`").alias(key) for held, key in zip(held_keys, self.key_columns, strict=True)),
             F.col("value").cast(renamed).alias("buffers"),
         ).select("window_start", "window_end", *self.key_columns, "buffers.*")
         values, position = [], 0
@@ -196,6 +198,18 @@ class WindowPattern(Pattern):
             position += self._buffer_fields(aggregate)
         table = flat.select("window_start", "window_end", *self.key_columns, *values)
         return self.with_partition(table, "window_start").select(*schema.fieldNames())
+
+
+def _aggregation_operator(spark: SparkSession, checkpoint: str) -> int:
+    """The aggregation's stateful operator id, by its name in the checkpoint's state metadata:
+    Spark numbers a query's operators as it plans them (a deduplication below the aggregation
+    is operator 1 in Spark 4.2, not 0)."""
+    operators = spark.read.format("state-metadata").load(checkpoint).select("operatorId", "operatorName").collect()
+    named = [row.operatorId for row in operators if row.operatorName == "stateStoreSave"]
+    if len(named) != 1:
+        found = [(row.operatorId, row.operatorName) for row in operators]
+        raise CannotBackfill(f"the state of {checkpoint} has not one aggregation among its operators {found}")
+    return named[0]
 
 
 def latest_window_end(event_time: Column, window: Window) -> Column:
