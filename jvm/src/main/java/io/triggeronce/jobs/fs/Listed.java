@@ -28,28 +28,16 @@ final class Listed {
     }
 
     static <T extends FileStatus> RemoteIterator<T> kept(RemoteIterator<T> listed, Predicate<FileStatus> keep) {
-        return new RemoteIterator<>() {
-            private T next;
-
+        return new Lookahead<>() {
             @Override
-            public boolean hasNext() throws IOException {
-                while (next == null && listed.hasNext()) {
+            T find() throws IOException {
+                while (listed.hasNext()) {
                     T candidate = listed.next();
                     if (keep.test(candidate)) {
-                        next = candidate;
+                        return candidate;
                     }
                 }
-                return next != null;
-            }
-
-            @Override
-            public T next() throws IOException {
-                if (!hasNext()) {
-                    throw new NoSuchElementException();
-                }
-                T found = next;
-                next = null;
-                return found;
+                return null;
             }
         };
     }
@@ -64,35 +52,49 @@ final class Listed {
     static RemoteIterator<LocatedFileStatus> files(Level level, Path folder, boolean recursive) throws IOException {
         Deque<RemoteIterator<LocatedFileStatus>> open = new ArrayDeque<>();
         open.push(level.list(folder));
-        return new RemoteIterator<>() {
-            private LocatedFileStatus next;
-
+        return new Lookahead<>() {
             @Override
-            public boolean hasNext() throws IOException {
-                while (next == null && !open.isEmpty()) {
+            LocatedFileStatus find() throws IOException {
+                while (!open.isEmpty()) {
                     if (!open.peek().hasNext()) {
                         open.pop();
                         continue;
                     }
                     LocatedFileStatus entry = open.peek().next();
                     if (!entry.isDirectory()) {
-                        next = entry;
-                    } else if (recursive) {
+                        return entry;
+                    }
+                    if (recursive) {
                         open.push(level.list(entry.getPath()));
                     }
                 }
-                return next != null;
-            }
-
-            @Override
-            public LocatedFileStatus next() throws IOException {
-                if (!hasNext()) {
-                    throw new NoSuchElementException();
-                }
-                LocatedFileStatus found = next;
-                next = null;
-                return found;
+                return null;
             }
         };
+    }
+
+    /** An iterator that finds its next entry ahead (`find`, null at the end). */
+    abstract static class Lookahead<T> implements RemoteIterator<T> {
+        private T next;
+
+        abstract T find() throws IOException;
+
+        @Override
+        public boolean hasNext() throws IOException {
+            if (next == null) {
+                next = find();
+            }
+            return next != null;
+        }
+
+        @Override
+        public T next() throws IOException {
+            if (!hasNext()) {
+                throw new NoSuchElementException();
+            }
+            T found = next;
+            next = null;
+            return found;
+        }
     }
 }
