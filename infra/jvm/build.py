@@ -3,14 +3,19 @@
     .venv/bin/python -m infra.jvm.build      (make jvm; make test and make demo run it)
 
 The jar is jvm/target/jobs-jvm-<version>.jar (reproducible: the same sources build the same
-bytes); it is copied into the package (jobs/jvm/lib/) so that a wheel carries it.
+bytes); it is copied into the package (jobs/jvm/lib/) so that a wheel carries it, dated the
+build's outputTimestamp: every driver's class path ends with it, and a JVM maps the class
+archive only if the jar's size and time are those it was made with (jobs/jvm/archive.py), so
+a clone of the same sources starts from the same archive.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import xml.etree.ElementTree as ET
+from datetime import datetime
 
 from infra.jvm.maven import POM, REPO, mvn
 
@@ -22,6 +27,12 @@ def built_jar() -> tuple[str, object]:
     version = ET.parse(POM).getroot().find("m:version", _NS).text
     name = f"jobs-jvm-{version}.jar"
     return name, REPO / "jvm" / "target" / name
+
+
+def _output_timestamp() -> float:
+    """The build's project.build.outputTimestamp (what its entries are dated), in seconds."""
+    stamp = ET.parse(POM).getroot().find("m:properties/m:project.build.outputTimestamp", _NS).text
+    return datetime.fromisoformat(stamp).timestamp()
 
 
 def _newest_source_ns() -> int:
@@ -40,6 +51,9 @@ def main() -> int:
             old.unlink()
     if not (PACKAGED / name).exists() or (PACKAGED / name).read_bytes() != jar.read_bytes():
         shutil.copyfile(jar, PACKAGED / name)
+    stamp = _output_timestamp()
+    if (PACKAGED / name).stat().st_mtime != stamp:
+        os.utime(PACKAGED / name, (stamp, stamp))
     print(PACKAGED / name)
     return 0
 

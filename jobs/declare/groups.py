@@ -88,8 +88,8 @@ def group_orchestration(members: list[PipelineBase]) -> Orchestration:
     return Orchestration.model_validate(
         {
             "retries": max(o.retries for o in declared),
-            "retry_delay": max(o.retry_delay_s for o in declared),
-            "max_retry_delay": max(o.max_retry_delay_s for o in declared),
-            "timeout": max(o.timeout_s for o in declared),
+            "retry_delay": f"{max(o.retry_delay_s for o in declared)} seconds",
+            "max_retry_delay": f"{max(o.max_retry_delay_s for o in declared)} seconds",
+            "timeout": f"{max(o.timeout_s for o in declared)} seconds",
         }
     )

@@ -9,13 +9,15 @@ a small pipeline and its validation in a JVM that dumps what it loaded when it e
 every later JVM maps it.
 
 Delta Lake's jars (the jar lock's, once fetched) are on every driver's class path, right
-after Spark's (`archived_jars`), Parquet pipelines' too, and the warm-up writes a Delta table:
-a JVM maps an archive only if its class path begins with the one the archive was made with,
-so one archive holds both, and a Delta run does not load Delta's classes from its jars (the
-first Delta batch took 1.1 s longer than a Parquet one).
+after Spark's (`archived_jars`), Parquet pipelines' too, then the product's jar, and the
+warm-up writes a Delta table: a JVM maps an archive only if its class path begins with the one
+the archive was made with, each jar of the same size and time, so one archive holds both, and a
+Delta run does not load Delta's classes from its jars (the first Delta batch took 1.1 s longer
+than a Parquet one).
 
-An archive fits one JDK, one Spark and one set of Spark's and Delta's jars: its file name
-carries a fingerprint of the three, so a JDK or pyspark upgrade finds no archive of its own and
+An archive fits one JDK, one Spark and one set of Spark's, Delta's and the product's jars: its
+file name carries a fingerprint of them (the product's jar is dated its build's outputTimestamp,
+infra/jvm/build.py, so every clone of the same sources shares one), so a JDK or pyspark upgrade finds no archive of its own and
 starts as before, with one line that says so. The JVM itself checks the jars again and
 falls back to a normal start when they differ.
 
@@ -86,12 +88,17 @@ def archived_jars() -> list[str]:
 
 @cache
 def fingerprint() -> str:
-    """The archive's FORMAT, the JDK, the Spark, Spark's jars and the archived jars (names,
-    sizes, times), in 12 characters."""
+    """The archive's FORMAT, the JDK, the Spark, Spark's jars, the archived jars and the
+    product's (names, sizes, times), in 12 characters."""
     digest = hashlib.sha256(FORMAT.encode() + java_version_text().encode())
     digest.update(version("pyspark").encode())
     digest.update(os.environ.get("SPARK_CONF_DIR", "").encode())  # on the class path before the jars
-    for jar in [*sorted(_spark_jars().glob("*.jar")), *map(Path, archived_jars())]:
+    from jobs.jvm.jars import product_jar
+
+    product = product_jar()
+    # The product's jar too: the archive's class path ends with it (jobs/session.py), and a JVM
+    # whose jar differs from the one the archive was made with maps Delta's classes no more.
+    for jar in [*sorted(_spark_jars().glob("*.jar")), *map(Path, archived_jars()), *([product] if product else [])]:
         stat = jar.stat()
         digest.update(f"{jar.name}:{stat.st_size}:{int(stat.st_mtime)}".encode())
     return digest.hexdigest()[:12]

@@ -17,8 +17,8 @@ from jobs.flow.enrich import check_dimension, dimension_uri, read_dimension
 from jobs.flow.patterns import pattern_of
 from jobs.flow.source import check_inferred, infer_schema, schema_outline
 from jobs.flow.tally import Tally
-from jobs.lake import fs
-from jobs.lake.layout import Locations, StorageError
+from jobs.lake import fs, s3
+from jobs.lake.layout import Locations, StorageError, is_s3, split_bucket
 from jobs.lake.locks import CheckpointLock, S3Lease
 from jobs.request import RunRequest
 from jobs.run import readers
@@ -66,6 +66,8 @@ def nowhere(pipeline: PipelineBase, locations: Locations) -> str | None:
 def _no_landing(pipeline: PipelineBase, locations: Locations, ledger: Ledger) -> str:
     """Why a run cannot read its landing, and the landing its checkpoint reads if that is another."""
     missing = f"landing location {locations.landing} does not exist"
+    if is_s3(locations.landing) and not s3.bucket_exists(bucket := split_bucket(locations.landing)[0]):
+        return f"{missing}: bucket {bucket} does not exist ({s3.describe_endpoint()}); create it first"
     read = (ledger.recorded_contract() or {}).get("landing")
     if read and read != locations.landing:
         return f"{missing}; checkpoint {locations.checkpoint} reads landing {read}: run with --landing {read}"

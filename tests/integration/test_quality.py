@@ -16,6 +16,7 @@ import pytest
 from jobs import declare
 from jobs.accounting.checkpoint import CheckpointLog
 from jobs.lake.layout import Locations
+from jobs.quality_report.health import STATUSES
 from jobs.run.report import RunReport, load_reports, save
 from jobs.settings import settings
 from jobs.validate.result import CheckResult, ValidationResult, load_results, save_result
@@ -76,7 +77,10 @@ def damaged(spark, tmp_path) -> tuple[Locations, RunReport, pd.DataFrame, int]:
         land(locations.landing, files)
         run_pipeline(spark, spec, locations)
         written = len(model.run([all_lines(files)]).emitted)
-    report = load_reports(locations.runs)[1]
+    first, report = load_reports(locations.runs)
+    # As the product does, the first run is validated before the next: the test's validation
+    # is then of the second run's rows alone.
+    validate_run(spark, spec, locations, first)
     # The duplicated row adds one to what the second run wrote.
     return locations, report, _corrupt_one_committed_file(spark, locations, report), written + 1
 
@@ -231,12 +235,12 @@ def _open_in_chromium(browser, url: str, screenshot: Path) -> tuple[object, list
 
 
 def _other_pipelines_in_every_state(root: Path, now: datetime) -> dict[str, str]:
-    """Run reports and validation results of three more pipelines, written as the runs would
-    write them: one whose last run failed, one not run for 5 hours on an hourly schedule,
-    one whose latest validation warned, one whose latest validation passed. Returns
-    pipeline -> the status the overview must show."""
-    states = {"rack_temperatures": "failing", "device_steps": "stale", "ad_impressions": "warning"}
-    states["rack_alerts"] = "healthy"
+    """Run reports and validation results of more pipelines, written as the runs would
+    write them: one whose last run failed, one whose last run's rows no validation checked,
+    one not run for 5 hours on an hourly schedule, one whose latest validation warned, one
+    whose latest validation passed. Returns pipeline -> the status the overview must show."""
+    states = {"rack_temperatures": "failing", "ad_clicks": "not validated", "device_steps": "stale"}
+    states |= {"ad_impressions": "warning", "rack_alerts": "healthy"}
     for number, (name, state) in enumerate(states.items()):
         runs = Locations.resolve(name, root=str(root)).runs
         started = now - timedelta(hours=5 if state == "stale" else 1, minutes=number)
@@ -255,10 +259,12 @@ def _other_pipelines_in_every_state(root: Path, now: datetime) -> dict[str, str]
             watermark=(started - timedelta(minutes=5)).isoformat(),
         )
         save(report, runs)
+        validated_runs = [report.run_id]
         if state == "stale":  # an earlier run whose every row was a duplicate: a whole bar of them
+            validated_runs.append(f"{started - timedelta(hours=1):%Y%m%dT%H%M%SZ}-dup")
             save(
                 RunReport(
-                    run_id=f"{started - timedelta(hours=1):%Y%m%dT%H%M%SZ}-dup",
+                    run_id=validated_runs[-1],
                     pipeline=name,
                     trigger="available-now",
                     started_at=(started - timedelta(hours=1)).isoformat(timespec="seconds"),
@@ -270,13 +276,13 @@ def _other_pipelines_in_every_state(root: Path, now: datetime) -> dict[str, str]
                 ),
                 runs,
             )
-        if state in ("warning", "healthy"):
+        if state in ("stale", "warning", "healthy"):
             save_result(
                 ValidationResult(
                     pipeline=name,
                     scope="run",
                     validation_id=report.run_id,
-                    run_ids=[report.run_id],
+                    run_ids=validated_runs,
                     validated_at=now.isoformat(timespec="seconds"),
                     status="warned" if state == "warning" else "passed",
                 ),
@@ -293,7 +299,8 @@ LONG_ERROR = (
 )
 
 # The overview's status colours (jobs/quality_report/page.py STATUS_COLORS), as the screenshot shows them.
-STATUS_PIXELS = {"failing": (214, 69, 65), "stale": (142, 91, 214), "warning": (227, 177, 45), "healthy": (46, 158, 91)}
+STATUS_PIXELS = {"failing": (214, 69, 65), "not validated": (214, 128, 59), "stale": (142, 91, 214)}
+STATUS_PIXELS |= {"warning": (227, 177, 45), "healthy": (46, 158, 91)}
 _COUNT_COLOURS = """async ([png, colours]) => {
     const image = new Image();
     image.src = "data:image/png;base64," + png;
@@ -375,7 +382,7 @@ def test_report_opens_without_errors_in_headless_chromium(validated, tmp_path):
                 for i in range(rows.count())
             }
             assert shown == states
-            order = ["failing", "stale", "warning", "healthy"]
+            order = list(STATUSES)
             assert list(shown.values()) == sorted(shown.values(), key=order.index)
             never = set(declare.load_all()) - set(states)
             assert page.locator("#never-run").inner_text().startswith(f"Never run ({len(never)}):")
@@ -388,8 +395,9 @@ def test_report_opens_without_errors_in_headless_chromium(validated, tmp_path):
             assert "OutOfMemoryError" in page.locator('#overview tr[data-pipeline="rack_temperatures"]').inner_text()
             # The screenshot shows each state's colour.
             png = base64.b64encode(page.locator("#overview").screenshot(path=str(artifacts / "report-overview.png")))
-            colours = page.evaluate(_COUNT_COLOURS, [png.decode(), [STATUS_PIXELS[s] for s in order]])
-            assert all(count > 50 for count in colours), dict(zip(order, colours, strict=True))
+            shown_states = sorted(set(states.values()), key=order.index)
+            colours = page.evaluate(_COUNT_COLOURS, [png.decode(), [STATUS_PIXELS[s] for s in shown_states]])
+            assert all(count > 50 for count in colours), dict(zip(shown_states, colours, strict=True))
 
             # Each pipeline's section names its table's format (both kinds are on the page).
             assert "Table (delta): " in page.locator("#rack_temperatures").inner_text()
