@@ -54,6 +54,10 @@ def handle(args: argparse.Namespace) -> int:
     from jobs.session import spark_for
 
     pipeline = declare.load(args.pipeline)
+    if not args.rollback:
+        from jobs.validate.suite import load_suite
+
+        load_suite(pipeline)  # the build is validated before the switch: a broken suite refused first
     build_id = args.id or new_run_id(datetime.now(UTC))
     try:  # what would be refused is refused before Spark starts
         if args.rollback:

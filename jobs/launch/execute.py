@@ -25,6 +25,7 @@ from jobs.run import runner
 from jobs.run.context import run_log
 from jobs.run.events import Emit, Event, Finished
 from jobs.run.failure import one_line
+from jobs.run.report import RunReport, save
 from jobs.units import printable
 
 # Great Expectations' context is not known to be thread-safe: one run validates at a time.
@@ -126,5 +127,15 @@ def _validated(pipeline: PipelineBase, request: RunRequest, ended: Finished, spa
     except Exception as error:  # noqa: BLE001 - committed rows no validation checked: a state, said
         said = f"not validated: {one_line(error)}; the next run, or python -m jobs validate, validates them"
         run_log(pipeline.name).error("%s validation of run %s: %s", pipeline.name, ended.report.run_id, said)
+        _say_not_validated(ended.report, request, one_line(error))
         return replace(ended, validation="not validated", code=ExitCode.FAILED, error=said)
     return ended.validated(result.status)
+
+
+def _say_not_validated(report: RunReport, request: RunRequest, why: str) -> None:
+    """The run report says why its rows are not validated (its health says so without it)."""
+    report.not_validated = why
+    try:
+        save(report, request.locations.runs, request.report_path)
+    except Exception as error:  # noqa: BLE001 - the store that failed validation may fail this too
+        run_log(report.pipeline).warning("  the run report could not say so: %s", one_line(error))

@@ -123,10 +123,12 @@ def assess(
         status, reason = "failing", f"quality failed: run {last_input.run_id} {last_input.used_none_said()}"
     elif unchecked:
         written = sum(r.output_rows or 0 for r in unchecked)
+        failed = next((r for r in reversed(unchecked) if r.not_validated), None)
+        why = f" (run {failed.run_id}'s validation did not finish: {failed.not_validated})" if failed else ""
         status, reason = (
             "not validated",
             f"{len(unchecked)} run(s) committed rows no validation has checked ({written} output rows, run "
-            f"{unchecked[-1].run_id} the last): the next run, or python -m jobs validate, checks them",
+            f"{unchecked[-1].run_id} the last): the next run, or python -m jobs validate, checks them{why}",
         )
     elif interval and age > STALE_AFTER * interval:
         status, reason = (

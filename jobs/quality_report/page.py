@@ -157,7 +157,9 @@ def backfills(root: str, pipeline_name: str) -> list[dict[str, Any]]:
 
 def _section(root: str, pipeline: declare.PipelineBase, locations: Locations, now: datetime) -> dict[str, Any]:
     runs, results = load_reports(locations.runs), load_results(locations.runs)
-    by_run = {v.validation_id: v for v in results if v.scope == "run"}
+    # A run's verdict is the latest validation of its rows: its own, or a later run's that
+    # validated them when its own did not finish.
+    by_run = {run_id: v for v in results if v.scope == "run" for run_id in v.run_ids}
     return {
         "pipeline": pipeline,
         "health": health.assess(

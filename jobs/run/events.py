@@ -98,6 +98,8 @@ def reported_code(report: RunReport, validation: str | None = None) -> ExitCode:
         return ExitCode.DATA if report.stopped_on_data else ExitCode.FAILED
     if validation == "failed":
         return ExitCode.INVALID
+    if validation is None and report.not_validated:  # its validation did not finish: exit 1, as said
+        return ExitCode.FAILED
     return ExitCode.UNUSED if report.used_none else ExitCode.OK
 
 

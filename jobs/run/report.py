@@ -48,14 +48,8 @@ class RetentionDone(BaseModel):
 
     @property
     def did_something(self) -> bool:
-        return bool(
-            self.deleted
-            or self.archived
-            or self.builds_removed
-            or self.quarantine_batches_removed
-            or self.runs_removed
-            or self.left_alone
-        )
+        done = (self.deleted, self.archived, self.builds_removed, self.quarantine_batches_removed, self.runs_removed)
+        return any(done) or bool(self.left_alone)
 
     def describe(self) -> str:
         done = [f"{n} {what}" for what, n in (("deleted", self.deleted), ("archived", self.archived)) if n]
@@ -177,6 +171,8 @@ class RunReport(BaseModel):
     tied_files: list[str] = Field(default_factory=list)
     # What this run got wrong though it succeeded (jobs/run/warnings.py).
     warnings: list[str] = Field(default_factory=list)
+    # Why its validation did not finish: its rows wait for a later one (jobs/validate/result.py).
+    not_validated: str | None = None
     locations: dict[str, str] = Field(default_factory=dict)
     link: str | None = None  # where the run was started from: the Airflow task's page, when Airflow ran it
     spark_log: str | None = None  # the file with Spark's log and stack traces (one per Airflow task)

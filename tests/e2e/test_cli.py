@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -185,3 +186,60 @@ def test_a_second_run_refuses_while_a_processing_time_run_holds_the_checkpoint(t
     assert statuses == ["refused", "stopped"]
     stopped = next(r for r in reports if r.status == "stopped")
     assert stopped.input_rows == 3 and stopped.trigger == "processing-time=1s"
+
+
+def _doors(root: Path) -> dict[str, list[str]]:
+    """Every command that reads a pipeline's declaration and suite, as a user or a DAG task
+    starts it."""
+    from jobs.request import RunRequest
+
+    request = RunRequest("clickstream", Locations.resolve("clickstream", root=str(root))).to_json()
+    return {
+        "run": ["run", "clickstream", "--root", str(root)],
+        "run --request": ["run", "--request", request],
+        "backfill": ["backfill", "clickstream", "--root", str(root), "--prefix", "dt=2023-07-30"],
+        "rebuild": ["rebuild", "clickstream", "--root", str(root)],
+        "plan": ["plan", "clickstream", "--root", str(root)],
+        "validate": ["validate", "clickstream", "--root", str(root)],
+    }
+
+
+def _files_under(root: Path) -> set[Path]:
+    return {path for path in root.rglob("*")}
+
+
+@pytest.mark.parametrize("broken", ["declaration", "suite"])
+def test_every_door_refuses_a_declaration_or_suite_problem_in_one_line_and_writes_nothing(tmp_path, broken):
+    """Before, `run` met a rule naming a missing field as 'ended by an unexpected error', a
+    traceback and exit 1 (retried by Airflow), and a misspelt expectation only after the run
+    had committed its rows."""
+    import yaml
+
+    from jobs.validate.suite import expectations_dir
+    from tests.helpers import declaration_copy
+
+    env = os.environ.copy()
+    if broken == "declaration":
+        rules = [{"name": "known", "check": "evnt IN ('click')", "on_violation": "quarantine"}]
+        env["JOBS_PIPELINES_DIR"] = str(declaration_copy(tmp_path / "pipelines", "clickstream", rules=rules))
+        said = "field 'evnt' is not in the source schema (did you mean 'event'?)"
+    else:
+        raw = yaml.safe_load((expectations_dir() / "clickstream.yaml").read_text())
+        raw["expectations"].append({"expect": "column_value_to_not_be_null", "column": "user_id"})
+        (tmp_path / "suites").mkdir()
+        (tmp_path / "suites" / "clickstream.yaml").write_text(yaml.safe_dump(raw))
+        env["JOBS_EXPECTATIONS_DIR"] = str(tmp_path / "suites")
+        said = "did you mean 'column_values_to_not_be_null'"
+    root = tmp_path / "root"
+    land(
+        Locations.resolve("clickstream", root=str(root)).landing + "/dt=2023-07-30",
+        {"a.json": [event("u1", "2023-07-30T10:00:00Z")]},
+    )
+    before = _files_under(root)
+
+    for door, args in _doors(root).items():
+        result = cli(*args, env=env)
+        errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+        assert (result.returncode, len(errors)) == (2, 1), (door, result.returncode, result.stderr[-2000:])
+        assert said in errors[0] and "Traceback" not in result.stderr + result.stdout, (door, result.stderr)
+        assert _files_under(root) == before, (door, _files_under(root) - before)

@@ -97,8 +97,9 @@ def test_rows_a_validation_never_checked_are_validated_by_the_next_run(spark, cl
 
     assert (first.validation, first.code) == ("not validated", ExitCode.FAILED)
     (report,) = load_reports(locations.runs)
+    assert report.not_validated == "the validation's JVM went away"  # the run report says so
     assessed = health.assess("clickstream", "@hourly", [report], load_results(locations.runs), _at(report))
-    assert assessed.status == "not validated"
+    assert assessed.status == "not validated" and assessed.reason.endswith("JVM went away)")
 
     second = _finished(RunRequest("clickstream", locations), spark, clickstream)  # nothing new landed
 

@@ -41,3 +41,22 @@ def test_a_start_from_an_archive_is_what_keeps_it(tmp_path):
     archive._used(used)
 
     assert time.time() - used.stat().st_mtime < 60
+
+
+def test_the_archive_s_name_changes_with_the_product_s_jar(tmp_path, monkeypatch):
+    """Every driver's class path ends with the product's jar: a JVM whose jar is not the one an
+    archive was made with mapped Delta's classes no more (709 of them loaded from jars in CI),
+    so another jar finds another archive."""
+    from jobs.jvm import jars
+
+    jar = tmp_path / "jobs-jvm-0.2.0.jar"
+    jar.write_bytes(b"one")
+    monkeypatch.setattr(jars, "product_jar", lambda: jar)
+    archive.fingerprint.cache_clear()
+    before = archive.fingerprint()
+    jar.write_bytes(b"other")
+    archive.fingerprint.cache_clear()
+    try:
+        assert archive.fingerprint() != before
+    finally:
+        archive.fingerprint.cache_clear()

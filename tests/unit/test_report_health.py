@@ -75,9 +75,11 @@ def test_each_status_and_its_reason():
 def test_rows_no_validation_checked_are_not_validated_until_one_does():
     """Before, a validation that died after its run committed, then a run with nothing new
     (`PASSED, no batch ran`), showed the pipeline healthy over rows never validated."""
-    committed, nothing_new = run(20), run(10, rows=0)
+    why = "expect_column_value_to_not_be_null: Great Expectations has no such expectation"
+    committed, nothing_new = run(20, not_validated=why), run(10, rows=0)
     found = health.assess("p", "@hourly", [committed, nothing_new], [check(nothing_new, "passed")], NOW)
     assert found.status == "not validated" and f"run {committed.run_id} the last" in found.reason
+    assert found.reason.endswith(f"(run {committed.run_id}'s validation did not finish: {why})")
     later = run(5)  # its validation checked the earlier run's rows too
     found = health.assess(
         "p",

@@ -49,3 +49,17 @@ def test_a_version_1_batch_account_reads_too():
     stored = {"batch_id": 3, "late_watermark_ms": 5, "input_files": 1, "input_rows": 2, "aggregated_rows": 2}
     account = BatchAccount.model_validate({**stored, "quarantined_rows": 0, "late_rows_dropped": 0, "output_rows": 1})
     assert account.used_rows == 2
+
+
+def test_the_code_a_report_says_is_the_code_the_run_ended_with():
+    """What an Airflow task reads of a run when spark-submit's exit status says little."""
+    from jobs.exit_codes import ExitCode
+    from jobs.run.events import reported_code
+
+    ran = RunReport.model_validate(V1)
+    assert reported_code(ran, "passed") == ExitCode.OK
+    assert reported_code(ran, "failed") == ExitCode.INVALID
+    # Its validation did not finish: exit 1 (retried: the retry's validation checks its rows).
+    assert reported_code(ran.model_copy(update={"not_validated": "the JVM went away"})) == ExitCode.FAILED
+    unused = ran.model_copy(update={"used_rows": 0, "late_rows_dropped": 0, "quarantined_rows": 10})
+    assert reported_code(unused, "passed") == ExitCode.UNUSED
