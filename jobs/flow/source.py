@@ -64,8 +64,9 @@ def batch_sizes(spark: SparkSession, query_id: str) -> list[dict[str, int]]:
 
 
 def read_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
-    """The same rows from given files, as a batch DataFrame."""
-    return _with_file(spark.read.format("text").load([literal(path) for path in paths]))
+    """The same rows from given files, as a batch DataFrame (through the landing's file
+    system, as the stream read them: a name with a ':' is read too)."""
+    return _with_file(spark.read.format("text").options(**LANDING_OPTIONS).load([literal(path) for path in paths]))
 
 
 def _with_file(text: DataFrame) -> DataFrame:

@@ -166,13 +166,15 @@ def any_of(names: list[str]) -> str:
 def new_files_path(landing: str, files: tuple[str, ...]) -> str | None:
     """What the source lists when the run knows which files are new: their names under the
     landing location, level by level (`dt={a,b}/{x.json,y.json}`), so that a long history
-    is not listed again for a few new files; None when they lie at different depths (the
-    landing is listed whole). The pattern may match a file taken before (another folder's
+    is not listed again for a few new files; None when they lie at different depths or a name
+    holds a ':' (the landing is listed whole). The pattern may match a file taken before (another folder's
     name): Spark's source log passes it over, as it does when the whole landing is listed.
     A file that lands meanwhile is the next run's, as one landing a moment after any
     listing; a file gone meanwhile matches nothing."""
     parts = [file.removeprefix(landing.rstrip("/") + "/").split("/") for file in files]
-    if len({len(names) for names in parts}) != 1:
+    # Hadoop's glob makes each name it matches a path from a string, where 'a:b.json' reads as
+    # a URI with a scheme and fails: such a name is found by listing the landing whole.
+    if len({len(names) for names in parts}) != 1 or any(":" in name for names in parts for name in names):
         return None
     # Hadoop keeps a pattern's escapes only in braces without a '/' (a brace with one is
     # expanded first, its escapes lost): one brace per level.

@@ -29,7 +29,8 @@ EXAMPLES = int(os.environ.get("JOBS_HYPOTHESIS_SPARK_EXAMPLES", "4")) * 3
 HOSTILE = "\\*?[]{},"
 ODD = " %#!$&'()+;=@~^`é日🙂-"
 # A name: not hidden (Spark passes over names starting with '.' or '_'), no '/', and no ':'
-# (Hadoop's Path reads 'a:b' as a scheme: such a file cannot be listed by Hadoop at all).
+# (Hadoop's glob reads 'a:b' as a scheme: no pattern names such a file, and a run lists the
+# landing whole for it; tests/integration/test_landing_boundary.py reads such names).
 names = st.text(alphabet=HOSTILE + ODD + string.ascii_letters + string.digits, min_size=1, max_size=12).filter(
     lambda name: not name.startswith((".", "_")) and name not in (".", "..")
 )

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 
 from jobs import declare
 from jobs.declare.operations import Retention
+from jobs.flow.source import read_lines
 from jobs.lake.layout import Locations
 from jobs.run.messages import _COMMAND
 from jobs.run.pending import NAMED_FILES
@@ -101,6 +102,31 @@ def test_a_file_taken_through_a_link_by_an_older_run_is_never_removed(spark, tmp
 
     assert (done.deleted, done.left_alone) == (0, [str(sub / "a.json")])
     assert (folder / "a.json").exists() and (folder / "x.json").exists()
+
+
+ODD_NAMES = ["a:b", "[a]", "{a,b}", "*", "%41", "#x", "?", "q'\"uote", "sp ace", "back\\slash", "ü:ß"]
+
+
+def test_names_odd_to_hadoop_uris_and_globs_are_read_once_each(spark, tmp_path):
+    """Before, a file named `a:b.json` failed every run (Hadoop made its checksum file's path
+    as a string, where `a:` reads as a URI scheme), and `quarantine-file` could not help: only
+    moving the file away by hand did. Through Spark's listing (many new files), then through
+    the names the product hands it (a few)."""
+    pipeline = declare.load("clickstream")
+    locations = Locations.resolve(pipeline.name, root=str(tmp_path / "root"))
+    odd = {f"{name}.json": [event(f"odd{n}", "2023-07-30T10:00:00Z", f"odd-{n}")] for n, name in enumerate(ODD_NAMES)}
+    land(locations.landing, {**_events("a", MANY), **odd})
+    assert (Path(locations.landing) / "a:b.json").exists()
+
+    listed = run_pipeline(spark, pipeline, locations)
+
+    assert (listed.input_files, listed.input_rows, listed.used_rows) == (MANY + len(odd),) * 3
+    land(locations.landing, {f"2-{name}": lines for name, lines in odd.items()})
+    named = run_pipeline(spark, pipeline, locations)
+    assert (named.input_files, named.input_rows, named.used_rows) == (len(odd),) * 3
+    # As a batch is read again when a crashed run's batch is accounted, or a file quarantined.
+    plain = [str(Path(locations.landing) / name) for name in ("a:b.json", "ü:ß.json", "sp ace.json")]
+    assert read_lines(spark, plain).count() == len(plain)
 
 
 def test_a_producer_s_spark_metadata_folder_is_not_taken_for_a_sink_s_output(spark, tmp_path):

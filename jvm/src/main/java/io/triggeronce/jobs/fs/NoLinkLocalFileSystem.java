@@ -16,9 +16,9 @@ import org.apache.hadoop.fs.RemoteIterator;
  * The local file system as Hadoop's, but a listing shows only regular files and folders, never
  * a symbolic link (it may point anywhere, at its own folder too: a loop that never ends), a fifo
  * or a device: a landing is its regular files. What a listing is given to start from is resolved as the operating system
- * resolves it; only what it finds is checked. Every Spark application of the product lists
- * `file:` through it (fs.file.impl, jobs/session.py); the product's own listing skips the same
- * (jobs/lake/fs.py).
+ * resolves it; only what it finds is checked. The landing source lists `file:` through it
+ * (fs.file.impl in its options, jobs/flow/source.py); the product's own listing skips the same
+ * (jobs/lake/listings.py).
  */
 public class NoLinkLocalFileSystem extends LocalFileSystem {
     public NoLinkLocalFileSystem() {
@@ -28,6 +28,14 @@ public class NoLinkLocalFileSystem extends LocalFileSystem {
     @Override
     public RemoteIterator<LocatedFileStatus> listFiles(Path folder, boolean recursive) throws IOException {
         return Listed.files(this::listLocatedStatus, folder, recursive);
+    }
+
+    /** Hadoop's own joins ".<name>.crc" as a path string, where a name with a ':' ("a:b.json")
+     * reads as a URI with a scheme and every read of the file failed; as its listing does, the
+     * name is taken as a path. */
+    @Override
+    public Path getChecksumFile(Path file) {
+        return new Path(file.getParent(), new Path(null, null, "." + file.getName() + ".crc"));
     }
 
     static final class Raw extends RawLocalFileSystem {
