@@ -227,9 +227,30 @@ def read_yaml(text: str, where: str) -> Any:
     try:
         if any(isinstance(event, yaml.AliasEvent) for event in yaml.parse(text, Loader=yaml.SafeLoader)):
             raise DeclarationError(f"{where}: YAML aliases (*name) are not taken; write the value out")
+        twice = _key_given_twice(yaml.compose(text, Loader=yaml.SafeLoader))
+        if twice:
+            raise DeclarationError(f"{where} line {twice[1]}: {twice[0]!r} is given twice; keep one")
         return yaml.safe_load(text)
     except yaml.YAMLError as error:
         raise DeclarationError(f"{where}: not valid YAML: {error}") from None
+
+
+def _key_given_twice(root: yaml.Node | None) -> tuple[str, int] | None:
+    """A key a mapping gives twice, and its line: YAML keeps the last silently (a second
+    `output:` made a Parquet pipeline's table Delta)."""
+    nodes = [root] if root is not None else []
+    while nodes:
+        node = nodes.pop()
+        if isinstance(node, yaml.SequenceNode):
+            nodes += node.value
+        elif isinstance(node, yaml.MappingNode):
+            seen = set()
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.value in seen:
+                    return key.value, key.start_mark.line + 1
+                seen.add(key.value if isinstance(key, yaml.ScalarNode) else id(key))
+                nodes.append(value)
+    return None
 
 
 def load_file(path: Path | Traversable) -> PipelineBase:

@@ -268,7 +268,8 @@ class Window(Part):
     @classmethod
     def _tumbling_by_default(cls, raw: Any) -> Any:
         duration = raw.get("duration", raw.get("duration_s")) if isinstance(raw, dict) else None
-        if duration is not None and raw.get("slide", raw.get("slide_s")) is None:
+        bare = isinstance(duration, int | float) and not isinstance(duration, bool)  # refused once, as the duration
+        if duration is not None and not bare and raw.get("slide", raw.get("slide_s")) is None:
             return {**raw, "slide": duration}
         return raw
 

@@ -588,3 +588,23 @@ def test_a_declaration_with_yaml_aliases_is_refused_at_once(tmp_path):
     with pytest.raises(declare.DeclarationError, match=r"YAML aliases \(\*name\) are not taken"):
         load_file(path)
     assert time.monotonic() - started < 1
+
+
+def test_a_bare_window_duration_is_one_problem_not_two():
+    """Before, the undeclared slide (the duration, filled in) was refused too."""
+    raw = with_change("window.duration", 15)
+    raw["window"].pop("slide", None)
+    with pytest.raises(declare.DeclarationError) as error:
+        declare.from_mapping(raw)
+    assert len(error.value.problems) == 1 and "window duration: 15 has no unit" in error.value.problems[0]
+
+
+def test_a_key_given_twice_is_refused_naming_its_line(tmp_path):
+    """YAML keeps the last of two: a second `output:` made a Parquet pipeline's table Delta."""
+    from jobs.declare.load import load_file
+
+    text = (pipelines_dir() / "clickstream.yaml").read_text() + "output:\n  format: delta\n"
+    path = tmp_path / "clickstream.yaml"
+    path.write_text(text)
+    with pytest.raises(declare.DeclarationError, match=rf"line {len(text.splitlines()) - 1}: 'output' is given twice"):
+        load_file(path)
