@@ -198,7 +198,8 @@ def validate_run(
     if earlier:
         log.info("  validating the rows of %d earlier run(s) no validation checked too", len(earlier))
     validated = _validate(spark, pipeline, locations, suite or load_suite(pipeline), result, reports, files)
-    if batches and (ledger.validated_through() or -1) < batches[-1]:
+    through = ledger.validated_through()
+    if batches and (through is None or through < batches[-1]):  # 0 is a mark too: not rewritten
         ledger.record_validated_through(batches[-1])
     return validated
 
