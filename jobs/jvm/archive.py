@@ -15,10 +15,10 @@ the archive was made with, each jar of the same size and time, so one archive ho
 Delta run does not load Delta's classes from its jars (the first Delta batch took 1.1 s longer
 than a Parquet one).
 
-An archive fits one JDK, one Spark and one set of Spark's, Delta's and the product's jars: its
-file name carries a fingerprint of them (the product's jar is dated its build's outputTimestamp,
-infra/jvm/build.py, so every clone of the same sources shares one), so a JDK or pyspark upgrade finds no archive of its own and
-starts as before, with one line that says so. The JVM itself checks the jars again and
+An archive fits one JDK, one Spark and one set of Spark's, Delta's and the product's jars, where
+they lie: its file name carries a fingerprint of them (their paths too: the JVM maps an archive
+only from the class path it was made with, so each checkout's environment makes its own), so a
+JDK or pyspark upgrade finds no archive of its own and starts as before, with one line that says so. The JVM itself checks the jars again and
 falls back to a normal start when they differ.
 
 A run over a small increment (`LEAN_BYTES` of new files at most) also starts with the
@@ -89,7 +89,7 @@ def archived_jars() -> list[str]:
 @cache
 def fingerprint() -> str:
     """The archive's FORMAT, the JDK, the Spark, Spark's jars, the archived jars and the
-    product's (names, sizes, times), in 12 characters."""
+    product's (paths, sizes, times), in 12 characters."""
     digest = hashlib.sha256(FORMAT.encode() + java_version_text().encode())
     digest.update(version("pyspark").encode())
     digest.update(os.environ.get("SPARK_CONF_DIR", "").encode())  # on the class path before the jars
@@ -100,7 +100,10 @@ def fingerprint() -> str:
     # whose jar differs from the one the archive was made with maps Delta's classes no more.
     for jar in [*sorted(_spark_jars().glob("*.jar")), *map(Path, archived_jars()), *([product] if product else [])]:
         stat = jar.stat()
-        digest.update(f"{jar.name}:{stat.st_size}:{int(stat.st_mtime)}".encode())
+        # Paths, not names: a JVM maps an archive only from the class path it was made with
+        # ("shared class paths mismatch"), and two clones' environments can hold the same jars
+        # (hard links of one cache, one time each) in two places.
+        digest.update(f"{jar.absolute()}:{stat.st_size}:{int(stat.st_mtime)}".encode())
     return digest.hexdigest()[:12]
 
 

@@ -60,3 +60,25 @@ def test_the_archive_s_name_changes_with_the_product_s_jar(tmp_path, monkeypatch
         assert archive.fingerprint() != before
     finally:
         archive.fingerprint.cache_clear()
+
+
+def test_the_same_jars_in_another_checkout_find_another_archive(tmp_path, monkeypatch):
+    """A JVM maps an archive only from the class path it was made with ("shared class paths
+    mismatch" otherwise, measured on JDK 17): CI's clone, whose environment held the very jars
+    of another clone (hard links of one cache: same names, sizes and times), took that clone's
+    archive and mapped none of it (709 Delta classes loaded from jars)."""
+    from jobs.jvm import jars
+
+    monkeypatch.setattr(jars, "product_jar", lambda: None)
+    monkeypatch.setattr(archive, "archived_jars", lambda: [])
+    names = []
+    for checkout in ("one", "two"):
+        spark_jars = tmp_path / checkout / "jars"
+        spark_jars.mkdir(parents=True)
+        (spark_jars / "spark-core_2.13-4.2.0.jar").write_bytes(b"the same bytes")
+        os.utime(spark_jars / "spark-core_2.13-4.2.0.jar", (1_700_000_000, 1_700_000_000))
+        monkeypatch.setattr(archive, "_spark_jars", lambda folder=spark_jars: folder)
+        archive.fingerprint.cache_clear()
+        names.append(archive.fingerprint())
+    archive.fingerprint.cache_clear()
+    assert names[0] != names[1]
