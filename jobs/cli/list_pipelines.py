@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from jobs import declare
+from jobs.declare.load import pipelines_dir
 from jobs.exit_codes import ExitCode
 from jobs.units import ON_ARRIVAL, duration_words
 from jobs.validate.suite import load_suite
@@ -32,6 +33,8 @@ def handle(args: argparse.Namespace) -> int:
             print(name)
     if problems:
         raise declare.DeclarationError("; ".join(problems), problems)
+    if not loaded.pipelines:
+        print(f"no pipelines are declared in {pipelines_dir()}: each is a <name>.yaml file there (docs/declaring.md)")
     return ExitCode.OK
 
 

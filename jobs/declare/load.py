@@ -116,11 +116,6 @@ def _child(node: Any, part: str | int) -> Any:
     return None
 
 
-def describe(problems: list[ErrorDetails], where: str, declared: Any = None, raw: Any = None) -> str:
-    """describe_each's problems on one line."""
-    return "; ".join(describe_each(problems, where, declared, raw))
-
-
 def describe_each(problems: list[ErrorDetails], where: str, declared: Any = None, raw: Any = None) -> list[str]:
     """pydantic's errors as one line each: where, which setting, what is wrong, and the
     setting or value meant when one is spelt like what was written. `declared`: the model
@@ -266,7 +261,19 @@ def load_file(path: Path | Traversable) -> PipelineBase:
 
 
 def _files(directory: Path | Traversable) -> list[Path | Traversable]:
+    if not directory.is_dir():
+        raise DeclarationError(f"{directory} is not a folder of declarations (the folder JOBS_PIPELINES_DIR names)")
     return sorted((f for f in directory.iterdir() if f.name.endswith(".yaml")), key=lambda f: f.name)
+
+
+def _misnamed(directory: Path | Traversable) -> list[str]:
+    """Files that look like declarations but are not read (only `<name>.yaml` is): one problem
+    each, rather than a pipeline silently missing."""
+    return [
+        f"{f.name}: a declaration is read only from a .yaml file; rename it {f.name.rsplit('.', 1)[0]}.yaml"
+        for f in sorted(directory.iterdir(), key=lambda f: f.name)
+        if f.is_file() and f.name.rsplit(".", 1)[-1] in ("yml", "YAML", "YML", "Yaml")
+    ]
 
 
 def load_all(directory: Path | Traversable | None = None) -> dict[str, PipelineBase]:
@@ -295,7 +302,8 @@ class Declarations:
 def load_each(directory: Path | Traversable | None = None) -> Declarations:
     """Every declared pipeline that loads, and why each of the others does not."""
     loaded = Declarations()
-    for path in _files(directory or pipelines_dir()):
+    directory = directory or pipelines_dir()
+    for path in _files(directory):
         try:
             pipeline = load_file(path)
         except DeclarationError as error:
@@ -303,6 +311,9 @@ def load_each(directory: Path | Traversable | None = None) -> Declarations:
             loaded.problems.extend(error.problems)
         else:
             loaded.pipelines[pipeline.name] = pipeline
+    for problem in _misnamed(directory):
+        loaded.broken[problem.split(":", 1)[0]] = problem
+        loaded.problems.append(problem)
     return loaded
 
 

@@ -63,8 +63,10 @@ class Finished:
     error: str | None = None
 
     def validated(self, verdict: str) -> Finished:
-        """With its validation's verdict: exit 4 when a `fail` expectation failed."""
-        return replace(self, validation=verdict, code=ExitCode.INVALID if verdict == "failed" else self.code)
+        """With its validation's verdict: exit 4 when a `fail` expectation failed, but a run that
+        used none stays exit 6 (its share check fails too: the more precise word is kept)."""
+        failed = verdict == "failed" and self.code == ExitCode.OK
+        return replace(self, validation=verdict, code=ExitCode.INVALID if failed else self.code)
 
     @classmethod
     def ran(cls, report: RunReport) -> Finished:
@@ -96,11 +98,11 @@ def reported_code(report: RunReport, validation: str | None = None) -> ExitCode:
         return ExitCode.OK if report.trigger.startswith("processing-time") else ExitCode.STOPPED
     if report.status == "failed":
         return ExitCode.DATA if report.stopped_on_data else ExitCode.FAILED
-    if validation == "failed":
-        return ExitCode.INVALID
     if validation is None and report.not_validated:  # its validation did not finish: exit 1, as said
         return ExitCode.FAILED
-    return ExitCode.UNUSED if report.used_none else ExitCode.OK
+    if report.used_none:  # its share check fails too: the more precise word is kept
+        return ExitCode.UNUSED
+    return ExitCode.INVALID if validation == "failed" else ExitCode.OK
 
 
 Event = Started | BatchCommitted | ReportStored | Finished

@@ -51,13 +51,15 @@ def _quarantine_share(check: QuarantineShare, reports: list[RunReport]) -> Check
     quarantined = sum(r.quarantined_rows for r in reports)
     share = quarantined / input_rows if input_rows else 0.0
     passed = share <= check.max_value
-    message = f"{quarantined} of {input_rows} input rows quarantined ({share:.1%}, at most {check.max_value:.1%})"
+    failing = check.fail_above is not None and share > check.fail_above
+    limit = f"over {check.fail_above:.1%}, which fails" if failing else f"at most {check.max_value:.1%}"
+    message = f"{quarantined} of {input_rows} input rows quarantined ({share:.1%}, {limit})"
     if not passed:
         message += top_reason(reports)
     return CheckResult(
         name="quarantine_share (run report)",
         source="run_report",
-        severity=check.severity,
+        severity="fail" if failing else check.severity,
         success=passed,
         message=message,
         unexpected_count=quarantined,

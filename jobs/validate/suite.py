@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from jobs.declare import DeclarationError, PipelineBase
-from jobs.declare.load import Declarations, describe, read_yaml
+from jobs.declare.load import Declarations, describe_each, read_yaml
 from jobs.declare.parts import Part
 from jobs.declare.problems import did_you_mean, refuse
 from jobs.flow.patterns import pattern_of
@@ -134,17 +134,27 @@ class RowsBalance(Part):
 
 
 class QuarantineShare(Part):
-    """At most `max` of the input rows quarantined, from the run reports."""
+    """At most `max` of the input rows quarantined, from the run reports: over it, the check
+    says its severity; over `fail_above` (a share no healthy run comes near: a type declared
+    wrong, a producer broken), it fails whatever its severity."""
 
     severity: Literal["fail", "warn"] = "warn"
     max_value: float = Field(alias="max")
+    fail_above: float | None = None
 
-    @field_validator("max_value", mode="before")
+    @field_validator("max_value", "fail_above", mode="before")
     @classmethod
-    def _share(cls, value: Any) -> Any:
+    def _share(cls, value: Any, info: ValidationInfo) -> Any:
+        name = "max" if info.field_name == "max_value" else info.field_name
         if not isinstance(value, int | float) or isinstance(value, bool) or not 0 <= value <= 1:
-            raise ValueError("needs max, a share between 0 and 1 (e.g. max: 0.05)")
+            raise ValueError(f"needs {name}, a share between 0 and 1 (e.g. {name}: {0.05 if name == 'max' else 0.5})")
         return value
+
+    @model_validator(mode="after")
+    def _fail_above_max(self) -> QuarantineShare:
+        if self.fail_above is not None and self.fail_above < self.max_value:
+            raise ValueError(f"fail_above {self.fail_above} is under max {self.max_value}: it is the higher share")
+        return self
 
 
 class RunChecks(Part):
@@ -190,7 +200,8 @@ def parse_suite(raw: Any, pipeline: PipelineBase, where: str = "suite") -> Suite
     try:
         return Suite.model_validate(raw, context=context)
     except ValidationError as error:
-        raise DeclarationError(describe(error.errors(), where, Suite, raw)) from None
+        problems = describe_each(error.errors(), where, Suite, raw)
+        raise DeclarationError("; ".join(problems), problems) from None
 
 
 def load_suite(pipeline: PipelineBase, directory: Traversable | None = None) -> Suite:

@@ -72,6 +72,8 @@ def test_a_run_that_used_none_of_its_input_is_no_success(spark, locations, tmp_p
 
     assert ended.code == ExitCode.UNUSED and not ended.code.worth_retrying
     assert "used none of its 5 rows: all quarantined, most for wrong_field_type (5 rows)" in ended.line()
+    # The shipped suite's share check fails over half (fail_above), not only warns; exit 6 stays.
+    assert ended.validation == "failed" and "validation failed, exit 6" in ended.line()
     (report,) = load_reports(locations.runs)
     assert (report.status, report.input_rows, report.quarantined_rows) == ("succeeded", 5, 5)  # committed, accounted
     assessed = health.assess("clickstream", "@hourly", [report], load_results(locations.runs), _at(report))

@@ -553,6 +553,25 @@ def test_every_declaration_that_does_not_load_is_named_at_once(tmp_path, monkeyp
     )
 
 
+def test_a_folder_of_declarations_that_is_missing_empty_or_misnamed_is_said(tmp_path, monkeypatch, capsys):
+    """Found by the newcomer walkthrough: a missing folder ended in exit 1, an empty one (or one
+    of .yml files) listed nothing and said nothing."""
+    from jobs.cli import main
+
+    monkeypatch.setenv("JOBS_PIPELINES_DIR", str(tmp_path / "nope"))
+    assert main(["list"]) == 2
+    assert "nope is not a folder of declarations (the folder JOBS_PIPELINES_DIR names)" in capsys.readouterr().err
+    assert main(["run", "mine"]) == 2
+
+    monkeypatch.setenv("JOBS_PIPELINES_DIR", str(tmp_path))
+    assert main(["list"]) == 0
+    assert capsys.readouterr().out.startswith(f"no pipelines are declared in {tmp_path}: each is a <name>.yaml file")
+
+    (tmp_path / "mine.yml").write_text("name: mine\n")
+    assert main(["list"]) == 2
+    assert "mine.yml: a declaration is read only from a .yaml file; rename it mine.yaml" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("name", ["event_time", "window_start", "_jobs_line"])
 def test_a_declared_field_named_as_a_column_of_the_product_s_is_refused(name):
     raw = copy.deepcopy(VALID)

@@ -133,6 +133,38 @@ def test_a_share_over_its_threshold_names_the_reason_most_rows_were_quarantined_
     )
 
 
+def test_a_share_over_fail_above_fails_a_warn_check_and_one_under_it_warns():
+    """The shipped suites warn over 5% (the samples quarantine that much on purpose) and fail
+    over half: the review's run, a field's type declared wrong, quarantined every row."""
+    suite = Suite(
+        table="clickstream",
+        run_checks=RunChecks(quarantine_share=QuarantineShare(severity="warn", max=0.05, fail_above=0.5)),
+    )
+    (warned,) = run_report_checks(suite, [_report(100, 60, 40, 0)])
+    (failed,) = run_report_checks(suite, [_report(100, 49, 51, 0)])
+    (half,) = run_report_checks(suite, [_report(100, 50, 50, 0)])
+    assert (warned.success, warned.severity) == (False, "warn")
+    assert warned.message == "40 of 100 input rows quarantined (40.0%, at most 5.0%)"
+    assert (failed.success, failed.severity) == (False, "fail")
+    assert failed.message == "51 of 100 input rows quarantined (51.0%, over 50.0%, which fails)"
+    assert half.severity == "warn", "over, not at"
+
+
+@pytest.mark.parametrize(
+    ("fail_above", "message"),
+    [
+        (0.01, "fail_above 0.01 is under max 0.05: it is the higher share"),
+        (2, "needs fail_above, a share between 0 and 1"),
+    ],
+)
+def test_fail_above_is_a_share_over_max(clickstream, fail_above, message):
+    raw = _raw()
+    raw["run_checks"] = {"quarantine_share": {"max": 0.05, "fail_above": fail_above}}
+    with pytest.raises(declare.DeclarationError) as refused:
+        parse_suite(raw, clickstream)
+    assert message in str(refused.value)
+
+
 @pytest.mark.parametrize(
     ("expectation", "message"),
     [
@@ -156,6 +188,24 @@ def test_an_expectation_and_its_arguments_are_checked_against_great_expectations
     with pytest.raises(declare.DeclarationError) as refused:
         parse_suite(raw, clickstream)
     assert message in str(refused.value)
+
+
+def test_every_mistake_of_a_suite_is_a_problem_of_its_own(clickstream):
+    """A console prints each problem on a line of its own: a suite with three mistakes is three."""
+    raw = _raw()
+    raw["expectations"] += [
+        {"expect": "column_value_to_not_be_null", "column": "user_id"},
+        {"expect": "column_values_to_not_be_null", "colum": "user_id"},
+    ]
+    raw["run_checks"] = {"quarantine_share": {"max": 5}}
+    with pytest.raises(declare.DeclarationError) as refused:
+        parse_suite(raw, clickstream, "s.yaml")
+    assert len(refused.value.problems) == 3, refused.value.problems
+    assert [p.split(":")[0] for p in refused.value.problems] == [
+        f"s.yaml expectations #{len(raw['expectations']) - 1}",
+        f"s.yaml expectations #{len(raw['expectations'])}",
+        "s.yaml run_checks quarantine_share max",
+    ]
 
 
 def test_the_expectations_a_suite_is_checked_against_are_the_locked_great_expectations_s():
