@@ -117,10 +117,10 @@ def assess(
     unchecked = unvalidated(runs, results)
     if last.status == "failed":
         status, reason = "failing", f"the last run failed: {last.error or 'see its report'}"
+    elif last_input is not None and last_input.used_none:  # its share check fails too: this says more
+        status, reason = "failing", f"quality failed: run {last_input.run_id} {last_input.used_none_said()}"
     elif verdict == "failed":
         status, reason = "failing", f"the latest validation ({latest.validation_id}) failed"
-    elif last_input is not None and last_input.used_none:
-        status, reason = "failing", f"quality failed: run {last_input.run_id} {last_input.used_none_said()}"
     elif unchecked:
         written = sum(r.output_rows or 0 for r in unchecked)
         failed = next((r for r in reversed(unchecked) if r.not_validated), None)
