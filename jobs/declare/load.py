@@ -266,14 +266,15 @@ def _files(directory: Path | Traversable) -> list[Path | Traversable]:
     return sorted((f for f in directory.iterdir() if f.name.endswith(".yaml")), key=lambda f: f.name)
 
 
-def _misnamed(directory: Path | Traversable) -> list[str]:
-    """Files that look like declarations but are not read (only `<name>.yaml` is): one problem
-    each, rather than a pipeline silently missing."""
-    return [
-        f"{f.name}: a declaration is read only from a .yaml file; rename it {f.name.rsplit('.', 1)[0]}.yaml"
-        for f in sorted(directory.iterdir(), key=lambda f: f.name)
-        if f.is_file() and f.name.rsplit(".", 1)[-1] in ("yml", "YAML", "YML", "Yaml")
-    ]
+def _misnamed(directory: Path | Traversable) -> dict[str, str]:
+    """Files that look like declarations but are not read (only `<name>.yaml` is), each with
+    its problem, rather than a pipeline silently missing."""
+    found = sorted(directory.iterdir(), key=lambda f: f.name)
+    return {
+        f.name: f"{f.name}: a declaration is read only from a .yaml file; rename it {f.name.rsplit('.', 1)[0]}.yaml"
+        for f in found
+        if f.is_file() and f.name.lower().endswith((".yml", ".yaml")) and not f.name.endswith(".yaml")
+    }
 
 
 def load_all(directory: Path | Traversable | None = None) -> dict[str, PipelineBase]:
@@ -311,9 +312,9 @@ def load_each(directory: Path | Traversable | None = None) -> Declarations:
             loaded.problems.extend(error.problems)
         else:
             loaded.pipelines[pipeline.name] = pipeline
-    for problem in _misnamed(directory):
-        loaded.broken[problem.split(":", 1)[0]] = problem
-        loaded.problems.append(problem)
+    misnamed = _misnamed(directory)
+    loaded.broken.update(misnamed)
+    loaded.problems.extend(misnamed.values())
     return loaded
 
 

@@ -568,8 +568,11 @@ def test_a_folder_of_declarations_that_is_missing_empty_or_misnamed_is_said(tmp_
     assert capsys.readouterr().out.startswith(f"no pipelines are declared in {tmp_path}: each is a <name>.yaml file")
 
     (tmp_path / "mine.yml").write_text("name: mine\n")
+    (tmp_path / "other.YAML").write_text("name: other\n")
     assert main(["list"]) == 2
-    assert "mine.yml: a declaration is read only from a .yaml file; rename it mine.yaml" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert "mine.yml: a declaration is read only from a .yaml file; rename it mine.yaml" in said
+    assert "other.YAML: a declaration is read only from a .yaml file; rename it other.yaml" in said
 
 
 @pytest.mark.parametrize("name", ["event_time", "window_start", "_jobs_line"])

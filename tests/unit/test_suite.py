@@ -150,6 +150,14 @@ def test_a_share_over_fail_above_fails_a_warn_check_and_one_under_it_warns():
     assert half.severity == "warn", "over, not at"
 
 
+def test_a_misspelt_fail_above_is_refused_with_the_setting_meant(clickstream):
+    raw = _raw()
+    raw["run_checks"] = {"quarantine_share": {"max": 0.05, "fail_abov": 0.5}}
+    with pytest.raises(declare.DeclarationError) as refused:
+        parse_suite(raw, clickstream)
+    assert "did you mean 'fail_above'?" in str(refused.value)
+
+
 @pytest.mark.parametrize(
     ("fail_above", "message"),
     [
