@@ -16,6 +16,7 @@ import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import date
+from enum import StrEnum
 from typing import Any
 from urllib.parse import urlparse
 
@@ -23,7 +24,21 @@ from jobs.lake.layout import Locations, normalize
 from jobs.units import UsageError, check_id, parse_duration_s, parse_size
 
 TRIGGERS = ("available-now", "once", "processing-time=<duration>")
-MODES = ("incremental", "range-backfill", "rebuild")
+
+
+class TriggerKind(StrEnum):
+    AVAILABLE_NOW = "available-now"
+    ONCE = "once"
+    PROCESSING_TIME = "processing-time"
+
+
+class RunMode(StrEnum):
+    """What a run is for: the production's next increment (it says which landing it reads,
+    jobs/run/preflight.py), a backfill's range or a rebuild's build, each on a root of its own."""
+
+    INCREMENTAL = "incremental"
+    RANGE_BACKFILL = "range-backfill"
+    REBUILD = "rebuild"
 
 
 @dataclass(frozen=True)
@@ -32,19 +47,21 @@ class Trigger:
     allow, then stop; once: one batch, rate limits ignored; processing-time: a batch per
     interval until stopped."""
 
-    kind: str = "available-now"
+    kind: TriggerKind = TriggerKind.AVAILABLE_NOW
     interval_s: int | None = None
 
     @classmethod
     def from_text(cls, text: str) -> Trigger:
-        if text in ("available-now", "once"):
-            return cls(text)
+        if text in (TriggerKind.AVAILABLE_NOW, TriggerKind.ONCE):
+            return cls(TriggerKind(text))
         if text.startswith("processing-time="):
-            return cls("processing-time", parse_duration_s(text.split("=", 1)[1], "--trigger processing-time"))
+            return cls(
+                TriggerKind.PROCESSING_TIME, parse_duration_s(text.split("=", 1)[1], "--trigger processing-time")
+            )
         raise UsageError(f"--trigger {text!r}: use one of {', '.join(TRIGGERS)}")
 
     def __str__(self) -> str:
-        return f"processing-time={self.interval_s}s" if self.interval_s else self.kind
+        return f"processing-time={self.interval_s}s" if self.interval_s else self.kind.value
 
 
 def _date(text: str, flag: str) -> date:
@@ -91,7 +108,7 @@ class RunRequest:
     locations: Locations
     # incremental: what landed since the last run; range-backfill: a closed range into a
     # backfill's own root (jobs/backfill/); rebuild: a build's runs (jobs/change/rebuild.py).
-    mode: str = "incremental"
+    mode: RunMode = RunMode.INCREMENTAL
     trigger: Trigger = option(
         Trigger(),
         flag="--trigger",
@@ -196,8 +213,8 @@ class RunRequest:
             check_id(self.run_id, "--run-id")
         if self.link is not None:
             _link(self.link, "--link")
-        if self.mode not in MODES:
-            raise UsageError(f"a run's mode is one of {', '.join(MODES)}, not {self.mode!r}")
+        if self.mode not in tuple(RunMode):
+            raise UsageError(f"a run's mode is one of {', '.join(RunMode)}, not {self.mode!r}")
         if self.max_files_per_trigger and self.max_bytes_per_trigger:
             raise UsageError("--max-files-per-trigger and --max-bytes-per-trigger: give one or the other")
         if bool(self.quarantine_file) != bool(self.quarantine_reason):
@@ -229,6 +246,7 @@ class RunRequest:
         values = json.loads(text)
         values["locations"] = Locations(**{k: normalize(v) if v else v for k, v in values["locations"].items()})
         values["trigger"] = Trigger.from_text(values["trigger"])
+        values["mode"] = RunMode(values.get("mode", RunMode.INCREMENTAL))
         for name in ("landing_since", "landing_until"):
             values[name] = values[name] and date.fromisoformat(values[name])
         if values.get("from_archive") is not None:
@@ -309,3 +327,68 @@ def dag_params() -> dict[str, Any]:
                 schema.get("default"), **{k: v for k, v in schema.items() if k != "default"}
             )
     return params
+
+
+@dataclass(frozen=True)
+class BackfillOption:
+    """One of a backfill's params besides its pipeline: the DAG's param and the request's
+    field (`name`), the command line's flag (each value one `--flag=value` argument, a list's
+    once per item), its help, and its JSON schema (the DAG's form)."""
+
+    name: str
+    flag: str
+    metavar: str
+    help: str
+    schema: dict[str, Any]
+
+    @property
+    def repeated(self) -> bool:
+        return "array" in self.schema["type"]
+
+
+# A backfill's params (jobs/backfill/): its command line, DAG form and steps take them from here.
+BACKFILL_OPTIONS = (
+    BackfillOption(
+        "since", "--since", "DATE", "first landing date (dt= folder)", {"type": ["null", "string"], "format": "date"}
+    ),
+    BackfillOption(
+        "until",
+        "--until",
+        "DATE",
+        "last landing date (dt= folder), included",
+        {"type": ["null", "string"], "format": "date"},
+    ),
+    BackfillOption(
+        "prefixes",
+        "--prefix",
+        "FOLDER",
+        "or: folders under the landing location, e.g. dt=2023-07-30/hour=10 (the flag once per folder)",
+        {"type": ["null", "array"], "items": {"type": "string"}},
+    ),
+    BackfillOption(
+        "publish_to",
+        "--publish-to",
+        "URI",
+        "where to publish, inside the root or JOBS_PUBLISH_ROOTS (default: <root>/published/<pipeline>; "
+        "for a Delta table, none: the range's dates are replaced in the production table)",
+        {"type": ["null", "string"]},
+    ),
+    BackfillOption(
+        "max_files_per_trigger",
+        "--max-files-per-trigger",
+        "N",
+        "at most this many new files per batch",
+        {"type": ["null", "integer"], "minimum": 1},
+    ),
+)
+BACKFILL_PARAMS = ("pipeline", *(option.name for option in BACKFILL_OPTIONS))
+
+
+def backfill_args(params: dict[str, Any]) -> list[str]:
+    """The params' flags, in BACKFILL_OPTIONS' order: one `--flag=value` argument per value."""
+    args = []
+    for option in BACKFILL_OPTIONS:
+        value = params.get(option.name)
+        values = value if option.repeated else [value]
+        args += [f"{option.flag}={item}" for item in values or () if item is not None]
+    return args

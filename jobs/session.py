@@ -17,7 +17,6 @@ from pyspark.sql import SparkSession
 
 from jobs import executors, jvm
 from jobs.flow.source import LINE_LIMIT_SETTING, READ_LIMIT
-from jobs.lake.layout import Locations
 from jobs.settings import package_file, settings
 
 MIN_JAVA = 17
@@ -118,7 +117,11 @@ def get_spark(
         builder = builder.config(key, value)
     if starts_jvm:
         _start_jvm(master, app_name, conf, log_file)
-    spark = builder.getOrCreate()
+    return _set_up(builder.getOrCreate(), conf)
+
+
+def _set_up(spark: SparkSession, conf: dict[str, str]) -> SparkSession:
+    """What every session of the product runs with, once it runs."""
     spark.conf.set(LINE_LIMIT_SETTING, str(READ_LIMIT))  # no line held whole past it (jobs/flow/source.py)
     spark.sparkContext.setLogLevel(settings().spark_log_level)
     _for_small_files(spark, conf)
@@ -175,6 +178,8 @@ def with_product_jar(jars: str | None) -> str:
     from jobs.jvm import jars as locked
 
     built = locked.product_jar()
+    if built is not None and jars and jars.split(",")[0] == str(built):
+        return jars  # given already (an Application's conf)
     if built is None:
         raise JavaMissing(
             "the product's jar (jobs-jvm) is not built: run `make jvm` (a JDK and Maven), "
@@ -248,24 +253,7 @@ def merged_conf(*confs: dict[str, str]) -> dict[str, str]:
     return merged
 
 
-def spark_for(
-    locations: Locations,
-    app_name: str,
-    extra_conf: dict[str, str] | None = None,
-    *,
-    new_bytes: int | None = None,
-    table_format: str = "parquet",
-) -> SparkSession:
-    """get_spark, with the s3a settings when any of the pipeline's locations is a bucket,
-    and what its table's format needs."""
-    conf = merged_conf(extra_conf or {}, s3a_conf() if locations.uses_s3 else {}, table_conf([table_format]))
-    spark = get_spark(app_name, conf, new_bytes=new_bytes)
-    _check_table_format(spark, table_format)
-    executors.check_reachable(spark.sparkContext.master, locations)
-    return spark
-
-
-def _check_table_format(spark: SparkSession, table_format: str) -> None:
+def check_table_format(spark: SparkSession, table_format: str) -> None:
     """A Delta table needs Delta's extension from the session's start: a session this process
     started earlier without it (for a Parquet pipeline) cannot take it later."""
     from jobs.lake import delta

@@ -229,7 +229,14 @@ def check_contract(
                 f"(no _pipeline/declaration.json). {fresh_start}"
             )
         return
-    changes = contract_changes(recorded, contract)
+    _refuse_changes(pipeline_name, contract_changes(recorded, contract), ledger, checkpoint_log, fresh_start)
+
+
+def _refuse_changes(
+    pipeline_name: str, changes: list[str], ledger: Ledger, checkpoint_log: CheckpointLog, fresh_start: str
+) -> None:
+    """Refuse a declaration changed in ways Spark cannot resume from, saying the way on: the
+    declaration a rollback went back to, or a rebuild."""
     rolled_back = ledger.rolled_back()
     if changes and rolled_back:
         raise IncompatibleCheckpoint(

@@ -13,7 +13,7 @@ from jobs.accounting.ledger import Ledger
 from jobs.declare import PipelineBase
 from jobs.flow.tally import Tally
 from jobs.lake.layout import Locations
-from jobs.lake.locks import CheckpointLock, S3Lease
+from jobs.lake.locks import WriterLock
 
 
 class RunView(Protocol):
@@ -32,6 +32,6 @@ class RunView(Protocol):
     @property
     def dimension(self) -> DataFrame | None: ...
     @property
-    def lock(self) -> CheckpointLock | S3Lease: ...
+    def lock(self) -> WriterLock: ...
     @property
     def run_id(self) -> str: ...

@@ -19,13 +19,14 @@ from jobs import declare
 from jobs.flow.patterns import pattern_of
 from jobs.lake import fs
 from jobs.lake.landing import dated_folders, undated
-from jobs.lake.layout import Locations, StorageError, is_inside, join, normalize, own_root
+from jobs.lake.layout import FOLDERS, OWN_ROOTS, Locations, StorageError, is_inside, join, normalize, own_root
+from jobs.request import BACKFILL_PARAMS, backfill_args
 from jobs.settings import settings
 
 VERSIONS = "versions"
 MAX_PREFIXES = 100
-# The production areas under a root (see jobs/lake/layout.py): a backfill publishes elsewhere.
-PRODUCTION_AREAS = ("landing", "tables", "checkpoints", "quarantine", "runs", "quality", "reports", "backfills")
+# The production areas under a root (jobs/lake/layout.py): a backfill publishes elsewhere.
+PRODUCTION_AREAS = (*FOLDERS.values(), *OWN_ROOTS)
 
 # A prefix is a plain relative path: no glob characters, no '..', nothing a shell or
 # Hadoop's globbing would read as anything but a name.
@@ -93,14 +94,7 @@ class BackfillRequest:
         """`python -m jobs backfill ... --stage-only`, which checks the request again. One
         argument per option, each `--name=value`, so no value can pass for an option."""
         args = ["backfill", self.pipeline, f"--root={self.root}", f"--id={self.backfill_id}"]
-        if not self.into_table:
-            args.append(f"--publish-to={self.publish_to}")
-        if self.since:
-            args += [f"--since={self.since}", f"--until={self.until}"]
-        args += [f"--prefix={prefix}" for prefix in self.prefixes]
-        if self.max_files_per_trigger:
-            args.append(f"--max-files-per-trigger={self.max_files_per_trigger}")
-        return [*args, "--stage-only"]
+        return [*args, *backfill_args(self.to_params()), "--stage-only"]
 
     def step_args(self, step: str) -> list[str]:
         """The command line of one step of the Airflow DAG: reprocess, validate or replace."""
@@ -185,30 +179,68 @@ def backfill_request(
     check_landing: bool = True,
 ) -> BackfillRequest:
     """Check a backfill's params and turn them into a request; BackfillError says what is wrong."""
-    unknown = set(params) - {"pipeline", "since", "until", "prefixes", "publish_to", "max_files_per_trigger"}
+    unknown = set(params) - set(BACKFILL_PARAMS)
     if unknown:
         raise BackfillError(f"unknown param(s) {sorted(unknown)}")
-    pipelines = pipelines if pipelines is not None else declare.load_all()
-    pipeline = params.get("pipeline")
-    if pipeline not in pipelines:
-        raise BackfillError(f"pipeline {pipeline!r}: not declared; declared pipelines: {sorted(pipelines)}")
-    refusal = pattern_of(pipelines[pipeline]).backfill_refusal
-    if refusal:
-        raise BackfillError(f"pipeline {pipeline!r}: backfills cover window and events pipelines; {refusal}")
+    pipeline = _backfilled(params.get("pipeline"), pipelines if pipelines is not None else declare.load_all())
     if not _BACKFILL_ID.match(backfill_id):
         raise BackfillError(f"backfill id {backfill_id!r}: letters, digits, '.', '_' and '-' only")
+    since, until = _range(params.get("since"), params.get("until"), params.get("prefixes") or [])
+    prefixes = _prefixes(params.get("prefixes") or [])
+    max_files = params.get("max_files_per_trigger")
+    if max_files is not None and (not isinstance(max_files, int) or isinstance(max_files, bool) or max_files < 1):
+        raise BackfillError(f"max_files_per_trigger {max_files!r}: a whole number of files, at least 1")
+    into_table = pipeline.output.format == "delta" and not params.get("publish_to")
+    if into_table and since is None:
+        raise BackfillError(
+            f"pipeline {pipeline.name!r} writes a Delta table, whose range a backfill replaces in place: give a date "
+            "range (since, until), which names the dates it replaces; prefixes name none (or give publish_to for a copy)"
+        )
+    root = normalize(root)
+    publish_to = params.get("publish_to") or join(root, "published", pipeline.name)
+    request = BackfillRequest(
+        pipeline=pipeline.name,
+        backfill_id=backfill_id,
+        root=root,
+        work_root=work_root_of(root, pipeline.name, backfill_id),
+        publish_to=check_publish_location(publish_to, root, allowed_roots),
+        since=since,
+        until=until,
+        prefixes=prefixes,
+        max_files_per_trigger=max_files,
+        into_table=into_table,
+    )
+    return replace(request, warnings=_check_landed(request)) if check_landing else request
 
-    since, until, prefixes = params.get("since"), params.get("until"), params.get("prefixes") or []
+
+def _backfilled(name: Any, pipelines: dict[str, declare.PipelineBase]) -> declare.PipelineBase:
+    """The declared pipeline `name`, if a backfill covers its pattern."""
+    if name not in pipelines:
+        raise BackfillError(f"pipeline {name!r}: not declared; declared pipelines: {sorted(pipelines)}")
+    refusal = pattern_of(pipelines[name]).backfill_refusal
+    if refusal:
+        raise BackfillError(f"pipeline {name!r}: backfills cover window and events pipelines; {refusal}")
+    return pipelines[name]
+
+
+def _range(since: Any, until: Any, prefixes: Any) -> tuple[str | None, str | None]:
+    """A closed range of landing dates, or none when prefixes say what to reprocess."""
     if (since is None) != (until is None):
         raise BackfillError("give both since and until (a closed range of landing dates), or prefixes")
     if since is not None and prefixes:
         raise BackfillError("give a date range (since, until) or prefixes, not both")
     if since is None and not prefixes:
         raise BackfillError("say which landed data to reprocess: since and until (dates), or prefixes")
-    if since is not None:
-        since, until = _date(since, "since"), _date(until, "until")
-        if since > until:
-            raise BackfillError(f"since {since} is after until {until}")
+    if since is None:
+        return None, None
+    since, until = _date(since, "since"), _date(until, "until")
+    if since > until:
+        raise BackfillError(f"since {since} is after until {until}")
+    return since, until
+
+
+def _prefixes(prefixes: Any) -> tuple[str, ...]:
+    """Plain relative folders under the landing location: nothing a glob or a shell would read."""
     if not isinstance(prefixes, list) or len(prefixes) > MAX_PREFIXES:
         raise BackfillError(f"prefixes: a list of at most {MAX_PREFIXES} folders under the landing location")
     for prefix in prefixes:
@@ -217,34 +249,7 @@ def backfill_request(
                 f"prefix {prefix!r}: a relative folder under the landing location, such as "
                 "'dt=2023-07-30/hour=10' (letters, digits, '_', '=', '.', '-' and '/'; no globs, no '..')"
             )
-
-    max_files = params.get("max_files_per_trigger")
-    if max_files is not None and (not isinstance(max_files, int) or isinstance(max_files, bool) or max_files < 1):
-        raise BackfillError(f"max_files_per_trigger {max_files!r}: a whole number of files, at least 1")
-
-    into_table = pipelines[pipeline].output.format == "delta" and not params.get("publish_to")
-    if into_table and since is None:
-        raise BackfillError(
-            f"pipeline {pipeline!r} writes a Delta table, whose range a backfill replaces in place: give a date range "
-            "(since, until), which names the dates it replaces; prefixes name none (or give publish_to for a copy)"
-        )
-    root = normalize(root)
-    publish_to = params.get("publish_to") or join(root, "published", pipeline)
-    request = BackfillRequest(
-        pipeline=pipeline,
-        backfill_id=backfill_id,
-        root=root,
-        work_root=work_root_of(root, pipeline, backfill_id),
-        publish_to=check_publish_location(publish_to, root, allowed_roots),
-        since=since,
-        until=until,
-        prefixes=tuple(p.rstrip("/") for p in prefixes),
-        max_files_per_trigger=max_files,
-        into_table=into_table,
-    )
-    if check_landing:
-        request = replace(request, warnings=_check_landed(request))
-    return request
+    return tuple(p.rstrip("/") for p in prefixes)
 
 
 def _check_landed(request: BackfillRequest) -> tuple[str, ...]:

@@ -28,8 +28,8 @@ from jobs.columns import EVENT_TIME
 from jobs.flow.patterns import pattern_of
 from jobs.lake import fs
 from jobs.lake.layout import Locations, join, literal
-from jobs.launch import execute
-from jobs.request import RunRequest
+from jobs.launch import execute, finished_of
+from jobs.request import RunMode, RunRequest
 from jobs.run.events import Finished
 from jobs.run.report import RunReport, load_reports
 from jobs.validate.validation import committed_table
@@ -41,14 +41,14 @@ def reprocess(request: BackfillRequest) -> Finished:
     run = RunRequest(
         request.pipeline,
         request.locations,
-        mode="range-backfill",
+        mode=RunMode.RANGE_BACKFILL,
         max_files_per_trigger=request.max_files_per_trigger,
         landing_glob=request.landing_glob,
         landing_since=date.fromisoformat(request.since) if request.since else None,
         landing_until=date.fromisoformat(request.until) if request.until else None,
         validate=False,
     )
-    (finished,) = [event for event in execute(run) if isinstance(event, Finished)]
+    finished = finished_of(execute(run))
     return finished
 
 

@@ -47,9 +47,8 @@ from jobs.lake.layout import Locations, folder_pattern, is_inside, join, literal
 from jobs.lake.locks import checkpoint_lock
 from jobs.lake.pointer import Pointer
 from jobs.lake.pointer import write as write_pointer
-from jobs.launch import execute
-from jobs.request import RunRequest
-from jobs.run.events import Finished
+from jobs.launch import execute, finished_of
+from jobs.request import RunMode, RunRequest
 from jobs.units import UsageError, duration_words
 from jobs.validate.validation import validate_table
 
@@ -99,7 +98,7 @@ def start(
         log.info("%s", line)
     refuse_the_one_in_use(pipeline.name, root, build_id)
     build = build_locations(root, pipeline.name, build_id)
-    request = RunRequest(pipeline.name, build, mode="rebuild", max_files_per_trigger=max_files_per_trigger)
+    request = RunRequest(pipeline.name, build, mode=RunMode.REBUILD, max_files_per_trigger=max_files_per_trigger)
     _read_archive(pipeline, spark, request)  # first: what retention moved out of the landing
     _run(pipeline, spark, request)  # while the build in use goes on
     return before
@@ -120,7 +119,7 @@ def switch(
     with checkpoint_lock(in_use.ledger, pipeline.name, "rebuild switch", pipeline.orchestration.timeout_s):
         # No run of the build in use is in flight: first what its retention moved before the
         # build listed the landing (in the order they landed), then what landed meanwhile.
-        request = RunRequest(pipeline.name, build, mode="rebuild", max_files_per_trigger=max_files_per_trigger)
+        request = RunRequest(pipeline.name, build, mode=RunMode.REBUILD, max_files_per_trigger=max_files_per_trigger)
         _read_archive(pipeline, spark, request)
         _run(pipeline, spark, request)
         refusal = None if accept_quarantine else quarantine_refusal(pipeline.name, root, build_id, in_use, build)
@@ -134,9 +133,7 @@ def _run(pipeline: PipelineBase, spark: SparkSession, request: RunRequest) -> No
     # Retention is the build in use's until the switch: a file the build read may not be read
     # by it yet, and must stay where it landed.
     keep = pipeline.model_copy(update={"retention": pipeline.retention.model_copy(update={"landed": "keep"})})
-    (finished,) = [
-        e for e in execute(replace(request, validate=False), pipeline=keep, spark=spark) if isinstance(e, Finished)
-    ]
+    finished = finished_of(execute(replace(request, validate=False), pipeline=keep, spark=spark))
     if finished.code == ExitCode.REFUSED:
         raise RebuildError(finished.error)
     if finished.report is None:
@@ -196,14 +193,7 @@ def _switch(
     build: Locations,
     before: Plan,
 ) -> Pointer:
-    old = _taken(in_use)
-    new = _taken(build)
-    missing = sorted(old - new - set(before.lost))
-    if missing:
-        raise RebuildError(f"build {build_id} has not taken {len(missing)} files the build in use took: {missing[:3]}")
-    verdict = validate_table(spark, pipeline, build)
-    if verdict.status == "failed":  # as a backfill's staged result: not made current
-        raise RebuildError(f"build {build_id}'s table failed its suite's `fail` checks: not switched to it")
+    new = _ready(spark, pipeline, build_id, in_use, build, before)
     in_use_ledger = Ledger(in_use.ledger)
     if not in_use_ledger.retired():  # (started again after this step: as it was)
         now = datetime.now(UTC).isoformat(timespec="seconds")
@@ -240,6 +230,21 @@ def _switch(
     if pipeline.output.format == "delta":
         fs.remove_tree(build_locations(root, pipeline.name, build_id).output)  # copied: the build's runs write `output`
     return pointer
+
+
+def _ready(
+    spark: SparkSession, pipeline: PipelineBase, build_id: str, in_use: Locations, build: Locations, before: Plan
+) -> set[str]:
+    """The files the build took, once it is fit to switch to: it took every file the build in
+    use took (but those the plan said are lost), and its table passes its suite."""
+    new = _taken(build)
+    missing = sorted(_taken(in_use) - new - set(before.lost))
+    if missing:
+        raise RebuildError(f"build {build_id} has not taken {len(missing)} files the build in use took: {missing[:3]}")
+    verdict = validate_table(spark, pipeline, build)
+    if verdict.status == "failed":  # as a backfill's staged result: not made current
+        raise RebuildError(f"build {build_id}'s table failed its suite's `fail` checks: not switched to it")
+    return new
 
 
 def _keep(ledger: Ledger, replaced: Ledger, name: str, locations: Locations, pipeline: PipelineBase, at: str) -> None:

@@ -13,6 +13,7 @@ from jobs.cli.common import add_pipeline, add_root, fail
 from jobs.exit_codes import ExitCode
 from jobs.lake.builds import in_use
 from jobs.lake.layout import Locations
+from jobs.request import BACKFILL_OPTIONS
 from jobs.units import jobs_command, new_run_id
 from jobs.validate.suite import load_suite
 
@@ -34,17 +35,11 @@ def add_parser(commands) -> None:
     )
     add_pipeline(backfill)
     add_root(backfill, help="where the production landing is")
-    backfill.add_argument("--since", metavar="DATE", help="first landing date (dt= folder) to reprocess")
-    backfill.add_argument("--until", metavar="DATE", help="last landing date (dt= folder) to reprocess, included")
-    backfill.add_argument(
-        "--prefix", action="append", metavar="FOLDER", help="a folder under the landing location (repeatable)"
-    )
-    backfill.add_argument(
-        "--publish-to",
-        metavar="URI",
-        help="where to publish, inside the root or JOBS_PUBLISH_ROOTS (default: <root>/published/<pipeline>)",
-    )
-    backfill.add_argument("--max-files-per-trigger", type=int, metavar="N", help="at most N files per batch")
+    for option in BACKFILL_OPTIONS:  # the DAG's params too (jobs/orchestration/factory.py)
+        kind = {"action": "append"} if option.repeated else {}
+        if "integer" in option.schema["type"]:
+            kind["type"] = int
+        backfill.add_argument(option.flag, dest=option.name, metavar=option.metavar, help=option.help, **kind)
     backfill.add_argument("--id", metavar="ID", help="the backfill's id; the same id resumes an interrupted backfill")
     backfill.add_argument(
         "--stage-only", action="store_true", help="stop after staging (the Airflow DAG validates and publishes)"
@@ -68,8 +63,7 @@ def handle(args: argparse.Namespace) -> int:
 
     if args.rollback:
         return _roll_back(args)
-    params = {"pipeline": args.pipeline, "since": args.since, "until": args.until, "prefixes": args.prefix}
-    params.update(publish_to=args.publish_to, max_files_per_trigger=args.max_files_per_trigger)
+    params = {"pipeline": args.pipeline, **{option.name: getattr(args, option.name) for option in BACKFILL_OPTIONS}}
     try:
         request = backfill.backfill_request(
             {k: v for k, v in params.items() if v is not None},
@@ -122,10 +116,11 @@ def _stage_and_publish(
 ) -> int:
     from jobs import backfill
     from jobs.backfill.stage import stage_closed_range
-    from jobs.session import spark_for
+    from jobs.launch.application import Application
     from jobs.validate.validation import validate_table
 
-    spark = spark_for(request.locations, f"jobs-backfill-{pipeline.name}", table_format=pipeline.output.format)
+    name = f"jobs-backfill-{pipeline.name}"
+    spark = Application.for_command(name, [pipeline], [request.locations], [request.publish_to]).session()
     summary = stage_closed_range(spark, pipeline, request.locations, request.stage)
     print(
         f"  staged {summary['rows']} rows: {summary['emitted_rows']} windows the watermark closed during the run "
@@ -148,9 +143,9 @@ def _replace(request, pipeline: declare.PipelineBase, production: Locations, spa
     """The staged range written over the production table's, in one commit."""
     from jobs.backfill.replace import replace_range
     from jobs.lake.locks import AlreadyRunning
-    from jobs.session import spark_for
+    from jobs.launch.application import Application
 
-    spark = spark or spark_for(production, f"jobs-backfill-{pipeline.name}", table_format="delta")
+    spark = spark or Application.for_command(f"jobs-backfill-{pipeline.name}", [pipeline], [production]).session()
     try:
         done = replace_range(spark, pipeline, request, production)
     except AlreadyRunning as error:
@@ -169,7 +164,7 @@ def _roll_back(args: argparse.Namespace) -> int:
     from jobs import backfill
     from jobs.backfill.replace import roll_back
     from jobs.lake.locks import AlreadyRunning
-    from jobs.session import spark_for
+    from jobs.launch.application import Application
 
     if not args.id:
         return fail(ExitCode.USAGE, "--rollback needs the --id of the backfill to undo")
@@ -179,7 +174,7 @@ def _roll_back(args: argparse.Namespace) -> int:
     pipeline = declare.load(args.pipeline)
     production = in_use(pipeline.name, args.root)
     work_root = work_root_of(normalize(args.root), pipeline.name, args.id)
-    spark = spark_for(production, f"jobs-backfill-rollback-{pipeline.name}", table_format=pipeline.output.format)
+    spark = Application.for_command(f"jobs-backfill-rollback-{pipeline.name}", [pipeline], [production]).session()
     try:
         done = roll_back(spark, pipeline, work_root, args.id, production)
     except (backfill.BackfillError, AlreadyRunning) as error:

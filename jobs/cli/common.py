@@ -1,4 +1,4 @@
-"""What the commands share: the one-line error, reading dates, times and links from the
+"""What the commands share: the one-line error, reading dates and times from the
 command line, and the location options with their defaults under a root."""
 
 from __future__ import annotations
@@ -33,13 +33,6 @@ def parse_moment(text: str | None, option: str) -> datetime | None:
     except ValueError:
         raise UsageError(f"{option} {text!r}: use a date or a time like 2023-07-30 or 2023-07-30T14:05Z") from None
     return moment.replace(tzinfo=UTC) if moment and moment.tzinfo is None else moment
-
-
-def check_link(text: str | None) -> str | None:
-    """A web address only: the report links it, so nothing a browser would run."""
-    if text and not text.startswith(("http://", "https://")):
-        raise UsageError(f"--link {text!r}: give an http(s) URL")
-    return text
 
 
 def locations_of(args: argparse.Namespace, pipeline_name: str) -> Locations:

@@ -30,14 +30,14 @@ def add_parser(commands) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from jobs.lake.locks import AlreadyRunning
+    from jobs.launch.application import Application
     from jobs.run.maintain import maintain, refuse_unless_maintainable
-    from jobs.session import spark_for
 
     pipeline = declare.load(args.pipeline)
     locations = locations_of(args, pipeline.name)
     try:
         refuse_unless_maintainable(pipeline, locations)  # before Spark starts
-        spark = spark_for(locations, f"jobs-maintain-{pipeline.name}", table_format="delta")
+        spark = Application.for_command(f"jobs-maintain-{pipeline.name}", [pipeline], [locations]).session()
         upkeep = maintain(spark, pipeline, locations)
     except (UsageError, AlreadyRunning) as error:
         return fail(ExitCode.REFUSED, str(error))

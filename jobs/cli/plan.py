@@ -32,12 +32,13 @@ def add_parser(commands) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from jobs.change.plan import REPROCESS, plan
-    from jobs.session import get_spark
+    from jobs.launch.application import Application
     from jobs.validate.suite import load_suite
 
     pipeline = declare.load(args.pipeline)
     load_suite(pipeline)  # what the next run would refuse, plan refuses too
     locations = locations_of(args, pipeline.name)
-    found = plan(get_spark(f"jobs-plan-{pipeline.name}"), pipeline, locations)
+    spark = Application.for_command(f"jobs-plan-{pipeline.name}", [pipeline], [locations]).session()
+    found = plan(spark, pipeline, locations)
     print(json.dumps(found.as_dict()) if args.json else "\n".join(found.lines()))
     return ExitCode.REFUSED if found.verdict == REPROCESS else ExitCode.OK

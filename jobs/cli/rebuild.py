@@ -51,7 +51,7 @@ def handle(args: argparse.Namespace) -> int:
         rollback_target,
     )
     from jobs.lake.builds import in_use
-    from jobs.session import spark_for
+    from jobs.launch.application import Application
 
     pipeline = declare.load(args.pipeline)
     if not args.rollback:
@@ -65,7 +65,7 @@ def handle(args: argparse.Namespace) -> int:
         else:
             refuse_the_one_in_use(pipeline.name, args.root, build_id)
         where = in_use(pipeline.name, args.root)
-        spark = spark_for(where, f"jobs-rebuild-{pipeline.name}", table_format=pipeline.output.format)
+        spark = Application.for_command(f"jobs-rebuild-{pipeline.name}", [pipeline], [where]).session()
         if args.rollback:
             back = roll_back(spark, pipeline, args.root)
             print(f"{pipeline.name}: back to build {back.id} (checkpoint {back.about['checkpoint']})")

@@ -19,15 +19,19 @@ def load_classes() -> None:
     from jobs.lake.landing import land_lines
     from jobs.lake.layout import Locations
     from jobs.launch import execute
+    from jobs.launch.application import Application
     from jobs.request import RunRequest
-    from jobs.session import get_spark, merged_conf, table_conf
 
     formats = ["parquet", "delta"] if archived_jars() else ["parquet"]
-    conf = {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"}
-    spark = get_spark("jvm-archive", merged_conf(conf, table_conf(formats)))
     shipped = declare.load("clickstream")
-    for table_format in formats:
-        pipeline = shipped.model_copy(update={"output": shipped.output.model_copy(update={"format": table_format})})
+    pipelines = [
+        shipped.model_copy(update={"output": shipped.output.model_copy(update={"format": table_format})})
+        for table_format in formats
+    ]
+    # The application a run of each table format starts (its class path, what the archive maps).
+    spark = Application.for_command("jvm-archive", pipelines, []).session()
+    spark.conf.set("spark.sql.shuffle.partitions", "2")
+    for pipeline in pipelines:
         with tempfile.TemporaryDirectory() as root:
             locations = Locations.resolve(pipeline.name, root=root)
             for arrival in range(2):

@@ -6,7 +6,7 @@
       -> enrich                a dimension's columns, when declared             enrich.py
       -> usable                the rows a pattern can use, each row counted     parse.py, tally.py
       -> the pattern           windows, a processor, a join, or events as they are  patterns/
-      -> the sink              appended to the Parquet table, exactly once      sink.py
+      -> the sink              appended to the table (Parquet or Delta), exactly once  sink.py
 
 The same functions make the streaming query, the output schema (for validation), and the
 accounting's second read of a batch that was not counted as it ran.

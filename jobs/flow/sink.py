@@ -23,7 +23,7 @@ from pyspark.sql.types import StructType
 
 from jobs.lake import delta, fs
 from jobs.lake.layout import join, literal
-from jobs.request import Trigger
+from jobs.request import Trigger, TriggerKind
 from jobs.units import spark_duration
 
 
@@ -49,9 +49,9 @@ def start(
             writer = writer.option("retention", f"{retention_s}s")
         if partition_by:
             writer = writer.partitionBy(partition_by)
-    if trigger.kind == "available-now":
+    if trigger.kind == TriggerKind.AVAILABLE_NOW:
         writer = writer.trigger(availableNow=True)
-    elif trigger.kind == "once":
+    elif trigger.kind == TriggerKind.ONCE:
         writer = writer.trigger(once=True)
     else:
         writer = writer.trigger(processingTime=spark_duration(trigger.interval_s))

@@ -10,7 +10,7 @@ atomic landing. No Spark.
     delta.py    Delta tables: Spark's settings for them, what their transaction log says
     s3.py       S3 clients, Spark's s3a settings, S3 errors in one line
     locks.py    one writer of a pipeline's table at a time (a flock; lease.py: a lease in a bucket;
-                holders.py: who holds it, and how a writer waits)
+                holders.py: the lock interface, who holds it, and how a writer waits)
     landing.py  landing files atomically, as producers must
     faults.py   the root cause of a storage error, in words a user can act on
 """

@@ -120,6 +120,20 @@ def is_inside(uri: str, folder: str) -> bool:
 
 
 OWN_ROOTS = ("backfills", "builds")  # what has a root of its own under <root>/<kind>/<pipeline>/<id>
+# Each location's folder under a root (Locations.resolve): with OWN_ROOTS, the production's
+# areas, where a backfill never publishes (jobs/backfill/request.py).
+FOLDERS = {
+    "landing": "landing",
+    "output": "tables",
+    "checkpoint": "checkpoints",
+    "quarantine": "quarantine",
+    "runs": "runs",
+    "quality": "quality",
+    "reports": "reports",
+    "dimensions": "dimensions",
+    "archive": "archive",
+    "readers": "readers",
+}
 
 
 def own_root(root: str, kind: str, pipeline_name: str, build_id: str) -> str:
@@ -159,20 +173,24 @@ class Locations:
         from jobs.settings import settings  # here: Spark's Python workers import this module, without pydantic
 
         base = normalize(root)
+
+        def under(name: str, given: str | None, *pipeline: str) -> str:
+            return normalize(given) if given else join(base, FOLDERS[name], *pipeline)
+
         return cls(
-            landing=normalize(landing) if landing else join(base, "landing", pipeline_name),
-            output=normalize(output) if output else join(base, "tables", pipeline_name),
-            checkpoint=normalize(checkpoint) if checkpoint else join(base, "checkpoints", pipeline_name),
-            quarantine=normalize(quarantine) if quarantine else join(base, "quarantine", pipeline_name),
-            runs=normalize(runs) if runs else join(base, "runs", pipeline_name),
+            landing=under("landing", landing, pipeline_name),
+            output=under("output", output, pipeline_name),
+            checkpoint=under("checkpoint", checkpoint, pipeline_name),
+            quarantine=under("quarantine", quarantine, pipeline_name),
+            runs=under("runs", runs, pipeline_name),
             # Great Expectations keeps its project in a local folder, also when the root is a bucket.
-            quality=join(base, "quality")
+            quality=under("quality", None)
             if not is_s3(base)
             else join(normalize(str(settings().quality_dir)), *split_bucket(base)),
-            reports=normalize(reports) if reports else join(base, "reports"),
-            dimensions=join(base, "dimensions"),
-            archive=join(base, "archive", pipeline_name),
-            readers=join(base, "readers"),
+            reports=under("reports", reports),
+            dimensions=under("dimensions", None),
+            archive=under("archive", None, pipeline_name),
+            readers=under("readers", None),
         )
 
     def with_own_root(self, pipeline_name: str, root: str) -> Locations:

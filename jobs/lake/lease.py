@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 import time
 import uuid
@@ -11,7 +10,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
 from jobs.lake import s3
-from jobs.lake.holders import RUN, Waiting, describe_holder, gone, jvm_alive, jvm_record, read_holder, this_process
+from jobs.lake.holders import RUN, Holder, Waiting, WriterLock
 from jobs.lake.layout import StorageError, join, split_bucket
 from jobs.settings import settings
 
@@ -20,7 +19,7 @@ class LeaseLost(RuntimeError):
     """This run can no longer be sure it holds the checkpoint's lease: it must stop writing."""
 
 
-class S3Lease:
+class S3Lease(WriterLock):
     """The checkpoint lock in a bucket, which has no flock.
 
     The lock is an object created with a conditional PUT (If-None-Match: *), so only one
@@ -38,12 +37,10 @@ class S3Lease:
     def __init__(
         self, ledger: str, pipeline_name: str, doing: str = RUN, wait_s: float = 0.0, lease_s: float | None = None
     ):
+        super().__init__(ledger, pipeline_name, doing, wait_s)
         self.uri = join(ledger, "lock")
-        self.pipeline = pipeline_name
-        self.doing, self.wait_s = doing, wait_s
-        self.waited_s = 0.0
         self.lease_s = lease_s or settings().s3_lease_s
-        self._me = this_process(doing) | {"token": uuid.uuid4().hex}
+        self._me = Holder.this_process(doing, token=uuid.uuid4().hex)
         self._etag: str | None = None
         self._renewed_at = 0.0  # time.monotonic() of the last renewal S3 confirmed
         self._last_error = ""
@@ -57,7 +54,7 @@ class S3Lease:
     def record_spark(self, jvm_pid: int) -> None:
         """The JVM that runs this run's query, written at once (or, should the heartbeat
         have renewed meanwhile, with its next renewal)."""
-        self._me["spark"] = jvm_record(jvm_pid)
+        self._me = self._me.running(jvm_pid)
         with contextlib.suppress(StorageError):
             if not self._put(IfMatch=self._etag):
                 self._adopt()
@@ -66,7 +63,7 @@ class S3Lease:
         from botocore.exceptions import BotoCoreError, ClientError
 
         bucket, key = split_bucket(self.uri)
-        body = json.dumps(self._me).encode()
+        body = self._me.text().encode()
         asked_at = time.monotonic()
         try:
             etag = s3.client().put_object(Bucket=bucket, Key=key, Body=body, **condition)["ETag"]
@@ -79,9 +76,10 @@ class S3Lease:
         self._etag, self._renewed_at = etag, asked_at
         return True
 
-    def _current(self) -> tuple[dict, str, float] | None:
-        """The lock object: its holder, ETag and age in seconds; None when there is none (its
-        holder let go between our refused PUT and this GET)."""
+    def _current(self) -> tuple[Holder | None, str, float] | None:
+        """The lock object: its holder (None: a record with no pid to check, which expires),
+        ETag and age in seconds; None when there is none (its holder let go between our refused
+        PUT and this GET)."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         bucket, key = split_bucket(self.uri)
@@ -93,30 +91,34 @@ class S3Lease:
             raise s3.explain(error, self.uri) from None
         except BotoCoreError as error:
             raise s3.explain(error, self.uri) from None
-        holder = read_holder(current["Body"].read().decode(errors="replace"))  # {}: no pid to check, it expires
+        holder = Holder.read(current["Body"].read().decode(errors="replace"))
         # Its age by the store's clock (the answer's Date), never this machine's: a clock set
         # ahead here would take a live lease over.
         now = _served_at(current.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date"))
         return holder, current["ETag"], (now - current["LastModified"]).total_seconds()
 
-    def holder(self) -> dict | None:
-        """Who holds the lease now, without taking it (None: free)."""
+    def _free(self, holder: Holder | None, age_s: float) -> bool:
+        """Whether a lease another took is free to take over: its holder gone (on this machine)
+        or its lease expired, and no JVM of it running."""
+        if holder is None:
+            return age_s > self.lease_s
+        return (holder.gone() or age_s > self.lease_s) and not holder.jvm_alive()
+
+    def holder(self) -> Holder | None:
         current = self._current()
         if current is None:
             return None
         holder, _, age_s = current
-        free = (gone(holder) or age_s > self.lease_s) and not jvm_alive(holder)
-        return None if free else holder
+        return None if self._free(holder, age_s) else (holder or Holder())
 
     def __enter__(self) -> S3Lease:
-        waiting = Waiting(self.doing, self.wait_s, self.pipeline, self.uri.rsplit("/", 2)[0])
+        waiting = Waiting(self.doing, self.wait_s, self.pipeline, self.checkpoint)
         while not self._put(IfNoneMatch="*"):
             current = self._current()
             if current is None:
                 continue  # let go a moment ago: create it again
             holder, etag, age_s = current
-            free = (gone(holder) or age_s > self.lease_s) and not jvm_alive(holder)
-            if free and self._put(IfMatch=etag):
+            if self._free(holder, age_s) and self._put(IfMatch=etag):
                 break
             waiting.or_refuse(
                 holder,
@@ -128,22 +130,27 @@ class S3Lease:
         self._heartbeat.start()
         return self
 
+    def renew(self) -> bool:
+        """One renewal (the heartbeat's, every lease_s / 4): False once another run took it over."""
+        if self._put(IfMatch=self._etag) or self._adopt():
+            return True
+        current = self._current()
+        holder = (current[0] if current else None) or Holder()
+        self._lost = f"another run took the checkpoint's lease over ({holder.describe()})"
+        return False
+
     def _renew(self) -> None:
         while not self._stop.wait(self.lease_s / 4):
             try:
-                if self._put(IfMatch=self._etag) or self._adopt():
-                    continue
-                current = self._current()
-                holder = current[0] if current else {}
-                self._lost = f"another run took the checkpoint's lease over ({describe_holder(holder)})"
-                return
+                if not self.renew():
+                    return
             except StorageError as error:  # S3 unreachable for a moment: the next renewal tries again
                 self._last_error = str(error)
 
     def _adopt(self) -> bool:
         """After a renewal whose answer was lost: whether the object is still this run's."""
         current = self._current()
-        if current is None or current[0].get("token") != self._me["token"]:
+        if current is None or current[0] is None or current[0].token != self._me.token:
             return False
         self._etag = current[1]
         return True
@@ -171,7 +178,7 @@ class S3Lease:
             # Released only while it is still this run's; if S3 is unreachable, the next
             # run on this machine takes it over at once, elsewhere when it expires.
             current = self._current()
-            if current and current[0].get("token") == self._me["token"]:
+            if current and current[0] and current[0].token == self._me.token:
                 s3.client().delete_object(Bucket=bucket, Key=key)
 
 

@@ -20,12 +20,12 @@ from pyspark.sql import SparkSession
 from jobs import declare
 from jobs.declare import PipelineBase
 from jobs.exit_codes import ExitCode
-from jobs.request import RunRequest
+from jobs.request import RunRequest, TriggerKind
 from jobs.run import runner
 from jobs.run.context import run_log
 from jobs.run.events import Emit, Event, Finished
 from jobs.run.failure import one_line
-from jobs.run.report import RunReport, save
+from jobs.run.report import RunReport, RunStatus, save
 from jobs.units import printable
 
 # Great Expectations' context is not known to be thread-safe: one run validates at a time.
@@ -38,6 +38,13 @@ def execute(
     """Run `request`; its events, `Finished` last. `pipeline`: the declaration to run, when
     not the one its name loads (a rebuild's, with its retention kept)."""
     return events_of(partial(finished, request, pipeline=pipeline, spark=spark))
+
+
+def finished_of(events: Iterator[Event]) -> Finished:
+    """The one `Finished` of a run's events, for callers that say nothing as it goes (the
+    events before it are left to the run's log)."""
+    (ended,) = [event for event in events if isinstance(event, Finished)]
+    return ended
 
 
 def events_of(work: Callable[[Emit], Finished | list[Finished]]) -> Iterator[Event]:
@@ -85,19 +92,19 @@ def finished(
         ran = Finished.ran(runner.run(pipeline, request, spark=spark, emit=emit))
         return _validated(pipeline, request, ran, spark) if request.validate else ran
     except declare.DeclarationError as error:  # the declaration or its suite: as `list` says it
-        return Finished(name, "refused", ExitCode.USAGE, error=str(error))
+        return Finished(name, RunStatus.REFUSED, ExitCode.USAGE, error=str(error))
     except runner.RunRefused as error:
-        return Finished(name, "refused", ExitCode.REFUSED, error=str(error))
+        return Finished(name, RunStatus.REFUSED, ExitCode.REFUSED, error=str(error))
     except runner.RunStopped:
-        code = ExitCode.OK if request.trigger.kind == "processing-time" else ExitCode.STOPPED
-        return Finished(name, "stopped", code, error="stopped on request")
+        code = ExitCode.OK if request.trigger.kind == TriggerKind.PROCESSING_TIME else ExitCode.STOPPED
+        return Finished(name, RunStatus.STOPPED, code, error="stopped on request")
     except runner.RunStoppedOnData as error:
-        return Finished(name, "failed", ExitCode.DATA, error=f"run failed: {error}")
+        return Finished(name, RunStatus.FAILED, ExitCode.DATA, error=f"run failed: {error}")
     except runner.RunFailed as error:
-        return Finished(name, "failed", ExitCode.FAILED, error=f"run failed: {error}")
+        return Finished(name, RunStatus.FAILED, ExitCode.FAILED, error=f"run failed: {error}")
     except Exception as error:  # noqa: BLE001 - a surprise is this run's failure, in one line
         run_log(name).exception("  ended by an unexpected error")
-        return Finished(name, "failed", ExitCode.FAILED, error=one_line(error))
+        return Finished(name, RunStatus.FAILED, ExitCode.FAILED, error=one_line(error))
 
 
 def _quarantine_first(pipeline: PipelineBase, request: RunRequest) -> Finished | None:
@@ -110,7 +117,7 @@ def _quarantine_first(pipeline: PipelineBase, request: RunRequest) -> Finished |
     try:
         path = quarantine_file(pipeline, request.locations, request.quarantine_file, request.quarantine_reason)
     except (FileAlreadyRead, NotALandedFile) as error:
-        return Finished(pipeline.name, "refused", ExitCode.REFUSED, error=str(error))
+        return Finished(pipeline.name, RunStatus.REFUSED, ExitCode.REFUSED, error=str(error))
     run_log(pipeline.name).info(
         "%s: %s is quarantined; this run quarantines each of its lines unread", pipeline.name, printable(path)
     )

@@ -20,15 +20,12 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
-from pyspark.sql import SparkSession
-
 from jobs import declare
 from jobs.declare import PipelineBase
-from jobs.declare.groups import group_spark_conf
+from jobs.launch.application import Application
 from jobs.launch.execute import events_of, finished
 from jobs.request import RunRequest
 from jobs.run.events import Emit, Event, Finished
-from jobs.run.pending import pending_input
 
 
 def execute_group(requests: list[RunRequest], *, at_once: int | None = None) -> Iterator[Event]:
@@ -41,11 +38,8 @@ def execute_group(requests: list[RunRequest], *, at_once: int | None = None) -> 
 def _run_group(requests: list[RunRequest], emit: Emit, at_once: int | None) -> list[Finished]:
     at_once = min(at_once or len(requests), len(requests))
     pipelines = [declare.load(r.pipeline) for r in requests]
-    pending = [pending_input(p, r) for p, r in zip(pipelines, requests, strict=True)]
-    spark = None
-    if all(r.start_spark for r in requests) and not all(p.nothing_new for p in pending):
-        new_bytes = None if any(p.needs_spark for p in pending) else sum(p.bytes for p in pending)
-        spark = _group_session(pipelines, requests, new_bytes)
+    application = Application.for_runs("jobs-group", pipelines, requests)
+    spark = application.session() if application.needs_spark else None
 
     def one(pipeline: PipelineBase, request: RunRequest) -> Finished:
         # Each run's default batch cap is its share of the heap; with no Spark, a file landed
@@ -55,19 +49,3 @@ def _run_group(requests: list[RunRequest], emit: Emit, at_once: int | None) -> l
 
     with ThreadPoolExecutor(max_workers=at_once, thread_name_prefix="member") as pool:
         return list(pool.map(one, pipelines, requests))
-
-
-def _group_session(pipelines: list[PipelineBase], requests: list[RunRequest], new_bytes: int | None) -> SparkSession:
-    """One application for every member, with the group's settings, the s3a settings if any
-    member reads or writes a bucket, and Delta's if any member's table is Delta."""
-    from jobs import executors
-    from jobs.session import get_spark, merged_conf, s3a_conf, table_conf
-
-    conf = group_spark_conf(pipelines)
-    if any(r.locations.uses_s3 for r in requests):
-        conf = merged_conf(conf, s3a_conf())
-    conf = merged_conf(conf, table_conf(p.output.format for p in pipelines))
-    spark = get_spark("jobs-group", conf, new_bytes=new_bytes)
-    for request in requests:
-        executors.check_reachable(spark.sparkContext.master, request.locations)
-    return spark

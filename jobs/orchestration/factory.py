@@ -50,7 +50,7 @@ from jobs.orchestration.reports import (
 )
 from jobs.orchestration.retries import retry_args
 from jobs.orchestration.run_operators import RunPipelineOperator
-from jobs.request import dag_params
+from jobs.request import BACKFILL_OPTIONS, dag_params
 from jobs.validate.suite import with_suites
 
 log = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ def pipeline_dag(pipeline: declare.PipelineBase, root: str) -> DAG:
         tags=["jobs", "pipeline"],
         doc_md=f"**{pipeline.name}**: {pipeline.description}\n\nDeclared in `jobs/pipelines/{pipeline.name}.yaml`.",
     ) as dag:
-        sizes = pipeline.spark_settings.session_conf()
+        sizes = pipeline.spark_settings.session_conf()  # shown on the task; spark-submit's are its application's
         run = RunPipelineOperator(
             task_id="run",
             pipeline_name=pipeline.name,
@@ -230,19 +230,8 @@ def backfill_dag(pipelines: list[str]) -> DAG:
                 examples=pipelines,
                 description="a window or events pipeline (the others are refused, with what to run instead)",
             ),
-            "since": Param(None, type=["null", "string"], format="date", description="first landing date (dt= folder)"),
-            "until": Param(
-                None, type=["null", "string"], format="date", description="last landing date (dt= folder), included"
-            ),
-            "prefixes": Param(
-                None,
-                type=["null", "array"],
-                items={"type": "string"},
-                description="or: folders under the landing location, e.g. dt=2023-07-30/hour=10",
-            ),
-            # For a Delta table, none: the range's dates are replaced in the production table.
-            "publish_to": Param(None, type=["null", "string"], description="default: <root>/published/<pipeline>"),
-            "max_files_per_trigger": dag_params()["max_files_per_trigger"],
+            # The command line's options (jobs/request.py BACKFILL_OPTIONS).
+            **{option.name: Param(None, description=option.help, **option.schema) for option in BACKFILL_OPTIONS},
         },
         tags=["jobs", "backfill"],
         doc_md=(

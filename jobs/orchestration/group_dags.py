@@ -106,7 +106,7 @@ def group_dag(group: str, members: list[declare.PipelineBase], root: str) -> DAG
             'Asset is updated when its run appended rows. See docs/airflow.md, "Group DAGs".'
         ),
     ) as dag:
-        sizes = group_spark_conf(members)
+        sizes = group_spark_conf(members)  # shown on the task; spark-submit's are its application's
         run = GroupRunOperator(task_id="run", pipeline_names=names, root=root, name=f"jobs-group-{group}", conf=sizes)
         rerun = RunPipelineOperator.partial(task_id="rerun", root=root, validate=True, group_task="run").expand(
             pipeline_name=members_to_rerun(run.output)

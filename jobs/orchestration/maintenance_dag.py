@@ -47,6 +47,7 @@ def maintenance_dag(pipelines: list[str], root: str) -> DAG:
             JobsSubmitOperator(
                 task_id=f"maintain_{name}",
                 jobs_args=["maintain", name, f"--root={root}"],
+                root=root,
                 skip_on_exit=(ExitCode.REFUSED,),  # no batch committed yet: nothing to maintain
                 name=f"jobs-maintain-{name}",
             )

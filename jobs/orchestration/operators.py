@@ -51,14 +51,6 @@ def task_log_file(context: Any) -> Path:
     return path
 
 
-def table_formats(names: list[str]) -> set[str]:
-    """The table formats of the declared pipelines named."""
-    from jobs import declare
-
-    declared = declare.load_each()
-    return {declared.pipelines[name].output.format for name in names if name in declared.pipelines}
-
-
 class JobsSubmitOperator(SparkSubmitOperator):
     """Runs `python -m jobs <jobs_args...>` through spark-submit. `skip_on_exit` lists exit
     codes that mean "nothing to do here" and skip the task."""
@@ -69,6 +61,7 @@ class JobsSubmitOperator(SparkSubmitOperator):
         self,
         *,
         jobs_args: list[str],
+        root: str | None = None,
         skip_on_exit: tuple[ExitCode, ...] = (),
         done_on_exit: tuple[ExitCode, ...] = (),
         **kwargs: Any,
@@ -85,9 +78,10 @@ class JobsSubmitOperator(SparkSubmitOperator):
         super().__init__(application=str(ENTRY_POINT), **kwargs)
         self.spark_conn_id: str = kwargs["conn_id"]  # the provider keeps its own copy private
         self.jobs_args = jobs_args
-        # Whose table's format matters (Delta's jars from the JVM's start); None: the pipeline the
-        # command line names at run time (`maintain A`, `validate A`, a backfill's step).
+        # The pipelines the command works on, under `root`; None: the one the command line
+        # names at run time (`maintain A`, `validate A`, `rebuild A`).
         self.pipeline_names: list[str] | None = None
+        self.root = root
         self.skip_on_exit = skip_on_exit
         self.done_on_exit = done_on_exit  # the task succeeds: a later task reads what they mean
         self.exit_code: ExitCode | None = None
@@ -101,32 +95,40 @@ class JobsSubmitOperator(SparkSubmitOperator):
         sturdier contract than spark-submit's exit status, which the provider keeps private."""
         return None
 
-    # How much new input the application reads, when the task knows (jobs/jvm/archive.py: a lean start).
-    new_bytes: int | None = None
+    def application(self, context: Any):
+        """The Spark application the command starts (jobs/launch/application.py): the
+        pipelines it works on, where they are. Run tasks give their run requests' instead."""
+        from jobs import declare
+        from jobs.lake.builds import in_use
+        from jobs.launch.application import Application
+
+        names = self.pipeline_names if self.pipeline_names is not None else self.application_args[1:2]
+        declared = declare.load_each().pipelines
+        pipelines = [declared[name] for name in names if name in declared]  # an unknown one: the command refuses it
+        located = [in_use(p.name, self.root) for p in pipelines] if self.root else []
+        return Application.for_command(self.name, pipelines, located)
+
+    def submit_conf(self, application: Any, context: Any) -> dict[str, str]:
+        """What spark-submit starts the application with: the application's settings, over
+        the task's own (`conf`), and its JVM options after the project's log settings, with
+        Spark's log (its stack traces) in a file of this task's own, which the run report names."""
+        from jobs.session import merged_conf
+
+        conf = merged_conf(self.conf or {}, application.conf())
+        java_options = self.conf.get("spark.driver.extraJavaOptions", "")
+        start = application.java_options()
+        options = f"{java_options} -Djobs.log.file={task_log_file(context)} {start}"
+        return {**conf, "spark.driver.extraJavaOptions": options}
 
     def execute(self, context: Any) -> Any:
         from jobs import jvm
 
         self.application_args = self.arguments(context)
         jvm.make_archive()  # a worker's first Spark task makes the class archive (once per JDK, Spark and Delta)
-        # Spark's log (its stack traces) in a file of this task's own, which the run report names.
-        java_options = self.conf.get("spark.driver.extraJavaOptions", "")
-        start = jvm.start_options(self.new_bytes)
-        self.conf = {
-            **self.conf,
-            "spark.driver.extraJavaOptions": f"{java_options} -Djobs.log.file={task_log_file(context)} {start}",
-        }
         with environment.task_environment(self.log, self.spark_conn_id):
-            from jobs.session import driver_class_path, merged_conf, s3a_conf, table_conf, with_product_jar
+            from jobs.session import driver_class_path
 
-            if any("s3a://" in arg or "s3://" in arg for arg in self.application_args):
-                # hadoop-aws on the classpath from the JVM's start; s3a settings hold no secret.
-                self.conf = merged_conf(s3a_conf(), self.conf or {})
-            # Delta's jars, SQL extension and catalog from the JVM's start, if a table is Delta.
-            names = self.pipeline_names if self.pipeline_names is not None else self.application_args[1:2]
-            self.conf = merged_conf(self.conf, table_conf(table_formats(names)))
-            # The product's jar (its decoder and counter) on the driver's class path from its start.
-            self.conf = {**self.conf, "spark.jars": with_product_jar(self.conf.get("spark.jars"))}
+            self.conf = self.submit_conf(self.application(context), context)
             try:
                 with driver_class_path(self.conf):  # the lock's jars, as the executors have them
                     super().execute(context)
@@ -151,9 +153,8 @@ class ValidateTableOperator(JobsSubmitOperator):
     rows since the table's last check (unless the DAG run's param `revalidate` is set)."""
 
     def __init__(self, *, pipeline_name: str, root: str, **kwargs: Any) -> None:
-        super().__init__(jobs_args=["validate", pipeline_name, f"--root={root}", "--all"], **kwargs)
+        super().__init__(jobs_args=["validate", pipeline_name, f"--root={root}", "--all"], root=root, **kwargs)
         self.pipeline_name = pipeline_name
-        self.root = root
 
     def execute(self, context: Any) -> Any:
         from jobs.lake.builds import in_use
@@ -188,6 +189,17 @@ class BackfillStepOperator(JobsSubmitOperator):
 
     def arguments(self, context: Any) -> list[str]:
         return self._request(context).step_args(self.step)
+
+    def application(self, context: Any):
+        """The backfill's: its work root, the production's locations, where it publishes."""
+        from jobs import declare
+        from jobs.lake.builds import in_use
+        from jobs.launch.application import Application
+
+        request = self._request(context)
+        pipeline = declare.load(request.pipeline)
+        located = [request.locations, in_use(request.pipeline, request.root)]
+        return Application.for_command(self.name, [pipeline], located, [request.publish_to])
 
     def execute(self, context: Any) -> Any:
         if self.step == "replace" and not self._request(context).into_table:

@@ -24,8 +24,7 @@ class RebuildOperator(JobsSubmitOperator):
     build's id is the DAG run's, so a retried task resumes the same build."""
 
     def __init__(self, *, root: str, **kwargs: Any) -> None:
-        super().__init__(jobs_args=[], **kwargs)
-        self.root = root
+        super().__init__(jobs_args=[], root=root, **kwargs)
 
     def arguments(self, context: Any) -> list[str]:
         from jobs.backfill import backfill_id_for

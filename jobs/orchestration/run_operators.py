@@ -27,17 +27,13 @@ class RunPipelineOperator(JobsSubmitOperator):
     def __init__(
         self, *, pipeline_name: str, root: str, validate: bool = False, group_task: str | None = None, **kwargs: Any
     ) -> None:
-        if group_task:  # mapped over the members to rerun: named and sized at run time
-            from jobs import declare
-
+        if group_task:  # mapped over the members to rerun: named at run time
             kwargs.setdefault("name", f"jobs-{pipeline_name}")
-            kwargs.setdefault("conf", declare.load(pipeline_name).spark_settings.session_conf())
         super().__init__(
-            jobs_args=["run", pipeline_name], done_on_exit=(ExitCode.INVALID,) if validate else (), **kwargs
+            jobs_args=["run", pipeline_name], root=root, done_on_exit=(ExitCode.INVALID,) if validate else (), **kwargs
         )
         self.pipeline_name = pipeline_name
         self.pipeline_names = [pipeline_name]
-        self.root = root
         self.validate = validate
         self.group_task = group_task
 
@@ -55,6 +51,9 @@ class RunPipelineOperator(JobsSubmitOperator):
 
     def arguments(self, context: Any) -> list[str]:
         return self.request.argv()
+
+    def application(self, context: Any):
+        return self._application
 
     def execute(self, context: Any) -> str:
         log_arrivals(context, self.log)
@@ -76,23 +75,21 @@ class RunPipelineOperator(JobsSubmitOperator):
 
     def _ran_without_spark(self) -> bool:
         """A run with nothing new needs no Spark application: it runs here, in the task's own
-        process, and its report is stored as any run's. Otherwise how much is new (a small
-        increment starts lean) and False."""
+        process, and its report is stored as any run's. Otherwise its application (how much is
+        new: a small increment starts lean) and False."""
         from dataclasses import replace
 
         from jobs import declare
-        from jobs.launch import execute
-        from jobs.run.events import Finished
-        from jobs.run.pending import pending_input
+        from jobs.launch import execute, finished_of
+        from jobs.launch.application import Application
 
-        request = replace(self.request, start_spark=False)
         with environment.task_environment(self.log):
-            pending = pending_input(declare.load(self.pipeline_name), request)
-            self.new_bytes = None if pending.needs_spark else pending.bytes
-            if not pending.nothing_new:
-                self.log.info("%s: %s: running it with spark-submit", self.pipeline_name, pending.describe())
+            self._application = Application.for_runs(self.name, [declare.load(self.pipeline_name)], [self.request])
+            if self._application.needs_spark:
+                said = self._application.pending[0].describe()
+                self.log.info("%s: %s: running it with spark-submit", self.pipeline_name, said)
                 return False
-            (finished,) = [e for e in execute(request) if isinstance(e, Finished)]
+            finished = finished_of(execute(replace(self.request, start_spark=False)))
         if finished.code == ExitCode.REFUSED:
             raise AirflowException(f"python -m jobs run: {ExitCode.REFUSED.meaning}: {finished.error}")
         if finished.error:
@@ -101,11 +98,12 @@ class RunPipelineOperator(JobsSubmitOperator):
 
     def reported_code(self) -> ExitCode | None:
         from jobs.run.events import reported_code
+        from jobs.run.report import RunStatus
 
         report = self._report()
         if report is None:
             return None
-        return reported_code(report, self._validation() if report.status == "succeeded" else None)
+        return reported_code(report, self._validation() if report.status == RunStatus.SUCCEEDED else None)
 
     def _report(self):
         """This task's run report (None: the run never stored one)."""
@@ -143,14 +141,17 @@ class GroupRunOperator(JobsSubmitOperator):
     def __init__(self, *, pipeline_names: list[str], root: str, **kwargs: Any) -> None:
         super().__init__(
             jobs_args=["run", *pipeline_names],
+            root=root,
             done_on_exit=tuple(code for code in ExitCode if code != ExitCode.USAGE),
             **kwargs,
         )
         self.pipeline_names = pipeline_names
-        self.root = root
 
     def arguments(self, context: Any) -> list[str]:
         return ["run", "--request=[" + ",".join(r.to_json() for r in self.requests) + "]"]
+
+    def application(self, context: Any):
+        return self._application
 
     def execute(self, context: Any) -> dict[str, Any]:
         from dataclasses import replace
@@ -158,8 +159,8 @@ class GroupRunOperator(JobsSubmitOperator):
         from jobs import declare
         from jobs.lake.builds import in_use
         from jobs.launch import execute_group
+        from jobs.launch.application import Application
         from jobs.request import RunRequest
-        from jobs.run.pending import pending_input
 
         log_arrivals(context, self.log)
         self.run_id = new_run_id(datetime.now(UTC))
@@ -168,20 +169,19 @@ class GroupRunOperator(JobsSubmitOperator):
             self.requests = [
                 RunRequest(name, in_use(name, self.root), run_id=self.run_id, link=link) for name in self.pipeline_names
             ]
-            pending = [pending_input(declare.load(r.pipeline), r) for r in self.requests]
-            if all(p.nothing_new for p in pending):  # no Spark application: each run here, in this process
+            pipelines = [declare.load(r.pipeline) for r in self.requests]
+            self._application = Application.for_runs(self.name, pipelines, self.requests)
+            if not self._application.needs_spark:  # no Spark application: each run here, in this process
                 self.log.info("nothing new for any member: running them here, without Spark")
                 for _ in execute_group([replace(r, start_spark=False) for r in self.requests]):
                     pass
             else:
-                known = not any(p.needs_spark for p in pending)
-                self.new_bytes = sum(p.bytes for p in pending) if known else None
                 super().execute(context)
         return self._outcomes()
 
     def _outcomes(self) -> dict[str, Any]:
         from jobs.lake import fs
-        from jobs.run.report import load_report, report_uri
+        from jobs.run.report import RunStatus, load_report, report_uri
         from jobs.validate.result import result_uri
 
         outcomes, rerun = {}, []
@@ -196,11 +196,14 @@ class GroupRunOperator(JobsSubmitOperator):
                 results = result_uri(runs, self.run_id)
                 validation = fs.read_json(results)["status"] if fs.exists(results) else None
                 outcomes[name] = {
-                    "status": report.status,
+                    "status": report.status.value,
                     "validation": validation,
                     "error": report.error,
                 }
-                if report.status in ("failed", "refused", "stopped") and not report.stopped_on_data:
+                if (
+                    report.status in (RunStatus.FAILED, RunStatus.REFUSED, RunStatus.STOPPED)
+                    and not report.stopped_on_data
+                ):
                     rerun.append(name)
         for name, outcome in outcomes.items():
             self.log.info("%s: %s", name, json.dumps(outcome))

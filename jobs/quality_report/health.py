@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from jobs.run.report import RunReport
+from jobs.run.report import RunReport, RunStatus
 from jobs.run.warnings import run_warnings
 from jobs.units import ON_ARRIVAL, duration
 from jobs.validate.result import ValidationResult, unvalidated
@@ -112,41 +112,52 @@ def assess(
     lag = (now - datetime.fromisoformat(watermarks[-1].replace("Z", "+00:00"))).total_seconds() if watermarks else None
     recent = [r for r in runs if datetime.fromisoformat(r.started_at) >= now - timedelta(hours=24)]
     rows, quarantined = sum(r.input_rows for r in recent), sum(r.quarantined_rows for r in recent)
-    with_input = [r for r in runs if r.input_rows and r.status == "succeeded"]
-    last_input = max(with_input, key=lambda r: r.started_at) if with_input else None
-    unchecked = unvalidated(runs, results)
-    if last.status == "failed":
-        status, reason = "failing", f"the last run failed: {last.error or 'see its report'}"
-    elif last_input is not None and last_input.used_none:  # its share check fails too: this says more
-        status, reason = "failing", f"quality failed: run {last_input.run_id} {last_input.used_none_said()}"
-    elif verdict == "failed":
-        status, reason = "failing", f"the latest validation ({latest.validation_id}) failed"
-    elif unchecked:
-        written = sum(r.output_rows or 0 for r in unchecked)
-        failed = next((r for r in reversed(unchecked) if r.not_validated), None)
-        why = f" (run {failed.run_id}'s validation did not finish: {failed.not_validated})" if failed else ""
-        status, reason = (
-            "not validated",
-            f"{len(unchecked)} run(s) committed rows no validation has checked ({written} output rows, run "
-            f"{unchecked[-1].run_id} the last): the next run, or python -m jobs validate, checks them{why}",
-        )
-    elif interval and age > STALE_AFTER * interval:
-        status, reason = (
-            "stale",
-            f"no run for {duration(age)}, scheduled {'at least ' * (schedule == ON_ARRIVAL)}every {duration(interval)}",
-        )
-    elif last.status in ("refused", "stopped"):
-        status, reason = "warning", f"the last run was {last.status}" + (f": {last.error}" if last.error else "")
-    elif verdict == "warned":
-        status, reason = "warning", f"the latest validation ({latest.validation_id}) warned"
-    elif warnings := run_warnings(sorted(runs, key=lambda r: r.started_at), now):
-        status, reason = "warning", "; ".join(warnings)
-    else:
-        status, reason = "healthy", "the last run succeeded" + (f", validation {verdict}" if verdict else "")
+    status, reason = _status(runs, results, last, latest, now, age, interval, schedule)
     watermark = watermarks[-1] if watermarks else None
     return Health(
         name, status, reason, last, age, interval, verdict, lag, rows, quarantined, _broken_rules(recent), watermark
     )
+
+
+def _status(
+    runs: list[RunReport],
+    results: list[ValidationResult],
+    last: RunReport,
+    latest: ValidationResult | None,
+    now: datetime,
+    age: float,
+    interval: float | None,
+    schedule: str | None,
+) -> tuple[str, str]:
+    """The pipeline's status and why: the first of these that holds, the worst first."""
+    verdict = latest.status if latest else None
+    with_input = [r for r in runs if r.input_rows and r.status == RunStatus.SUCCEEDED]
+    last_input = max(with_input, key=lambda r: r.started_at) if with_input else None
+    unchecked = unvalidated(runs, results)
+    if last.status == RunStatus.FAILED:
+        return "failing", f"the last run failed: {last.error or 'see its report'}"
+    if last_input is not None and last_input.used_none:  # its share check fails too: this says more
+        return "failing", f"quality failed: run {last_input.run_id} {last_input.used_none_said()}"
+    if verdict == "failed":
+        return "failing", f"the latest validation ({latest.validation_id}) failed"
+    if unchecked:
+        written = sum(r.output_rows or 0 for r in unchecked)
+        failed = next((r for r in reversed(unchecked) if r.not_validated), None)
+        why = f" (run {failed.run_id}'s validation did not finish: {failed.not_validated})" if failed else ""
+        return "not validated", (
+            f"{len(unchecked)} run(s) committed rows no validation has checked ({written} output rows, run "
+            f"{unchecked[-1].run_id} the last): the next run, or python -m jobs validate, checks them{why}"
+        )
+    if interval and age > STALE_AFTER * interval:
+        every = f"{'at least ' * (schedule == ON_ARRIVAL)}every {duration(interval)}"
+        return "stale", f"no run for {duration(age)}, scheduled {every}"
+    if last.status in (RunStatus.REFUSED, RunStatus.STOPPED):
+        return "warning", f"the last run was {last.status}" + (f": {last.error}" if last.error else "")
+    if verdict == "warned":
+        return "warning", f"the latest validation ({latest.validation_id}) warned"
+    if warnings := run_warnings(sorted(runs, key=lambda r: r.started_at), now):
+        return "warning", "; ".join(warnings)
+    return "healthy", "the last run succeeded" + (f", validation {verdict}" if verdict else "")
 
 
 def _broken_rules(runs: list[RunReport]) -> tuple[tuple[str, str | None, int], ...]:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from jobs.declare import PipelineBase
     from jobs.flow.tally import Tally
     from jobs.lake.layout import Locations
-    from jobs.lake.locks import CheckpointLock, S3Lease
+    from jobs.lake.locks import WriterLock
     from jobs.request import RunRequest
     from jobs.run.events import Event
 
@@ -40,7 +40,7 @@ class RunContext:
     ledger: Ledger  # the pipeline's own files beside them
     tally: Tally | None  # the query's count of every row it reads (None without Spark)
     dimension: DataFrame | None  # an enriching pipeline's static table
-    lock: CheckpointLock | S3Lease
+    lock: WriterLock
     run_id: str
     log: logging.Logger
     emit: Callable[[Event], None]  # what the run says as it goes (jobs/run/events.py)

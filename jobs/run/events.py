@@ -10,6 +10,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from jobs.exit_codes import ExitCode
+from jobs.request import TriggerKind
+from jobs.run.report import RunStatus
 
 if TYPE_CHECKING:
     from jobs.run.report import RunReport
@@ -56,7 +58,7 @@ class ReportStored:
 @dataclass(frozen=True)
 class Finished:
     pipeline: str
-    status: str  # the run's: succeeded, failed, refused or stopped
+    status: RunStatus  # the run's
     code: ExitCode
     report: RunReport | None = None  # a succeeded run's
     validation: str | None = None  # passed, warned or failed; None when not validated
@@ -71,7 +73,7 @@ class Finished:
     @classmethod
     def ran(cls, report: RunReport) -> Finished:
         """A run that ended: exit 6 when it used none of its input (not a success), else 0."""
-        return cls(report.pipeline, "succeeded", ExitCode.UNUSED if report.used_none else ExitCode.OK, report)
+        return cls(report.pipeline, RunStatus.SUCCEEDED, ExitCode.UNUSED if report.used_none else ExitCode.OK, report)
 
     def line(self, report_uri: str | None = None) -> str:
         """One line: how the run ended, what it read and wrote, its validation; an error in
@@ -85,18 +87,18 @@ class Finished:
         read = f"{report.input_files} file(s), {report.input_rows} rows in" if report.batch_ids else "nothing new"
         written = f", {report.output_rows} rows written" if report.batch_ids else ""
         checked = f", validation {self.validation}" if self.validation else ""
-        ended = report.used_none_said() if report.used_none else "succeeded"
+        ended = report.used_none_said() if report.used_none else RunStatus.SUCCEEDED
         return f"{self.pipeline}: {ended} in {report.duration_s}s, {read}{written}{checked}, exit {int(self.code)}"
 
 
 def reported_code(report: RunReport, validation: str | None = None) -> ExitCode:
     """The exit code a run's report (and its validation's verdict) says it ended with, as
     `Finished` has it: what another process reads of a run, rather than its exit status."""
-    if report.status == "refused":
+    if report.status == RunStatus.REFUSED:
         return ExitCode.REFUSED
-    if report.status == "stopped":
-        return ExitCode.OK if report.trigger.startswith("processing-time") else ExitCode.STOPPED
-    if report.status == "failed":
+    if report.status == RunStatus.STOPPED:
+        return ExitCode.OK if report.trigger.startswith(TriggerKind.PROCESSING_TIME) else ExitCode.STOPPED
+    if report.status == RunStatus.FAILED:
         return ExitCode.DATA if report.stopped_on_data else ExitCode.FAILED
     if validation is None and report.not_validated:  # its validation did not finish: exit 1, as said
         return ExitCode.FAILED

@@ -20,7 +20,7 @@ from jobs.declare import PipelineBase
 from jobs.lake import gzip_size, listings
 from jobs.lake.landing import dated_folders, new_files_path, source_landings
 from jobs.lake.layout import join
-from jobs.request import RunRequest
+from jobs.request import RunRequest, TriggerKind
 from jobs.run.audit import MAX_FILE_AGE_MS
 
 # Up to this many new files, the run hands Spark their names rather than the landing to list
@@ -71,39 +71,23 @@ class Pending:
 
 def pending_input(pipeline: PipelineBase, request: RunRequest) -> Pending:
     """The new files a run of `pipeline` would take now, or why only Spark can tell."""
-    locations = request.locations
-    if request.trigger.kind == "processing-time":
-        return Pending(0, 0, "a processing-time trigger waits for files")
-    if request.landing_glob:
-        return Pending(0, 0, "the run lists the landing by a pattern")
-    if request.from_archive:
-        return Pending(0, 0, "the run reads retention's archive")
-    checkpoint_log = CheckpointLog.of(locations)
-    in_flight = checkpoint_log.batch_in_flight()
-    if in_flight is not None:
-        return Pending(0, 0, f"batch {in_flight} was planned and not committed: it is redone")
-    if set(checkpoint_log.committed_batches()) - Ledger(locations.ledger).accounted_batches():
-        return Pending(0, 0, "committed batches are not accounted yet")
+    checkpoint_log = CheckpointLog.of(request.locations)
+    why = _only_spark_can_tell(request, checkpoint_log)
+    if why:
+        return Pending(0, 0, why)
     files = size = 0
     gzipped: list[tuple[str, int]] = []
     named: list[tuple[str, ...]] = []
     listed: list[dict[str, int]] = []
     recorded: list[Recorded] = []
     not_files: dict[str, str] = {}
-    for source, landing in enumerate(source_landings(locations.landing, [s.name for s in pipeline.sources])):
+    for source, landing in enumerate(source_landings(request.locations.landing, [s.name for s in pipeline.sources])):
         recorded.append(checkpoint_log.recorded_through(source))
-        taken = recorded[-1][0]
-        passed_over_before = max(taken.values()) - MAX_FILE_AGE_MS if taken else None
-        new = []
         found = _listed(landing, request)
         not_files |= found.skipped
-        for uri, (file_bytes, mtime_ms) in found.files.items():
-            if uri in taken or (passed_over_before is not None and mtime_ms < passed_over_before):
-                continue
-            files, size = files + 1, size + file_bytes
-            new.append(uri)
-            if uri.endswith(".gz") and file_bytes:
-                gzipped.append((uri, file_bytes))
+        new = _new_files(found, recorded[-1][0])
+        files, size = files + len(new), size + sum(found.files[uri][0] for uri in new)
+        gzipped += [(uri, found.files[uri][0]) for uri in new if uri.endswith(".gz") and found.files[uri][0]]
         named.append(tuple(new))
         listed.append({uri: mtime_ms for uri, (_, mtime_ms) in found.files.items()})
     inflation = _inflation(gzipped)
@@ -119,6 +103,33 @@ def pending_input(pipeline: PipelineBase, request: RunRequest) -> Pending:
         inflation=inflation,
         not_files=not_files,
     )
+
+
+def _only_spark_can_tell(request: RunRequest, checkpoint_log: CheckpointLog) -> str | None:
+    """Why the files a run takes cannot be known before Spark starts, if they cannot."""
+    if request.trigger.kind == TriggerKind.PROCESSING_TIME:
+        return "a processing-time trigger waits for files"
+    if request.landing_glob:
+        return "the run lists the landing by a pattern"
+    if request.from_archive:
+        return "the run reads retention's archive"
+    in_flight = checkpoint_log.batch_in_flight()
+    if in_flight is not None:
+        return f"batch {in_flight} was planned and not committed: it is redone"
+    if set(checkpoint_log.committed_batches()) - Ledger(request.locations.ledger).accounted_batches():
+        return "committed batches are not accounted yet"
+    return None
+
+
+def _new_files(found: listings.Listing, taken: dict[str, int]) -> list[str]:
+    """The files of a listing the source has not taken, in its order: the source passes over
+    a file older than MAX_FILE_AGE_MS before the newest it took, as Spark's does."""
+    passed_over_before = max(taken.values()) - MAX_FILE_AGE_MS if taken else None
+    return [
+        uri
+        for uri, (_, mtime_ms) in found.files.items()
+        if uri not in taken and (passed_over_before is None or mtime_ms >= passed_over_before)
+    ]
 
 
 def _inflation(gzipped: list[tuple[str, int]]) -> float:

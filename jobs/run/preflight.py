@@ -19,7 +19,7 @@ from jobs.flow.source import check_inferred, infer_schema, schema_outline
 from jobs.flow.tally import Tally
 from jobs.lake import fs, s3
 from jobs.lake.layout import Locations, StorageError, is_s3, split_bucket
-from jobs.lake.locks import CheckpointLock, S3Lease
+from jobs.lake.locks import WriterLock
 from jobs.request import RunRequest
 from jobs.run import readers
 from jobs.run.context import RunContext, run_log
@@ -99,7 +99,7 @@ def _dimension(spark: SparkSession, pipeline: PipelineBase, locations: Locations
 
 
 def context_with_spark(
-    spark: SparkSession, pipeline: PipelineBase, request: RunRequest, *, lock: CheckpointLock | S3Lease, **given
+    spark: SparkSession, pipeline: PipelineBase, request: RunRequest, *, lock: WriterLock, **given
 ) -> RunContext:
     """The rest of the preflight, with Spark: the recorded (or now inferred) schema, the
     dimension; then the contract is recorded. `given`: the context's run_id and emit."""
@@ -132,9 +132,7 @@ def context_with_spark(
     )
 
 
-def context_without_spark(
-    pipeline: PipelineBase, request: RunRequest, *, lock: CheckpointLock | S3Lease, **given
-) -> RunContext:
+def context_without_spark(pipeline: PipelineBase, request: RunRequest, *, lock: WriterLock, **given) -> RunContext:
     """What a run with nothing to read works with: the logs and the ledger, no Spark."""
     locations = request.locations
     return RunContext(

@@ -12,6 +12,7 @@ it existed) called them `aggregated_rows`, and still reads.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, Field, PrivateAttr, model_validator
@@ -122,6 +123,16 @@ def _mib(n: int) -> str:
     return f"{n / 2**20:,.1f} MiB" if n < 10 * 2**20 else f"{n / 2**20:,.0f} MiB"
 
 
+class RunStatus(StrEnum):
+    """How a run ended (its report's `status`; `running` until it has)."""
+
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    REFUSED = "refused"
+    STOPPED = "stopped"
+
+
 class RunReport(BaseModel):
     report_version: int = REPORT_VERSION
     run_id: str
@@ -130,7 +141,7 @@ class RunReport(BaseModel):
     started_at: str
     ended_at: str | None = None
     duration_s: float | None = None
-    status: str = "running"  # succeeded, failed, refused, stopped
+    status: RunStatus = RunStatus.RUNNING
     error: str | None = None
     # Failed on its data (a `fail` rule, a record Spark cannot get past): every rerun would too.
     stopped_on_data: bool = False
@@ -222,7 +233,7 @@ class RunReport(BaseModel):
         accounted = self.used_rows + self.quarantined_rows + self.late_rows_dropped
         return self.input_rows == accounted + (self.duplicates_dropped or 0)
 
-    def finish(self, status: str, error: str | None = None) -> None:
+    def finish(self, status: RunStatus, error: str | None = None) -> None:
         ended = datetime.now(UTC)
         self.ended_at = ended.isoformat(timespec="seconds")
         self.duration_s = round((ended - datetime.fromisoformat(self.started_at)).total_seconds(), 2)
@@ -230,7 +241,7 @@ class RunReport(BaseModel):
         self.error = error
 
     def to_dict(self) -> dict[str, Any]:
-        return self.model_dump()
+        return self.model_dump(mode="json")
 
     @property
     def used_none(self) -> bool:
@@ -248,24 +259,11 @@ class RunReport(BaseModel):
 
     def summary(self) -> str:
         """A few lines for a person reading a terminal or a task log."""
-        ended = self.used_none_said() if self.status == "succeeded" and self.used_none else self.status
+        ended = self.used_none_said() if self.status == RunStatus.SUCCEEDED and self.used_none else self.status
         head = f"{self.pipeline} run {self.run_id}: {ended} in {self.duration_s}s ({self.trigger})"
         if self.error:
             return f"{head}\n  error: {self.error}"
-        skipped = [f"  warning: {warning}" for warning in self.warnings]
-        skipped += [f"  {self.skipped_files.describe()}"] if self.skipped_files else []
-        if self.retention.deleted or self.retention.archived:
-            skipped.append(f"  {self.retention.describe()}")
-        if self.tied_files:
-            skipped.append(
-                f"  {len(self.tied_files)} file(s) in different batches had the same modification time: "
-                f'{file_names(self.tied_files)} (Spark chose their order; see docs/layout.md, "Landing files")'
-            )
-        if self.missing_files:
-            skipped.append(
-                f"  {len(self.missing_files)} landed file(s) gone before they were accounted: "
-                f"{file_names(self.missing_files)} (their rows are in no count above)"
-            )
+        skipped = self._said_of_files()
         if not self.batch_ids:
             return "\n".join([head, f"  no new files: nothing written; watermark {shown(self.watermark)}", *skipped])
         recovered = f" (incl. {len(self.recovered_batch_ids)} recovered)" if self.recovered_batch_ids else ""
@@ -289,6 +287,24 @@ class RunReport(BaseModel):
                 *skipped,
             ]
         )
+
+    def _said_of_files(self) -> list[str]:
+        """The summary's lines on its warnings and the files it passed over, tied or lost."""
+        said = [f"  warning: {warning}" for warning in self.warnings]
+        said += [f"  {self.skipped_files.describe()}"] if self.skipped_files else []
+        if self.retention.deleted or self.retention.archived:
+            said.append(f"  {self.retention.describe()}")
+        if self.tied_files:
+            said.append(
+                f"  {len(self.tied_files)} file(s) in different batches had the same modification time: "
+                f'{file_names(self.tied_files)} (Spark chose their order; see docs/layout.md, "Landing files")'
+            )
+        if self.missing_files:
+            said.append(
+                f"  {len(self.missing_files)} landed file(s) gone before they were accounted: "
+                f"{file_names(self.missing_files)} (their rows are in no count above)"
+            )
+        return said
 
     def describe_rules(self) -> str:
         """Each rule's violations and action, in one line ('known_event 3 (quarantine), ...')."""

@@ -11,9 +11,10 @@
     audit    remove output no batch committed, name landed files never read, retention
 and whatever happened, the run report is stored.
 
-Exactly once: Spark's file source records which files each batch read, and its file
-sink records which output files each batch committed, both in the checkpoint; a batch
-interrupted before its commit is redone from the same files on the next run.
+Exactly once: Spark's file source records which files each batch read, in the checkpoint,
+and the table records which batches it committed (a Parquet table's `_spark_metadata` log,
+a Delta table's transaction log with the query's id and batch); a batch interrupted before
+its commit is redone from the same files on the next run.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ from jobs.flow.query import start_query
 from jobs.flow.source import batch_sizes
 from jobs.lake.landing import source_landings
 from jobs.lake.layout import Locations, StorageError, StorageUnavailable
-from jobs.lake.locks import AlreadyRunning, LeaseLost, checkpoint_lock
-from jobs.request import RunRequest
+from jobs.lake.locks import AlreadyRunning, LeaseLost, WriterLock, checkpoint_lock
+from jobs.launch.application import Application
+from jobs.request import RunMode, RunRequest, TriggerKind
 from jobs.run import stop
 from jobs.run.audit import remove_stray_output, skipped_files
 from jobs.run.context import RunContext, run_log
@@ -56,7 +58,7 @@ from jobs.run.failure import data_condition, failure_cause, one_line
 from jobs.run.pending import Pending, pending_input
 from jobs.run.preflight import before_spark, context_with_spark, context_without_spark, nowhere
 from jobs.run.progress import ProgressWatch
-from jobs.run.report import BatchSize, RuleCount, RunReport, last_state_rows, recent_reports, save
+from jobs.run.report import BatchSize, RuleCount, RunReport, RunStatus, last_state_rows, recent_reports, save
 from jobs.run.retention import apply_retention
 from jobs.run.warnings import HISTORY_RUNS, run_warnings
 from jobs.units import new_run_id
@@ -90,25 +92,38 @@ def run(
         with checkpoint_lock(locations.ledger, pipeline.name, wait_s=pipeline.orchestration.timeout_s) as lock:
             waited = f", after {lock.waited_s:.0f}s waiting" if lock.waited_s >= 1 else ""
             log.info("  lock: %s%s", lock.describe(), waited)
-            before_spark(pipeline, locations, incremental=request.mode == "incremental")
-            pending = pending_input(pipeline, request)
-            given = {"lock": lock, "run_id": report.run_id, "emit": emit}
-            if pending.nothing_new or not request.start_spark:
-                _without_spark(context_without_spark(pipeline, request, **given), report, pending)
-            else:
-                log.info("  pending: %s", pending.describe())
-                spark = spark or _session(pipeline, locations, pending)
-                lock.record_spark(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
-                report.spark_log = _spark_log_file(spark)
-                _execute(context_with_spark(spark, pipeline, request, **given), report, pending)
-        report.finish("succeeded")
+            _under_lock(pipeline, request, report, lock, spark, emit)
+        report.finish(RunStatus.SUCCEEDED)
         report.warnings = _warnings(report, locations)
     except (Exception, KeyboardInterrupt) as error:
-        raise _ended(error, report, locations, spark) from error
+        raise _ended(error, report, locations, spark is not None or report.spark_log is not None) from error
     finally:
         stop.end()
         _store(report, request, emit)
     return report
+
+
+def _under_lock(
+    pipeline: PipelineBase,
+    request: RunRequest,
+    report: RunReport,
+    lock: WriterLock,
+    spark: SparkSession | None,
+    emit: Emit,
+) -> None:
+    """preflight -> pending, then the run without Spark (nothing new) or with it."""
+    before_spark(pipeline, request.locations, incremental=request.mode == RunMode.INCREMENTAL)
+    pending = pending_input(pipeline, request)
+    application = Application.for_runs(f"jobs-{pipeline.name}", [pipeline], [request], [pending])
+    given = {"lock": lock, "run_id": report.run_id, "emit": emit}
+    if not application.needs_spark:
+        _without_spark(context_without_spark(pipeline, request, **given), report, pending)
+        return
+    run_log(pipeline.name).info("  pending: %s", pending.describe())
+    spark = spark or application.session()
+    lock.record_spark(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+    report.spark_log = _spark_log_file(spark)
+    _execute(context_with_spark(spark, pipeline, request, **given), report, pending)
 
 
 def _new_report(pipeline: PipelineBase, request: RunRequest) -> RunReport:
@@ -130,14 +145,6 @@ def _spark_log_file(spark: SparkSession) -> str | None:
     return spark_log_file(spark)
 
 
-def _session(pipeline: PipelineBase, locations: Locations, pending: Pending) -> SparkSession:
-    from jobs.session import spark_for
-
-    new_bytes = None if pending.needs_spark else pending.bytes
-    conf = pipeline.spark_settings.session_conf()
-    return spark_for(locations, f"jobs-{pipeline.name}", conf, new_bytes=new_bytes, table_format=pipeline.output.format)
-
-
 def _without_spark(run: RunContext, report: RunReport, pending: Pending) -> None:
     """A run with nothing to read: what Spark would say is in its logs already, and the audit
     needs no Spark. A file that landed since the caller looked (`start_spark` off) is the
@@ -155,7 +162,7 @@ def _without_spark(run: RunContext, report: RunReport, pending: Pending) -> None
 def _execute(run: RunContext, report: RunReport, pending: Pending) -> None:
     """recover -> start -> watch -> settle -> audit. Committed batches are accounted
     whatever ended the query; what ended it early is raised once they are."""
-    store_as_it_goes = run.request.trigger.kind == "processing-time"
+    store_as_it_goes = run.request.trigger.kind == TriggerKind.PROCESSING_TIME
     accounting = Accounting(
         partial(account_batches, run), run, partial(_counted, run, report), store_as_it_goes=store_as_it_goes
     )
@@ -312,21 +319,21 @@ def _warnings(report: RunReport, locations: Locations) -> list[str]:
     return run_warnings([*earlier, report], datetime.now(UTC))
 
 
-def _ended(error: BaseException, report: RunReport, locations: Locations, spark: SparkSession | None) -> RuntimeError:
+def _ended(error: BaseException, report: RunReport, locations: Locations, with_spark: bool) -> RuntimeError:
     """How the run ended, in its report; the error its caller sees."""
     refusals = AlreadyRunning | IncompatibleCheckpoint | StorageError | DeclarationError
     if isinstance(error, refusals) and not isinstance(error, StorageUnavailable):
-        report.finish("refused", one_line(error))
+        report.finish(RunStatus.REFUSED, one_line(error))
         return RunRefused(report.error)
     if isinstance(error, LeaseLost):
-        report.finish("failed", f"lost the checkpoint's lease: {error}")
+        report.finish(RunStatus.FAILED, f"lost the checkpoint's lease: {error}")
         return RunFailed(report.error)
     if isinstance(error, KeyboardInterrupt):
-        report.finish("stopped", None)
+        report.finish(RunStatus.STOPPED, None)
         return RunStopped("stopped on request")
     checkpoint_log = CheckpointLog.of(locations)
-    report.finish("failed", failure_cause(error, checkpoint_log, report, locations.uses_s3))
-    if spark is not None:
+    report.finish(RunStatus.FAILED, failure_cause(error, checkpoint_log, report, locations.uses_s3))
+    if with_spark:
         run_log(report.pipeline).error("  stack traces: %s", report.spark_log or "in the log of the JVM that died")
     report.stopped_on_data = data_condition(error) is not None
     return (RunStoppedOnData if report.stopped_on_data else RunFailed)(report.error)

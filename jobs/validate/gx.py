@@ -171,54 +171,62 @@ def run_checkpoint(
         [e for e in suite.expectations if e not in active],
         "the run used no rows its table shows yet (none read, or all duplicates, late or held in state)",
     )
-    by_name = {e.check_name: e for e in active}
+    # The Data Docs site is rebuilt by `report` (a rebuild reads every stored result).
+    result_format = RESULT_FORMAT if suite.samples else {**RESULT_FORMAT, "partial_unexpected_count": 0}
     # One Great Expectations project for all pipelines: one validation at a time writes to it.
     with FolderLock(quality):
-        project = context(quality, site)
-        if isinstance(table, DataFrame):
-            source = project.data_sources.add_or_update_spark("tables")
-        else:  # a small output, as pandas (jobs/validate/small_table.py)
-            source = project.data_sources.add_or_update_pandas("small_tables")
-        asset = next((a for a in source.assets if a.name == name), None) or source.add_dataframe_asset(name)
-        batch = next((b for b in asset.batch_definitions if b.name == "output"), None)
-        batch = batch or asset.add_batch_definition_whole_dataframe("output")
-        gx_suite = project.suites.add_or_update(
-            gx.ExpectationSuite(name=name, expectations=[_gx_expectation(e) for e in active])
-        )
-        definition = project.validation_definitions.add_or_update(
-            gx.ValidationDefinition(name=name, data=batch, suite=gx_suite)
-        )
-        # The Data Docs site is rebuilt by `report` (a rebuild reads every stored result).
-        result_format = RESULT_FORMAT if suite.samples else {**RESULT_FORMAT, "partial_unexpected_count": 0}
-        checkpoint = project.checkpoints.add_or_update(
-            gx.Checkpoint(name=name, validation_definitions=[definition], actions=[], result_format=result_format)
-        )
+        checkpoint = _checkpoint(context(quality, site), table, name, active, result_format)
         outcome = checkpoint.run(
             batch_parameters={"dataframe": table},
             run_id=gx.RunIdentifier(run_name=run_name, run_time=datetime.now(UTC)),
         )
+    by_name = {e.check_name: e for e in active}
     checks, page = [], None
     for identifier, run_result in outcome.run_results.items():
         page = "validations/" + "/".join(identifier.to_tuple()) + ".html"
         for result in run_result.results:
             expectation = by_name[result.expectation_config.meta["check"]]
-            details = json.loads(json.dumps(result.result or {}, default=str))
-            if details.get("element_count") == 0 and "unexpected_count" in details:
-                details["unexpected_count"] = 0  # Spark's engine says None of no rows, pandas' 0
-            checks.append(
-                CheckResult(
-                    name=expectation.check_name,
-                    source="great_expectations",
-                    severity=expectation.severity,
-                    success=bool(result.success),
-                    message=_message(expectation, details),
-                    unexpected_count=details.get("unexpected_count"),
-                    element_count=details.get("element_count"),
-                    observed=details.get("observed_value"),
-                    examples=(details.get("partial_unexpected_list") or [])[
-                        : result_format["partial_unexpected_count"]
-                    ],
-                )
-            )
+            checks.append(_check_result(expectation, result, result_format["partial_unexpected_count"]))
     order = [e.check_name for e in suite.expectations]
     return sorted([*checks, *skips], key=lambda c: order.index(c.name)), page
+
+
+def _checkpoint(project, table: DataFrame | pandas.DataFrame, name: str, active: list, result_format: dict):
+    """The table's checkpoint in the project: its data source (Spark's, or pandas' for a small
+    output: jobs/validate/small_table.py), asset, suite and validation definition."""
+    import great_expectations as gx
+
+    if isinstance(table, DataFrame):
+        source = project.data_sources.add_or_update_spark("tables")
+    else:
+        source = project.data_sources.add_or_update_pandas("small_tables")
+    asset = next((a for a in source.assets if a.name == name), None) or source.add_dataframe_asset(name)
+    batch = next((b for b in asset.batch_definitions if b.name == "output"), None)
+    batch = batch or asset.add_batch_definition_whole_dataframe("output")
+    gx_suite = project.suites.add_or_update(
+        gx.ExpectationSuite(name=name, expectations=[_gx_expectation(e) for e in active])
+    )
+    definition = project.validation_definitions.add_or_update(
+        gx.ValidationDefinition(name=name, data=batch, suite=gx_suite)
+    )
+    return project.checkpoints.add_or_update(
+        gx.Checkpoint(name=name, validation_definitions=[definition], actions=[], result_format=result_format)
+    )
+
+
+def _check_result(expectation, result, examples: int) -> CheckResult:
+    """One expectation's result, as the product keeps it."""
+    details = json.loads(json.dumps(result.result or {}, default=str))
+    if details.get("element_count") == 0 and "unexpected_count" in details:
+        details["unexpected_count"] = 0  # Spark's engine says None of no rows, pandas' 0
+    return CheckResult(
+        name=expectation.check_name,
+        source="great_expectations",
+        severity=expectation.severity,
+        success=bool(result.success),
+        message=_message(expectation, details),
+        unexpected_count=details.get("unexpected_count"),
+        element_count=details.get("element_count"),
+        observed=details.get("observed_value"),
+        examples=(details.get("partial_unexpected_list") or [])[:examples],
+    )

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from jobs.lake import fs
 from jobs.lake.layout import join
-from jobs.run.report import RESULTS_SUFFIX, RunReport
+from jobs.run.report import RESULTS_SUFFIX, RunReport, RunStatus
 
 
 class CheckResult(BaseModel):
@@ -104,6 +104,10 @@ def unvalidated(runs: list[RunReport], results: list[ValidationResult]) -> list[
     a run names it; one of the whole table names every run it covered)."""
     checked = {run_id for result in results for run_id in result.run_ids}
     return sorted(
-        (r for r in runs if r.batch_ids and r.status in ("succeeded", "stopped") and r.run_id not in checked),
+        (
+            r
+            for r in runs
+            if r.batch_ids and r.status in (RunStatus.SUCCEEDED, RunStatus.STOPPED) and r.run_id not in checked
+        ),
         key=lambda r: r.started_at,
     )

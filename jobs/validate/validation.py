@@ -29,7 +29,6 @@ from jobs.flow.sink import read_committed
 from jobs.lake import fs
 from jobs.lake.layout import Locations, is_s3, join, local_path
 from jobs.run.report import RunReport, load_reports
-from jobs.session import spark_for
 from jobs.units import ID_TIME
 from jobs.validate import gx
 from jobs.validate.gx import ValidationError
@@ -110,24 +109,7 @@ def _validate(
         # No batch ran (no new files): nothing was written, and there is nothing to ask GX.
         result.checks = gx.skipped(list(suite.expectations), "the run processed no batch")
     else:
-        rows_due = rows_to_show(pipeline, reports)
-        small = small_table(pipeline, CheckpointLog.of(locations), files)
-        if small is not None:  # Great Expectations' pandas engine: no Spark job
-            table, result.files_validated = small
-            result.engine, result.rows_validated = "pandas", len(table)
-            result.checks, result.data_docs_page = gx.run_checkpoint(
-                with_window_length(table),
-                pipeline.name,
-                suite,
-                locations.quality,
-                site_folder(locations),
-                run_name,
-                rows_due,
-            )
-        else:
-            result.engine = "spark"
-            spark = spark or spark_for(locations, f"jobs-validate-{pipeline.name}", table_format=pipeline.output.format)
-            _validate_on_spark(spark, pipeline, locations, suite, result, files, run_name, rows_due)
+        _check_table(spark, pipeline, locations, suite, result, files, run_name, rows_to_show(pipeline, reports))
     result.checks += run_report_checks(suite, reports)
     result.duration_s = round(time.monotonic() - started, 2)
     result.decide()
@@ -135,6 +117,35 @@ def _validate(
     _forget_old_results(pipeline, locations, keep=run_name)
     log.info("%s", result.summary())
     return result
+
+
+def _check_table(
+    spark: SparkSession | None,
+    pipeline: PipelineBase,
+    locations: Locations,
+    suite: Suite,
+    result: ValidationResult,
+    files: list[str] | None,
+    run_name: str,
+    rows_due: bool,
+) -> None:
+    """The suite's expectations over the rows: with pandas when they are few (no Spark job),
+    else on Spark (the session given, or one of its own)."""
+    small = small_table(pipeline, CheckpointLog.of(locations), files)
+    if small is not None:
+        table, result.files_validated = small
+        result.engine, result.rows_validated = "pandas", len(table)
+        site = site_folder(locations)
+        result.checks, result.data_docs_page = gx.run_checkpoint(
+            with_window_length(table), pipeline.name, suite, locations.quality, site, run_name, rows_due
+        )
+        return
+    from jobs.launch.application import Application
+
+    result.engine = "spark"
+    name = f"jobs-validate-{pipeline.name}"
+    spark = spark or Application.for_command(name, [pipeline], [locations]).session()
+    _validate_on_spark(spark, pipeline, locations, suite, result, files, run_name, rows_due)
 
 
 def _validate_on_spark(

@@ -8,7 +8,9 @@ The model is test_backfill_into_table's: each reading in its two sliding windows
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import threading
 import time
 from pathlib import Path
@@ -21,7 +23,7 @@ from jobs.backfill.stage import stage_closed_range
 from jobs.declare.rules import Rule
 from jobs.lake import delta, fs
 from jobs.lake.layout import Locations, StorageError, is_s3, join
-from jobs.lake.locks import AlreadyRunning, checkpoint_lock
+from jobs.lake.locks import AlreadyRunning, checkpoint_lock, holder
 from jobs.run.maintain import maintain
 from tests.helpers import land, run_pipeline
 from tests.integration.test_backfill_into_table import DAYS, day_readings, model, on, request_of, rows_of
@@ -124,8 +126,8 @@ def test_a_replacement_and_an_optimize_started_during_a_run_wait_for_it_and_comm
 
 
 def test_a_holder_that_has_not_said_who_it_is_yet_is_waited_for_not_refused(tmp_path):
-    """The moments a holder holds the flock with its record empty (just taken, or wiped on
-    the way out): a run meeting it tries again, and takes the lock once it is free."""
+    """The moments a holder holds the flock with its record empty (just taken): a run meeting
+    it tries again, and takes the lock once it is free."""
     import fcntl
 
     ledger = Locations.resolve("clickstream", root=str(tmp_path)).ledger
@@ -136,6 +138,26 @@ def test_a_holder_that_has_not_said_who_it_is_yet_is_waited_for_not_refused(tmp_
         threading.Timer(0.5, fcntl.flock, (held, fcntl.LOCK_UN)).start()
         with checkpoint_lock(ledger, "clickstream", wait_s=30) as run:
             assert 0.4 < run.waited_s < 2
+
+
+def test_a_holder_lets_go_with_a_record_that_says_so_and_claims_no_jvm(store_root):
+    """Before, a flock's holder wiped its record before letting go, so a writer meeting it in
+    that moment read an empty record and had to guess. Now the record, while still held, says
+    it was released and claims no JVM: a process that runs on (a group's application, this
+    test's) is never waited for, and nobody holds the lock after."""
+    ledger = Locations.resolve("clickstream", root=store_root).ledger
+    with checkpoint_lock(ledger, "clickstream") as run:
+        run.record_spark(os.getpid())  # a JVM that lives on after the run lets go
+        held = run.holder()
+        assert held is not None and held.spark.pid == os.getpid() and held.pid == os.getpid()
+    assert run.holder() is None and holder(ledger) is None
+    if not is_s3(ledger):  # a lease's object is deleted instead
+        left = json.loads(Path(ledger, "lock").read_text())
+        assert left["released"] and "spark" not in left and left["pid"] == os.getpid()
+    started = time.monotonic()
+    with checkpoint_lock(ledger, "clickstream") as again:
+        assert again.waited_s < 1
+    assert time.monotonic() - started < 5, "not waited for the JVM that runs on"
 
 
 def test_a_run_meeting_a_run_is_refused_at_once_and_any_other_meeting_waits(store_root):

@@ -209,7 +209,7 @@ def test_a_lease_let_go_between_a_refused_put_and_its_read_is_taken(s3_root, mon
     monkeypatch.setattr(S3Lease, "_put", refused_then_let_go)
     with S3Lease(ledger, "clickstream", lease_s=60) as taken:
         taken.ensure_held()
-    assert holder._me["token"] != taken._me["token"]
+    assert holder._me.token != taken._me.token
 
 
 def _dead_pid() -> int:

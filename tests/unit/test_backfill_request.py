@@ -35,12 +35,27 @@ def test_a_date_range_plan_isolates_the_work_and_passes_each_value_as_one_argume
         "clickstream",
         f"--root={tmp_path}",
         "--id=20260101T000000Z-abc",
-        f"--publish-to={made.publish_to}",
         "--since=2023-07-30",
         "--until=2023-07-31",
+        f"--publish-to={made.publish_to}",
         "--stage-only",
     ]
     assert backfill.BackfillRequest.from_dict(made.to_dict()) == made
+
+
+def test_a_step_s_arguments_read_back_by_the_command_line_are_the_request_s_params(tmp_path):
+    """The command line's flags, the DAG's form and the steps' arguments are one definition
+    (jobs/request.py BACKFILL_OPTIONS): what a step passes, the command line reads back whole."""
+    from jobs.cli.parser import build_parser
+    from jobs.request import BACKFILL_OPTIONS as OPTIONS
+
+    made = request(
+        tmp_path, pipeline="clickstream", prefixes=["dt=2023-07-30", "dt=2023-07-31"], max_files_per_trigger=3
+    )
+    args = build_parser().parse_args(made.reprocess_args())
+    read = {"pipeline": args.pipeline, **{o.name: getattr(args, o.name) for o in OPTIONS}}
+    assert {k: v for k, v in read.items() if v is not None} == made.to_params()
+    assert {o.name for o in OPTIONS} | {"pipeline"} >= set(made.to_params())
 
 
 def test_prefixes_become_one_glob_under_the_landing_location(tmp_path):
