@@ -13,8 +13,7 @@ The packages follow the data:
     quality_report/  the data quality report (runs, checks, backfills) and Data Docs
 and beside them: processors/ (per-key functions a `process` pipeline names), cli/,
 orchestration/ (Airflow), entry/ (what spark-submit starts), pipelines/ (the declarations,
-data), request.py (a run request: what every caller asks of a run, its options defined once;
-and a backfill's params, defined once),
+data), request.py (a run request: what every caller asks of a run, its options defined once),
 settings.py, units.py, schema.py (field types: objects, arrays, decimals; paths),
 columns.py (column names the flow adds), exit_codes.py, session.py, jvm/ (the class
 archive and a lean start; the product's jar and the locked jars it adds to Spark),

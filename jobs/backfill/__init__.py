@@ -7,13 +7,30 @@
                                   or, for a Delta table: replace the range's dates in the
                                   production table in one commit; roll that back (replace.py)
 
+options.py: its params, defined once (the command line, the DAG, each step).
+
 A backfill never touches the production checkpoint: it reads the production landing
 location and writes under its work root and the publish location, or (replace.py) the
 production table's range, in one commit.
 """
 
-from jobs.backfill.request import BackfillError, BackfillRequest, backfill_id_for, backfill_request, publish_roots
-from jobs.backfill.versions import POINTER, PUBLISHED, REPLACED, VERSIONS, current_version, publish
+from importlib import import_module
+
+# Each name from its module when first used (PEP 562): the DAG files import options.py, and
+# with it this package, without the filesystem's pyarrow that request.py and versions.py bring.
+_FROM = {
+    **dict.fromkeys(
+        ("BackfillError", "BackfillRequest", "backfill_id_for", "backfill_request", "publish_roots"), "request"
+    ),
+    **dict.fromkeys(("POINTER", "PUBLISHED", "REPLACED", "VERSIONS", "current_version", "publish"), "versions"),
+}
+
+
+def __getattr__(name: str):
+    if name not in _FROM:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"jobs.backfill.{_FROM[name]}"), name)
+
 
 __all__ = [
     "POINTER",

@@ -16,11 +16,11 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from jobs import declare
+from jobs.backfill.options import BACKFILL_PARAMS, backfill_args
 from jobs.flow.patterns import pattern_of
 from jobs.lake import fs
 from jobs.lake.landing import dated_folders, undated
 from jobs.lake.layout import FOLDERS, OWN_ROOTS, Locations, StorageError, is_inside, join, normalize, own_root
-from jobs.request import BACKFILL_PARAMS, backfill_args
 from jobs.settings import settings
 
 VERSIONS = "versions"

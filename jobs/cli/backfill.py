@@ -9,11 +9,11 @@ import sys
 from datetime import UTC, datetime
 
 from jobs import declare
+from jobs.backfill.options import BACKFILL_OPTIONS
 from jobs.cli.common import add_pipeline, add_root, fail
 from jobs.exit_codes import ExitCode
 from jobs.lake.builds import in_use
 from jobs.lake.layout import Locations
-from jobs.request import BACKFILL_OPTIONS
 from jobs.units import jobs_command, new_run_id
 from jobs.validate.suite import load_suite
 
@@ -116,7 +116,7 @@ def _stage_and_publish(
 ) -> int:
     from jobs import backfill
     from jobs.backfill.stage import stage_closed_range
-    from jobs.launch.application import Application
+    from jobs.run.application import Application
     from jobs.validate.validation import validate_table
 
     name = f"jobs-backfill-{pipeline.name}"
@@ -143,7 +143,7 @@ def _replace(request, pipeline: declare.PipelineBase, production: Locations, spa
     """The staged range written over the production table's, in one commit."""
     from jobs.backfill.replace import replace_range
     from jobs.lake.locks import AlreadyRunning
-    from jobs.launch.application import Application
+    from jobs.run.application import Application
 
     spark = spark or Application.for_command(f"jobs-backfill-{pipeline.name}", [pipeline], [production]).session()
     try:
@@ -164,7 +164,7 @@ def _roll_back(args: argparse.Namespace) -> int:
     from jobs import backfill
     from jobs.backfill.replace import roll_back
     from jobs.lake.locks import AlreadyRunning
-    from jobs.launch.application import Application
+    from jobs.run.application import Application
 
     if not args.id:
         return fail(ExitCode.USAGE, "--rollback needs the --id of the backfill to undo")

@@ -30,7 +30,7 @@ def add_parser(commands) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from jobs.lake.locks import AlreadyRunning
-    from jobs.launch.application import Application
+    from jobs.run.application import Application
     from jobs.run.maintain import maintain, refuse_unless_maintainable
 
     pipeline = declare.load(args.pipeline)

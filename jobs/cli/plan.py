@@ -32,7 +32,7 @@ def add_parser(commands) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from jobs.change.plan import REPROCESS, plan
-    from jobs.launch.application import Application
+    from jobs.run.application import Application
     from jobs.validate.suite import load_suite
 
     pipeline = declare.load(args.pipeline)

@@ -51,7 +51,7 @@ def handle(args: argparse.Namespace) -> int:
         rollback_target,
     )
     from jobs.lake.builds import in_use
-    from jobs.launch.application import Application
+    from jobs.run.application import Application
 
     pipeline = declare.load(args.pipeline)
     if not args.rollback:

@@ -19,8 +19,8 @@ def load_classes() -> None:
     from jobs.lake.landing import land_lines
     from jobs.lake.layout import Locations
     from jobs.launch import execute
-    from jobs.launch.application import Application
     from jobs.request import RunRequest
+    from jobs.run.application import Application
 
     formats = ["parquet", "delta"] if archived_jars() else ["parquet"]
     shipped = declare.load("clickstream")

@@ -2,9 +2,8 @@
 (jobs/request.py): one pipeline's run, then its validation; or several pipelines' runs in
 one Spark application, each validated in it. Both yield the runs' events.
 
-execute.py      one request: its run (jobs/run/), then its validation (jobs/validate/), its events
-group.py        several requests at once in one application, each with its own events
-application.py  the Spark application of some requests or a command: whether it starts, and with what
+execute.py  one request: its run (jobs/run/), then its validation (jobs/validate/), its events
+group.py    several requests at once in one application, each with its own events
 """
 
 from jobs.launch.execute import execute, finished_of

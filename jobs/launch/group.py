@@ -22,9 +22,9 @@ from dataclasses import replace
 
 from jobs import declare
 from jobs.declare import PipelineBase
-from jobs.launch.application import Application
 from jobs.launch.execute import events_of, finished
 from jobs.request import RunRequest
+from jobs.run.application import Application
 from jobs.run.events import Emit, Event, Finished
 
 

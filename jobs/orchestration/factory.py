@@ -37,6 +37,7 @@ from airflow.sdk import (
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from jobs import declare
+from jobs.backfill.options import BACKFILL_OPTIONS
 from jobs.declare.operations import Orchestration
 from jobs.exit_codes import ExitCode
 from jobs.orchestration import arrival, environment
@@ -50,7 +51,7 @@ from jobs.orchestration.reports import (
 )
 from jobs.orchestration.retries import retry_args
 from jobs.orchestration.run_operators import RunPipelineOperator
-from jobs.request import BACKFILL_OPTIONS, dag_params
+from jobs.request import dag_params
 from jobs.validate.suite import with_suites
 
 log = logging.getLogger(__name__)
@@ -230,7 +231,7 @@ def backfill_dag(pipelines: list[str]) -> DAG:
                 examples=pipelines,
                 description="a window or events pipeline (the others are refused, with what to run instead)",
             ),
-            # The command line's options (jobs/request.py BACKFILL_OPTIONS).
+            # The command line's options (jobs/backfill/options.py).
             **{option.name: Param(None, description=option.help, **option.schema) for option in BACKFILL_OPTIONS},
         },
         tags=["jobs", "backfill"],

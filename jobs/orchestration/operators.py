@@ -95,12 +95,12 @@ class JobsSubmitOperator(SparkSubmitOperator):
         sturdier contract than spark-submit's exit status, which the provider keeps private."""
         return None
 
-    def application(self, context: Any):
-        """The Spark application the command starts (jobs/launch/application.py): the
+    def spark_application(self, context: Any):
+        """The Spark application the command starts (jobs/run/application.py): the
         pipelines it works on, where they are. Run tasks give their run requests' instead."""
         from jobs import declare
         from jobs.lake.builds import in_use
-        from jobs.launch.application import Application
+        from jobs.run.application import Application
 
         names = self.pipeline_names if self.pipeline_names is not None else self.application_args[1:2]
         declared = declare.load_each().pipelines
@@ -128,7 +128,7 @@ class JobsSubmitOperator(SparkSubmitOperator):
         with environment.task_environment(self.log, self.spark_conn_id):
             from jobs.session import driver_class_path
 
-            self.conf = self.submit_conf(self.application(context), context)
+            self.conf = self.submit_conf(self.spark_application(context), context)
             try:
                 with driver_class_path(self.conf):  # the lock's jars, as the executors have them
                     super().execute(context)
@@ -190,11 +190,11 @@ class BackfillStepOperator(JobsSubmitOperator):
     def arguments(self, context: Any) -> list[str]:
         return self._request(context).step_args(self.step)
 
-    def application(self, context: Any):
+    def spark_application(self, context: Any):
         """The backfill's: its work root, the production's locations, where it publishes."""
         from jobs import declare
         from jobs.lake.builds import in_use
-        from jobs.launch.application import Application
+        from jobs.run.application import Application
 
         request = self._request(context)
         pipeline = declare.load(request.pipeline)

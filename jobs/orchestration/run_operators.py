@@ -52,7 +52,7 @@ class RunPipelineOperator(JobsSubmitOperator):
     def arguments(self, context: Any) -> list[str]:
         return self.request.argv()
 
-    def application(self, context: Any):
+    def spark_application(self, context: Any):
         return self._application
 
     def execute(self, context: Any) -> str:
@@ -81,7 +81,7 @@ class RunPipelineOperator(JobsSubmitOperator):
 
         from jobs import declare
         from jobs.launch import execute, finished_of
-        from jobs.launch.application import Application
+        from jobs.run.application import Application
 
         with environment.task_environment(self.log):
             self._application = Application.for_runs(self.name, [declare.load(self.pipeline_name)], [self.request])
@@ -150,7 +150,7 @@ class GroupRunOperator(JobsSubmitOperator):
     def arguments(self, context: Any) -> list[str]:
         return ["run", "--request=[" + ",".join(r.to_json() for r in self.requests) + "]"]
 
-    def application(self, context: Any):
+    def spark_application(self, context: Any):
         return self._application
 
     def execute(self, context: Any) -> dict[str, Any]:
@@ -159,8 +159,8 @@ class GroupRunOperator(JobsSubmitOperator):
         from jobs import declare
         from jobs.lake.builds import in_use
         from jobs.launch import execute_group
-        from jobs.launch.application import Application
         from jobs.request import RunRequest
+        from jobs.run.application import Application
 
         log_arrivals(context, self.log)
         self.run_id = new_run_id(datetime.now(UTC))

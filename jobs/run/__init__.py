@@ -2,6 +2,7 @@
 
 runner.py           the run as named steps: lock -> preflight -> pending -> recover -> start -> watch -> settle -> audit
 pending.py          what is new, read from Spark's logs before Spark starts (nothing new: no Spark)
+application.py      the Spark application of some run requests or a command: whether it starts, and with what
 arrivals.py         what an on-arrival watcher says, and when: (listing, cursor, now) -> (event, cursor)
 context.py          what a run works with (RunContext, built once from its request: jobs/request.py)
 events.py           what a run says as it goes: started, batch committed, report stored, finished
@@ -9,6 +10,7 @@ stop.py             a stop request (Ctrl-C, SIGTERM), read by every run in progr
 preflight.py        the declaration against the checkpoint, then the schema and the dimension
 progress.py         a line per batch as it completes (StreamingQueryProgress)
 report.py           the run report: what one run did, in numbers a person can check
+status.py           how a run ended (succeeded, failed, refused, stopped), as its report and events say
 audit.py            after a run: output no batch committed, landed files never read
 retention.py        landed files deleted or archived, as declared
 readers.py          which pipelines read a landing: one, unless each declares it shared

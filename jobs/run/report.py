@@ -4,15 +4,13 @@ Rows are counted per batch (BatchAccount, kept in the ledger) and summed per run
 
     input_rows = used_rows + quarantined_rows + late_rows_dropped + duplicates_dropped
 
-`used_rows` are the rows the pipeline used: aggregated into windows, written as events,
-handed to a processor or joined. Stored reports carry `report_version`; version 1 (before
-it existed) called them `aggregated_rows`, and still reads.
+`used_rows`: aggregated into windows, written as events, handed to a processor or joined.
+Stored reports carry `report_version`; version 1 called them `aggregated_rows`, still read.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, Field, PrivateAttr, model_validator
@@ -21,6 +19,7 @@ from jobs.accounting.accounts import BatchAccount, from_version_1, tied_files
 from jobs.lake import fs
 from jobs.lake.layout import StorageError, join, normalize
 from jobs.run.audit import SkippedFiles, file_names
+from jobs.run.status import RunStatus
 
 REPORT_VERSION = 3  # 3: quarantine_reasons
 # Validation results (jobs/validate/) live beside the run reports: <run_id>.quality.json.
@@ -121,16 +120,6 @@ def describe_sizes(sizes: list[BatchSize], limits: dict[str, Any]) -> str:
 
 def _mib(n: int) -> str:
     return f"{n / 2**20:,.1f} MiB" if n < 10 * 2**20 else f"{n / 2**20:,.0f} MiB"
-
-
-class RunStatus(StrEnum):
-    """How a run ended (its report's `status`; `running` until it has)."""
-
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    REFUSED = "refused"
-    STOPPED = "stopped"
 
 
 class RunReport(BaseModel):
@@ -292,8 +281,7 @@ class RunReport(BaseModel):
         """The summary's lines on its warnings and the files it passed over, tied or lost."""
         said = [f"  warning: {warning}" for warning in self.warnings]
         said += [f"  {self.skipped_files.describe()}"] if self.skipped_files else []
-        if self.retention.deleted or self.retention.archived:
-            said.append(f"  {self.retention.describe()}")
+        said += [f"  {self.retention.describe()}"] if self.retention.deleted or self.retention.archived else []
         if self.tied_files:
             said.append(
                 f"  {len(self.tied_files)} file(s) in different batches had the same modification time: "

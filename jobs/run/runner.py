@@ -38,9 +38,9 @@ from jobs.flow.source import batch_sizes
 from jobs.lake.landing import source_landings
 from jobs.lake.layout import Locations, StorageError, StorageUnavailable
 from jobs.lake.locks import AlreadyRunning, LeaseLost, WriterLock, checkpoint_lock
-from jobs.launch.application import Application
 from jobs.request import RunMode, RunRequest, TriggerKind
 from jobs.run import stop
+from jobs.run.application import Application
 from jobs.run.audit import remove_stray_output, skipped_files
 from jobs.run.context import RunContext, run_log
 from jobs.run.events import (
@@ -61,6 +61,7 @@ from jobs.run.progress import ProgressWatch
 from jobs.run.report import BatchSize, RuleCount, RunReport, RunStatus, last_state_rows, recent_reports, save
 from jobs.run.retention import apply_retention
 from jobs.run.warnings import HISTORY_RUNS, run_warnings
+from jobs.session import spark_log_file
 from jobs.units import new_run_id
 
 __all__ = ["RunFailed", "RunRefused", "RunStopped", "RunStoppedOnData", "run"]
@@ -122,7 +123,7 @@ def _under_lock(
     run_log(pipeline.name).info("  pending: %s", pending.describe())
     spark = spark or application.session()
     lock.record_spark(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
-    report.spark_log = _spark_log_file(spark)
+    report.spark_log = spark_log_file(spark)
     _execute(context_with_spark(spark, pipeline, request, **given), report, pending)
 
 
@@ -137,12 +138,6 @@ def _new_report(pipeline: PipelineBase, request: RunRequest) -> RunReport:
         link=request.link,
         rules={rule.name: RuleCount(action=rule.on_violation) for rule in pipeline.rules},
     )
-
-
-def _spark_log_file(spark: SparkSession) -> str | None:
-    from jobs.session import spark_log_file
-
-    return spark_log_file(spark)
 
 
 def _without_spark(run: RunContext, report: RunReport, pending: Pending) -> None:

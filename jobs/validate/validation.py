@@ -140,7 +140,7 @@ def _check_table(
             with_window_length(table), pipeline.name, suite, locations.quality, site, run_name, rows_due
         )
         return
-    from jobs.launch.application import Application
+    from jobs.run.application import Application
 
     result.engine = "spark"
     name = f"jobs-validate-{pipeline.name}"

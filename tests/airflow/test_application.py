@@ -1,4 +1,4 @@
-"""One application (jobs/launch/application.py): for the same run requests, the session a
+"""One application (jobs/run/application.py): for the same run requests, the session a
 command or a group starts in this process and the spark-submit an Airflow task starts get the
 same settings, decided in one place."""
 

@@ -45,9 +45,9 @@ def test_a_date_range_plan_isolates_the_work_and_passes_each_value_as_one_argume
 
 def test_a_step_s_arguments_read_back_by_the_command_line_are_the_request_s_params(tmp_path):
     """The command line's flags, the DAG's form and the steps' arguments are one definition
-    (jobs/request.py BACKFILL_OPTIONS): what a step passes, the command line reads back whole."""
+    (jobs/backfill/options.py): what a step passes, the command line reads back whole."""
+    from jobs.backfill.options import BACKFILL_OPTIONS as OPTIONS
     from jobs.cli.parser import build_parser
-    from jobs.request import BACKFILL_OPTIONS as OPTIONS
 
     made = request(
         tmp_path, pipeline="clickstream", prefixes=["dt=2023-07-30", "dt=2023-07-31"], max_files_per_trigger=3
