@@ -8,6 +8,7 @@
                                   production table in one commit; roll that back (replace.py)
 
 options.py: its params, defined once (the command line, the DAG, each step).
+steps.py: the steps in their one order, run by the command line and the DAG alike.
 
 A backfill never touches the production checkpoint: it reads the production landing
 location and writes under its work root and the publish location, or (replace.py) the

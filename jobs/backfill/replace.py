@@ -22,6 +22,7 @@ in one commit, within the table's time travel.
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -35,6 +36,39 @@ from jobs.backfill.versions import REPLACED
 from jobs.lake import delta, fs
 from jobs.lake.layout import Locations, join, literal
 from jobs.lake.locks import checkpoint_lock
+
+
+@dataclass(frozen=True)
+class Commit:
+    """A commit of the table: a backfill's replacement, or its rollback."""
+
+    version: int
+    version_before: int
+    at: str
+
+
+@dataclass(frozen=True)
+class Replaced(Commit):
+    """A backfill's replacement of the range (<work root>/replaced.json says the same)."""
+
+    backfill: str
+    range: dict[str, str]
+    predicate: str
+    rows_written: int
+    rows_left_out: int  # staged rows of other dates
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Replaced:
+        return cls(**{f.name: record[f.name] for f in fields(cls)})
+
+    def said(self) -> str:
+        return (
+            f"replaced {self.range['since']} .. {self.range['until']}: version {self.version} "
+            f"({self.rows_written} rows; {self.rows_left_out} staged rows of other dates left out)"
+        )
 
 
 def range_predicate(pipeline: declare.PipelineBase, since: str, until: str) -> str:
@@ -80,7 +114,7 @@ def refuse_unless_replaceable(pipeline: declare.PipelineBase, request: BackfillR
 
 def replace_range(
     spark: SparkSession, pipeline: declare.PipelineBase, request: BackfillRequest, production: Locations
-) -> dict[str, Any]:
+) -> Replaced:
     """Write the staged rows of the range's dates over the production table's, in one commit,
     under the pipeline's lock. Run again after that commit (a retried task), it finds the
     commit and writes nothing."""
@@ -90,7 +124,7 @@ def replace_range(
 
 def _replace_range(
     spark: SparkSession, pipeline: declare.PipelineBase, request: BackfillRequest, production: Locations
-) -> dict[str, Any]:
+) -> Replaced:
     uri = join(request.work_root, REPLACED)
     record = fs.read_json(uri) if fs.exists(uri) else {}
     if record.get("rolled_back"):
@@ -98,7 +132,7 @@ def _replace_range(
             f"backfill {request.backfill_id} was rolled back; to replace the range again, run a new backfill"
         )
     if "version" in record:
-        return record
+        return Replaced.from_record(record)
     # Where the log was before the commit: a retry looks for the commit it made only after it.
     after = record.get("log_was_at", delta.versions(production.output)[-1])
     fs.write_json(uri, {"log_was_at": after})
@@ -107,16 +141,16 @@ def _replace_range(
     inside = staged.filter(predicate)
     rows, written = staged.count(), inside.count()
     says = {"backfill": request.backfill_id}
-    done = _write(spark, inside, production.output, predicate, says, after)
-    record = done | {
-        "backfill": request.backfill_id,
-        "range": {"since": request.since, "until": request.until},
-        "predicate": predicate,
-        "rows_written": written,
-        "rows_left_out": rows - written,  # staged rows of other dates
-    }
-    fs.write_json(uri, record)
-    return record
+    done = Replaced(
+        **asdict(_write(spark, inside, production.output, predicate, says, after)),
+        backfill=request.backfill_id,
+        range={"since": request.since, "until": request.until},
+        predicate=predicate,
+        rows_written=written,
+        rows_left_out=rows - written,
+    )
+    fs.write_json(uri, done.to_dict())
+    return done
 
 
 def _table_lock(pipeline: declare.PipelineBase, production: Locations, doing: str):
@@ -126,13 +160,13 @@ def _table_lock(pipeline: declare.PipelineBase, production: Locations, doing: st
 
 def roll_back(
     spark: SparkSession, pipeline: declare.PipelineBase, work_root: str, backfill_id: str, production: Locations
-) -> dict[str, Any]:
+) -> Commit:
     """Write the range as the version before backfill `backfill_id` held it, in one commit."""
     with _table_lock(pipeline, production, "backfill rollback"):
         return _roll_back(spark, work_root, backfill_id, production)
 
 
-def _roll_back(spark: SparkSession, work_root: str, backfill_id: str, production: Locations) -> dict[str, Any]:
+def _roll_back(spark: SparkSession, work_root: str, backfill_id: str, production: Locations) -> Commit:
     uri = join(work_root, REPLACED)
     replaced = fs.read_json(uri) if fs.exists(uri) else {}
     if "version" not in replaced:
@@ -162,11 +196,11 @@ def _roll_back(spark: SparkSession, work_root: str, backfill_id: str, production
                 "vacuumed (retention.time_travel); the backfill cannot be rolled back"
             ) from error
         raise
-    fs.write_json(uri, replaced | {"rolled_back": done})
+    fs.write_json(uri, replaced | {"rolled_back": asdict(done)})
     return done
 
 
-def _write(spark: SparkSession, rows, output: str, predicate: str, says: dict[str, str], after: int) -> dict[str, Any]:
+def _write(spark: SparkSession, rows, output: str, predicate: str, says: dict[str, str], after: int) -> Commit:
     """`rows` over the table's rows matching `predicate`, in one commit (after version
     `after`, found again if made already); its version, the one before and when."""
     table = spark.read.format("delta").load(output)
@@ -175,8 +209,8 @@ def _write(spark: SparkSession, rows, output: str, predicate: str, says: dict[st
     return _done(output, delta.commit_once(writer, output, says, after))
 
 
-def _done(output: str, version: int) -> dict[str, Any]:
-    return {"version": version, "version_before": version - 1, "at": delta.user_metadata(output, version)["at"]}
+def _done(output: str, version: int) -> Commit:
+    return Commit(version, version - 1, delta.user_metadata(output, version)["at"])
 
 
 def _later_replacements(output: str, version: int) -> list[int]:

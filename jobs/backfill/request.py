@@ -90,24 +90,12 @@ class BackfillRequest:
             params["max_files_per_trigger"] = self.max_files_per_trigger
         return params
 
-    def reprocess_args(self) -> list[str]:
-        """`python -m jobs backfill ... --stage-only`, which checks the request again. One
-        argument per option, each `--name=value`, so no value can pass for an option."""
-        args = ["backfill", self.pipeline, f"--root={self.root}", f"--id={self.backfill_id}"]
-        return [*args, *backfill_args(self.to_params()), "--stage-only"]
-
     def step_args(self, step: str) -> list[str]:
-        """The command line of one step of the Airflow DAG: reprocess, validate or replace."""
-        return {"reprocess": self.reprocess_args, "validate": self.validate_args, "replace": self.replace_args}[step]()
-
-    def replace_args(self) -> list[str]:
-        """`python -m jobs backfill ... --replace-only`: the staged, validated range written
-        over the production table's (the Airflow DAG's last step for a Delta table)."""
-        return [arg for arg in self.reprocess_args() if arg != "--stage-only"] + ["--replace-only"]
-
-    def validate_args(self) -> list[str]:
-        """`python -m jobs validate ...` of the staged result, with the backfill's run reports."""
-        return ["validate", self.pipeline, f"--root={self.work_root}", f"--output={self.stage}", "--all"]
+        """`python -m jobs backfill ... --step=STEP`: one step (jobs/backfill/steps.py), the
+        request checked again. One argument per option, each `--name=value`, so no value can
+        pass for an option."""
+        args = ["backfill", self.pipeline, f"--root={self.root}", f"--id={self.backfill_id}"]
+        return [*args, *backfill_args(self.to_params()), f"--step={step}"]
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "prefixes": list(self.prefixes), "stage": self.stage}

@@ -13,8 +13,8 @@ run, so staging again gives the same result.
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from datetime import date
-from typing import Any
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -34,6 +34,37 @@ from jobs.run.events import Finished
 from jobs.run.report import RunReport, load_reports
 from jobs.validate.validation import committed_table
 
+_TALLIES = ("input_files", "input_rows", "used_rows", "quarantined_rows", "late_rows_dropped", "rescued_rows")
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A staged range, as its summary beside it says (_backfill.json)."""
+
+    pipeline: str
+    rows: int
+    emitted_rows: int  # windows the watermark closed during the run
+    held_rows: int  # the last windows, read from state
+    first_window: str | None  # for an events pipeline: its first event's time
+    last_window: str | None
+    input_files: int
+    input_rows: int
+    used_rows: int
+    quarantined_rows: int
+    late_rows_dropped: int
+    rescued_rows: int
+    rule_violations: dict[str, int]
+    runs: list[str]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def said(self) -> str:
+        return (
+            f"staged {self.rows} rows: {self.emitted_rows} windows the watermark closed during the run "
+            f"+ {self.held_rows} last windows from state; windows {self.first_window} .. {self.last_window}"
+        )
+
 
 def reprocess(request: BackfillRequest) -> Finished:
     """Run the pipeline over the request's range, in the backfill's own work root and checkpoint
@@ -52,11 +83,9 @@ def reprocess(request: BackfillRequest) -> Finished:
     return finished
 
 
-def stage_closed_range(
-    spark: SparkSession, pipeline: declare.PipelineBase, locations: Locations, stage: str
-) -> dict[str, Any]:
+def stage_closed_range(spark: SparkSession, pipeline: declare.PipelineBase, locations: Locations, stage: str) -> Staged:
     """Write every row of the range to `stage` (plain Parquet, replaced whole, _SUCCESS
-    last) with a summary beside it; returns the summary."""
+    last) with its summary beside it."""
     pipeline = with_recorded_schema(pipeline, Ledger(locations.ledger))  # an inferred schema: the build's own
     emitted = committed_table(spark, pipeline, locations, None)
     held = emitted.limit(0)
@@ -71,37 +100,27 @@ def stage_closed_range(
         held_rows = held.count()
     finally:
         held.unpersist()
-    staged = spark.read.parquet(literal(stage))
+    table = spark.read.parquet(literal(stage))
     iso = "yyyy-MM-dd'T'HH:mm:ss'Z'"  # the session's zone is UTC
     # A window's bounds; for an events pipeline, its first and last event's time.
-    first, last = ("window_start", "window_end") if "window_start" in staged.columns else (EVENT_TIME, EVENT_TIME)
-    bounds = staged.agg(F.count(F.lit(1)), F.date_format(F.min(first), iso), F.date_format(F.max(last), iso)).first()
+    first, last = ("window_start", "window_end") if "window_start" in table.columns else (EVENT_TIME, EVENT_TIME)
+    bounds = table.agg(F.count(F.lit(1)), F.date_format(F.min(first), iso), F.date_format(F.max(last), iso)).first()
     reports = load_reports(locations.runs)
-    summary = {
-        "pipeline": pipeline.name,
-        "rows": bounds[0],
-        "emitted_rows": bounds[0] - held_rows,
-        "held_rows": held_rows,
-        "first_window": bounds[1],
-        "last_window": bounds[2],
-        **{
-            key: sum(getattr(r, key) for r in reports)
-            for key in (
-                "input_files",
-                "input_rows",
-                "used_rows",
-                "quarantined_rows",
-                "late_rows_dropped",
-                "rescued_rows",
-            )
-        },
-        "rule_violations": {
+    staged = Staged(
+        pipeline=pipeline.name,
+        rows=bounds[0],
+        emitted_rows=bounds[0] - held_rows,
+        held_rows=held_rows,
+        first_window=bounds[1],
+        last_window=bounds[2],
+        **{key: sum(getattr(r, key) for r in reports) for key in _TALLIES},
+        rule_violations={
             name: sum(r.rules[name].violations for r in reports if name in r.rules) for name in _rule_names(reports)
         },
-        "runs": [r.run_id for r in reports],
-    }
-    fs.write_json(join(stage, SUMMARY), summary)
-    return summary
+        runs=[r.run_id for r in reports],
+    )
+    fs.write_json(join(stage, SUMMARY), staged.to_dict())
+    return staged
 
 
 def _rule_names(reports: list[RunReport]) -> list[str]:

@@ -12,8 +12,8 @@ older ones.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from jobs.backfill.request import VERSIONS, BackfillError, BackfillRequest
 from jobs.lake import fs, pointer
@@ -27,8 +27,23 @@ SUMMARY = "_backfill.json"
 KEEP_VERSIONS = 2  # the current one and the one before, which readers may still be reading
 
 
-def publish(request: BackfillRequest) -> dict[str, Any]:
-    """Make the staged version current with one atomic pointer write; returns the pointer."""
+@dataclass(frozen=True)
+class Published:
+    """A staged version made current (<work root>/published.json says the same)."""
+
+    pointer: Pointer
+    publish_to: str
+    removed_versions: list[str]
+
+    def to_dict(self) -> dict:
+        return self.pointer.to_dict() | {"removed_versions": self.removed_versions, "publish_to": self.publish_to}
+
+    def said(self) -> str:
+        return f"published: {self.publish_to}/{POINTER} -> {self.pointer.path}"
+
+
+def publish(request: BackfillRequest) -> Published:
+    """Make the staged version current with one atomic pointer write."""
     # The summary is written after the table's _SUCCESS: with both, the stage is complete.
     if not (fs.exists(join(request.stage, "_SUCCESS")) and fs.exists(join(request.stage, SUMMARY))):
         raise BackfillError(f"{request.stage} is not a complete staged result; run the backfill (again) first")
@@ -43,9 +58,9 @@ def publish(request: BackfillRequest) -> dict[str, Any]:
     published = Pointer(request.backfill_id, request.stage, datetime.now(UTC).isoformat(timespec="seconds"), about)
     pointer.write(request.publish_to, published)
     removed = _prune(request.publish_to, keep=request.backfill_id)
-    record = published.to_dict() | {"removed_versions": removed, "publish_to": request.publish_to}
-    fs.write_json(join(request.work_root, PUBLISHED), record)
-    return record
+    done = Published(published, request.publish_to, removed)
+    fs.write_json(join(request.work_root, PUBLISHED), done.to_dict())
+    return done
 
 
 def _prune(publish_to: str, keep: str) -> list[str]:

@@ -38,6 +38,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from jobs import declare
 from jobs.backfill.options import BACKFILL_OPTIONS
+from jobs.backfill.steps import Step
 from jobs.declare.operations import Orchestration
 from jobs.exit_codes import ExitCode
 from jobs.orchestration import arrival, environment
@@ -196,15 +197,18 @@ def check_params() -> dict[str, Any]:
 def publish_backfill(request: dict[str, Any]) -> dict[str, Any]:
     """Point <publish_to>/_CURRENT.json at the validated version: one atomic write; then an
     event for the publish location's Asset (through the alias), the pointer as its extra."""
-    from jobs import backfill
+    from jobs.backfill import BackfillRequest
+    from jobs.backfill.steps import Backfill
 
-    published = backfill.BackfillRequest.from_dict(request)
-    if published.into_table:
-        raise AirflowSkipException("the backfill replaces the range in the production Delta table (the task replace)")
     with environment.task_environment(log):
-        pointer = backfill.publish(published)
+        backfill = Backfill.of(BackfillRequest.from_dict(request))
+        if Step.PUBLISH not in backfill.steps:
+            raise AirflowSkipException(
+                "the backfill replaces the range in the production Delta table (the task replace)"
+            )
+        pointer = backfill.run(Step.PUBLISH).to_dict()
     log.info("published: %s", json.dumps(pointer, indent=2))
-    asset = location_asset(published.publish_to, published.pipeline)
+    asset = location_asset(backfill.request.publish_to, backfill.request.pipeline)
     get_current_context()["outlet_events"][PUBLISHED_ALIAS].add(asset, extra=pointer)
     return pointer
 
@@ -242,10 +246,12 @@ def backfill_dag(pipelines: list[str]) -> DAG:
             "over the production table's in one commit (the task replace). See docs/backfills.md."
         ),
     ) as dag:
+        # The command line's steps, in its order (jobs/backfill/steps.py): the last is one of two.
         request = check_params()
-        reprocess = BackfillStepOperator(task_id="reprocess", step="reprocess", name="jobs-backfill")
-        validate = BackfillStepOperator(task_id="validate", step="validate", name="jobs-backfill-validate")
-        replace = BackfillStepOperator(task_id="replace", step="replace", name="jobs-backfill-replace")
+        reprocess, validate, replace = (
+            BackfillStepOperator(task_id=str(step), step=step, name=f"jobs-backfill-{step}")
+            for step in (Step.REPROCESS, Step.VALIDATE, Step.REPLACE)
+        )
         request >> reprocess >> validate >> [publish_backfill(request), replace]
     return dag
 

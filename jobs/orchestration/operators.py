@@ -191,17 +191,14 @@ class BackfillStepOperator(JobsSubmitOperator):
         return self._request(context).step_args(self.step)
 
     def spark_application(self, context: Any):
-        """The backfill's: its work root, the production's locations, where it publishes."""
-        from jobs import declare
-        from jobs.lake.builds import in_use
-        from jobs.run.application import Application
+        """The backfill's (jobs/backfill/steps.py)."""
+        from jobs.backfill.steps import Backfill
 
-        request = self._request(context)
-        pipeline = declare.load(request.pipeline)
-        located = [request.locations, in_use(request.pipeline, request.root)]
-        return Application.for_command(self.name, [pipeline], located, [request.publish_to])
+        return Backfill.of(self._request(context), self.name).application()
 
     def execute(self, context: Any) -> Any:
-        if self.step == "replace" and not self._request(context).into_table:
-            raise AirflowSkipException("the backfill publishes a copy: nothing to replace in the production table")
+        from jobs.backfill.steps import Backfill
+
+        if self.step not in Backfill.of(self._request(context)).steps:
+            raise AirflowSkipException(f"not a step of this backfill: {self.step}")
         return super().execute(context)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from jobs import backfill, declare
-from jobs.backfill.stage import stage_closed_range
+from jobs.backfill.stage import Staged, stage_closed_range
 from jobs.flow.patterns import pattern_of
 from jobs.flow.query import output_schema
 from jobs.lake.layout import Locations
@@ -57,7 +57,7 @@ def plan_for(root: Path, **params) -> backfill.BackfillRequest:
     )
 
 
-def run_backfill(spark, request: backfill.BackfillRequest) -> dict:
+def run_backfill(spark, request: backfill.BackfillRequest) -> Staged:
     spec = declare.load(request.pipeline)
     options = {"landing_glob": request.landing_glob, "max_files_per_trigger": request.max_files_per_trigger}
     options["mode"] = "range-backfill"  # as jobs/backfill/stage.py runs it: not the landing's incremental reader
@@ -81,7 +81,7 @@ def test_a_date_range_backfill_publishes_every_window_of_the_range(spark, tmp_pa
     result = model.run([[line for folder in ("dt=2023-07-30", "dt=2023-07-31") for line in _lines(days[folder])]])
     expected = model.closed_range_rows()
     # The backfill applies the pipeline's row rules, as a scheduled run does.
-    assert summary["rule_violations"] == {rule.name: result.violations.get(rule.name, 0) for rule in plan_rules()}
+    assert summary.rule_violations == {rule.name: result.violations.get(rule.name, 0) for rule in plan_rules()}
     assert result.violations == {"known_event": 6}
     assert len(expected) > len(model.rows()), "the range must end with windows still held in state"
 
@@ -94,9 +94,9 @@ def test_a_date_range_backfill_publishes_every_window_of_the_range(spark, tmp_pa
     pointer = backfill.publish(request)
 
     assert published_rows(spark, request.publish_to) == expected
-    assert pointer["rows"] == summary["rows"] == len(expected)
-    assert summary["held_rows"] == len(model.state) and summary["emitted_rows"] == len(model.rows())
-    assert summary["last_window"] == max(r[1] for r in expected).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert pointer.pointer.about["rows"] == summary.rows == len(expected)
+    assert summary.held_rows == len(model.state) and summary.emitted_rows == len(model.rows())
+    assert summary.last_window == max(r[1] for r in expected).strftime("%Y-%m-%dT%H:%M:%SZ")
     # The production checkpoint and table were never created; only the work root and the publish location were.
     assert not (tmp_path / "checkpoints").exists() and not (tmp_path / "tables").exists()
     assert {p.name for p in tmp_path.iterdir()} == {"landing", "backfills", "published"}
@@ -125,7 +125,7 @@ def test_nested_prefixes_select_only_their_files(spark, tmp_path):
     land(str(landing / "dt=2023-07-31" / "hour=10"), {"c.json": [event("u3", at(24 * 60))]})
     request = plan_for(tmp_path, prefixes=["dt=2023-07-30/hour=10", "dt=2023-07-31/hour=10"])
     summary = run_backfill(spark, request)
-    assert summary["input_files"] == 2
+    assert summary.input_files == 2
     start0, start1 = T0, T0 + timedelta(days=1)
     assert published_after(spark, request) == [
         (start0, start0 + timedelta(minutes=1), "u1", 2),
@@ -210,8 +210,10 @@ def test_a_rerun_of_the_same_backfill_resumes_and_restages_the_same_result(spark
     request = plan_for(tmp_path, since="2023-07-31", until="2023-08-01", max_files_per_trigger=2)
     first = run_backfill(spark, request)
     again = run_backfill(spark, request)  # e.g. an Airflow retry after the stage step failed
-    assert {k: v for k, v in again.items() if k != "runs"} == {k: v for k, v in first.items() if k != "runs"}
-    assert len(again["runs"]) == 2
+    assert {k: v for k, v in again.to_dict().items() if k != "runs"} == {
+        k: v for k, v in first.to_dict().items() if k != "runs"
+    }
+    assert len(again.runs) == 2
     assert published_after(spark, request) == table_rows(spark, request.stage)
 
 

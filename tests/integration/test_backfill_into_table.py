@@ -146,10 +146,10 @@ def test_a_backfill_replaces_its_dates_in_one_commit_and_the_rollback_keeps_late
     after = rows_of(production.output)
     assert on(DAYS[1], after) == new
     assert after - on(DAYS[1], after) == before - old  # every other date untouched
-    assert (done["rows_written"], done["rows_left_out"]) == (len(new), 0)
-    commit_info = [a["commitInfo"] for a in delta.commit(production.output, done["version"]) if "commitInfo" in a]
+    assert (done.rows_written, done.rows_left_out) == (len(new), 0)
+    commit_info = [a["commitInfo"] for a in delta.commit(production.output, done.version) if "commitInfo" in a]
     assert commit_info[0]["operation"] == "WRITE" and "fix-1" in commit_info[0]["userMetadata"]
-    assert fs.read_json(join(request.work_root, REPLACED))["version"] == done["version"]
+    assert fs.read_json(join(request.work_root, REPLACED))["version"] == done.version
 
     # The runs go on: a fifth day, under the production declaration as it is.
     land_day(production, DAYS[4])
@@ -159,16 +159,16 @@ def test_a_backfill_replaces_its_dates_in_one_commit_and_the_rollback_keeps_late
 
     # The rollback: the range as it was, in one commit; the fifth day's run stays.
     undone = roll_back(spark, shipped, request.work_root, "fix-1", production)
-    assert undone["version"] > done["version"] + 1  # the run's version came between
+    assert undone.version > done.version + 1  # the run's version came between
     assert rows_of(production.output) == (with_fifth - new) | old
     with pytest.raises(backfill.BackfillError, match="rolled back already"):
         roll_back(spark, shipped, request.work_root, "fix-1", production)
     # The data quality report's history of the pipeline shows both commits.
     (listed,) = quality_report.backfills(str(root), "rack_temperatures")
-    assert listed["replaced"]["version"] == done["version"]
-    assert listed["replaced"]["rolled_back"]["version"] == undone["version"]
+    assert listed["replaced"]["version"] == done.version
+    assert listed["replaced"]["rolled_back"]["version"] == undone.version
     page = quality_report.render(str(root))
-    assert f"replaced in the table: version {done['version']} (rolled back " in page
+    assert f"replaced in the table: version {done.version} (rolled back " in page
 
 
 def test_a_range_the_runs_still_write_windows_of_is_refused(spark, tmp_path, shipped):
@@ -248,9 +248,9 @@ def test_an_events_table_s_range_is_replaced_with_the_events_the_fix_lets_throug
     assert {d: rows for d, rows in after.items() if d != "2023-07-29"} == {
         d: rows for d, rows in before.items() if d != "2023-07-29"
     }
-    assert done["rows_written"] == 12
+    assert done.rows_written == 12
     # Killed after its commit, before its record: run again, it finds the commit, writes nothing.
-    fs.write_json(join(request.work_root, REPLACED), {"log_was_at": done["version_before"]})
+    fs.write_json(join(request.work_root, REPLACED), {"log_was_at": done.version_before})
     versions = delta.versions(production.output)
     assert replace_range(spark, fixed, request, production) == done
     assert delta.versions(production.output) == versions and table() == after

@@ -115,7 +115,7 @@ def test_a_replacement_and_an_optimize_started_during_a_run_wait_for_it_and_comm
     streamed = [v for v, op, meta in after if op == "WRITE" and '"stream"' in meta]
     replaced = [v for v, op, meta in after if op == "WRITE" and "fix-1" in meta]
     optimized = [v for v, op, _ in after if op == "OPTIMIZE"]
-    assert len(streamed) == report.batches >= 2 and replaced == [done["replace"]["version"]] and len(optimized) == 1
+    assert len(streamed) == report.batches >= 2 and replaced == [done["replace"].version] and len(optimized) == 1
     assert max(streamed) < min(replaced[0], optimized[0])
 
     # The table equals the model: the fixed day, the others as the production rule lets them.

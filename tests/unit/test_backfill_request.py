@@ -30,7 +30,7 @@ def test_a_date_range_plan_isolates_the_work_and_passes_each_value_as_one_argume
     assert made.stage == f"{made.publish_to}/versions/20260101T000000Z-abc"
     assert made.locations.landing == f"{tmp_path}/landing/clickstream"
     assert made.locations.checkpoint.startswith(made.work_root) and made.locations.output.startswith(made.work_root)
-    assert made.reprocess_args() == [
+    assert made.step_args("reprocess") == [
         "backfill",
         "clickstream",
         f"--root={tmp_path}",
@@ -38,9 +38,27 @@ def test_a_date_range_plan_isolates_the_work_and_passes_each_value_as_one_argume
         "--since=2023-07-30",
         "--until=2023-07-31",
         f"--publish-to={made.publish_to}",
-        "--stage-only",
+        "--step=reprocess",
     ]
     assert backfill.BackfillRequest.from_dict(made.to_dict()) == made
+
+
+def test_a_backfill_s_steps_are_one_order_that_refuses_a_step_not_its_own(tmp_path):
+    """The command line runs the steps in this order, the DAG's tasks are them (test_dags), and
+    a task's `--step` names one of them."""
+    from jobs.backfill.steps import Backfill, Step, StepFailed
+    from jobs.cli.parser import build_parser
+    from jobs.exit_codes import ExitCode
+
+    made = Backfill.of(request(tmp_path, pipeline="clickstream", since="2023-07-30", until="2023-07-30"))
+    assert made.steps == (Step.REPROCESS, Step.VALIDATE, Step.PUBLISH) and made.production is None
+    with pytest.raises(StepFailed) as refused:
+        made.run(Step.REPLACE)  # a copy is published: no production table's range is replaced
+    assert refused.value.code == ExitCode.USAGE
+    assert (
+        str(refused.value) == "replace is not a step of this backfill: its steps are reprocess -> validate -> publish"
+    )
+    assert [build_parser().parse_args(made.request.step_args(step)).step for step in Step] == list(Step)
 
 
 def test_a_step_s_arguments_read_back_by_the_command_line_are_the_request_s_params(tmp_path):
@@ -52,7 +70,7 @@ def test_a_step_s_arguments_read_back_by_the_command_line_are_the_request_s_para
     made = request(
         tmp_path, pipeline="clickstream", prefixes=["dt=2023-07-30", "dt=2023-07-31"], max_files_per_trigger=3
     )
-    args = build_parser().parse_args(made.reprocess_args())
+    args = build_parser().parse_args(made.step_args("reprocess"))
     read = {"pipeline": args.pipeline, **{o.name: getattr(args, o.name) for o in OPTIONS}}
     assert {k: v for k, v in read.items() if v is not None} == made.to_params()
     assert {o.name for o in OPTIONS} | {"pipeline"} >= set(made.to_params())
@@ -61,7 +79,7 @@ def test_a_step_s_arguments_read_back_by_the_command_line_are_the_request_s_para
 def test_prefixes_become_one_glob_under_the_landing_location(tmp_path):
     made = request(tmp_path, pipeline="clickstream", prefixes=["dt=2023-07-30/hour=10/", "dt=2023-07-31"])
     assert made.landing_glob == "{dt=2023-07-30/hour=10,dt=2023-07-31}"
-    assert "--prefix=dt=2023-07-30/hour=10" in made.reprocess_args()
+    assert "--prefix=dt=2023-07-30/hour=10" in made.step_args("reprocess")
 
 
 @pytest.mark.parametrize(
