@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -131,34 +132,29 @@ def _check_table(
 ) -> None:
     """The suite's expectations over the rows: with pandas when they are few (no Spark job),
     else on Spark (the session given, or one of its own)."""
+    site = site_folder(locations)
     small = small_table(pipeline, CheckpointLog.of(locations), files)
     if small is not None:
         table, result.files_validated = small
         result.engine, result.rows_validated = "pandas", len(table)
-        site = site_folder(locations)
+        table = with_window_length(table)
         result.checks, result.data_docs_page = gx.run_checkpoint(
-            with_window_length(table), pipeline.name, suite, locations.quality, site, run_name, rows_due
+            table, pipeline.name, suite, locations.quality, site, run_name, rows_due
         )
         return
     from jobs.run.application import Application
 
     result.engine = "spark"
-    name = f"jobs-validate-{pipeline.name}"
-    spark = spark or Application.for_command(name, [pipeline], [locations]).session()
-    _validate_on_spark(spark, pipeline, locations, suite, result, files, run_name, rows_due)
+    spark = spark or Application.for_command(f"jobs-validate-{pipeline.name}", [pipeline], [locations]).session()
+    with _on_spark(spark, pipeline, locations, files, result) as table:
+        result.checks, result.data_docs_page = gx.run_checkpoint(
+            table, pipeline.name, suite, locations.quality, site, run_name, rows_due
+        )
 
 
-def _validate_on_spark(
-    spark: SparkSession,
-    pipeline: PipelineBase,
-    locations: Locations,
-    suite: Suite,
-    result: ValidationResult,
-    files: list[str] | None,
-    run_name: str,
-    rows_due: bool,
-) -> None:
-    """A large output: read and validated by Spark."""
+@contextmanager
+def _on_spark(spark: SparkSession, pipeline: PipelineBase, locations: Locations, files, result: ValidationResult):
+    """A large output, read by Spark and cached while it is validated."""
     table = committed_table(spark, pipeline, locations, files).transform(with_window_length)
     result.files_validated = len(table.inputFiles())
     # Small tables: a handful of shuffle partitions, not Spark's 200, for the uniqueness checks.
@@ -167,9 +163,7 @@ def _validate_on_spark(
     table = table.cache()
     try:
         result.rows_validated = table.count()
-        result.checks, result.data_docs_page = gx.run_checkpoint(
-            table, pipeline.name, suite, locations.quality, site_folder(locations), run_name, rows_due
-        )
+        yield table
     finally:
         table.unpersist()
         spark.conf.set("spark.sql.shuffle.partitions", shuffle_partitions)
