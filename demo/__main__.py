@@ -63,13 +63,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from jobs.cli.logs import logs_on_stdout
     from jobs.quality_report import page as quality_report
-    from jobs.session import spark_for
+    from jobs.run.application import Application
 
     pipelines = [declare.load(name) for name in ([args.pipeline] if args.pipeline else DEFAULT_PIPELINES)]
     with logs_on_stdout():
-        first = Locations.resolve(pipelines[0].name, root=args.root)
-        delta = any(p.output.format == "delta" for p in pipelines)
-        spark = spark_for(first, "jobs-demo", table_format="delta" if delta else "parquet")
+        located = [Locations.resolve(p.name, root=args.root) for p in pipelines]
+        spark = Application.for_command("jobs-demo", pipelines, located).session()
         for pipeline in pipelines:
             _show(spark, pipeline, args.root)
         print(f"\ndata quality report: {quality_report.build(args.root)}")

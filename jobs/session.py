@@ -274,7 +274,7 @@ def heap_bytes(spark: SparkSession) -> int:
 
 def set_runtime_conf(spark: SparkSession, conf: dict[str, str]) -> None:
     """Set what a running session may change; the rest was set when its JVM started
-    (spark_for's extra_conf, or spark-submit's --conf)."""
+    (Application.conf(): a session's builder, or spark-submit's --conf)."""
     for key, value in conf.items():
         if spark.conf.isModifiable(key):
             spark.conf.set(key, value)

@@ -15,13 +15,14 @@ from jobs.cli import main
 
 
 def restart(root: str, pipelines: list[str], options: list[str]) -> dict[str, int]:
-    # One session for all of them, as the tests' own: Delta's settings (and s3a's, for a
-    # bucket) from its start, whichever pipeline comes first.
+    # One session for all of them: every one's table format (and s3a's, for a bucket) from its start.
+    from jobs import declare
     from jobs.lake.layout import Locations
-    from jobs.session import spark_for
+    from jobs.run.application import Application
 
     if pipelines:
-        spark_for(Locations.resolve(pipelines[0], root=root), "jobs-restart", table_format="delta")
+        located = [Locations.resolve(name, root=root) for name in pipelines]
+        Application.for_command("jobs-restart", map(declare.load, pipelines), located).session()
     return {name: int(main(["run", name, "--root", root, *options])) for name in pipelines}
 
 
