@@ -118,11 +118,24 @@ class Backfill:
             raise StepFailed(finished.code, f"backfill {finished.error}")
         return stage_closed_range(self._session(), self.pipeline, self.request.locations, self.request.stage)
 
+    def _staged(self) -> None:
+        """Refuse a step that reads the staged result before the reprocess step completed it."""
+        from jobs.backfill.versions import SUMMARY
+        from jobs.lake import fs
+        from jobs.lake.layout import join
+
+        stage = self.request.stage
+        if not (fs.exists(join(stage, "_SUCCESS")) and fs.exists(join(stage, SUMMARY))):
+            raise StepFailed(
+                ExitCode.REFUSED, f"{stage} is not a complete staged result: run the step {Step.REPROCESS} first"
+            )
+
     def _validate(self) -> Validated:
         from jobs.validate.result import result_uri
         from jobs.validate.suite import load_suite
         from jobs.validate.validation import validate_table
 
+        self._staged()
         staged = Locations.resolve(self.pipeline.name, root=self.request.work_root, output=self.request.stage)
         result = validate_table(self._session(), self.pipeline, staged, load_suite(self.pipeline))
         if result.status == "failed":
@@ -140,6 +153,7 @@ class Backfill:
         from jobs.backfill.replace import replace_range
         from jobs.lake.locks import AlreadyRunning
 
+        self._staged()
         try:
             return replace_range(self._session(), self.pipeline, self.request, self.production)
         except AlreadyRunning as error:

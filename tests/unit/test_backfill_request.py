@@ -59,6 +59,10 @@ def test_a_backfill_s_steps_are_one_order_that_refuses_a_step_not_its_own(tmp_pa
         str(refused.value) == "replace is not a step of this backfill: its steps are reprocess -> validate -> publish"
     )
     assert [build_parser().parse_args(made.request.step_args(step)).step for step in Step] == list(Step)
+    with pytest.raises(StepFailed) as early:
+        made.run(Step.VALIDATE)  # before the reprocess step staged anything: said, no Spark started
+    assert early.value.code == ExitCode.REFUSED
+    assert str(early.value) == f"{made.request.stage} is not a complete staged result: run the step reprocess first"
 
 
 def test_a_step_s_arguments_read_back_by_the_command_line_are_the_request_s_params(tmp_path):
