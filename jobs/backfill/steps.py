@@ -120,12 +120,10 @@ class Backfill:
 
     def _staged(self) -> None:
         """Refuse a step that reads the staged result before the reprocess step completed it."""
-        from jobs.backfill.versions import SUMMARY
-        from jobs.lake import fs
-        from jobs.lake.layout import join
+        from jobs.backfill.versions import is_staged
 
         stage = self.request.stage
-        if not (fs.exists(join(stage, "_SUCCESS")) and fs.exists(join(stage, SUMMARY))):
+        if not is_staged(stage):
             raise StepFailed(
                 ExitCode.REFUSED, f"{stage} is not a complete staged result: run the step {Step.REPROCESS} first"
             )

@@ -42,10 +42,15 @@ class Published:
         return f"published: {self.publish_to}/{POINTER} -> {self.pointer.path}"
 
 
+def is_staged(stage: str) -> bool:
+    """Whether the reprocess step completed `stage`: the summary is written after the table's
+    _SUCCESS, so with both the stage is complete."""
+    return fs.exists(join(stage, "_SUCCESS")) and fs.exists(join(stage, SUMMARY))
+
+
 def publish(request: BackfillRequest) -> Published:
     """Make the staged version current with one atomic pointer write."""
-    # The summary is written after the table's _SUCCESS: with both, the stage is complete.
-    if not (fs.exists(join(request.stage, "_SUCCESS")) and fs.exists(join(request.stage, SUMMARY))):
+    if not is_staged(request.stage):
         raise BackfillError(f"{request.stage} is not a complete staged result; run the backfill (again) first")
     summary = fs.read_json(join(request.stage, SUMMARY))
     about = {

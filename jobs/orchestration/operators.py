@@ -182,23 +182,25 @@ class BackfillStepOperator(JobsSubmitOperator):
         self.step = step
         self.request_task = request_task
 
-    def _request(self, context: Any):
+    def _backfill(self, context: Any):
+        """The request the DAG's first task checked, as its steps (read once per try)."""
         from jobs.backfill import BackfillRequest
+        from jobs.backfill.steps import Backfill
 
-        return BackfillRequest.from_dict(context["ti"].xcom_pull(task_ids=self.request_task))
+        if getattr(self, "_read", None) is None:
+            request = BackfillRequest.from_dict(context["ti"].xcom_pull(task_ids=self.request_task))
+            self._read = Backfill.of(request, self.name)
+        return self._read
 
     def arguments(self, context: Any) -> list[str]:
-        return self._request(context).step_args(self.step)
+        return self._backfill(context).request.step_args(self.step)
 
     def spark_application(self, context: Any):
         """The backfill's (jobs/backfill/steps.py)."""
-        from jobs.backfill.steps import Backfill
-
-        return Backfill.of(self._request(context), self.name).application()
+        return self._backfill(context).application()
 
     def execute(self, context: Any) -> Any:
-        from jobs.backfill.steps import Backfill
-
-        if self.step not in Backfill.of(self._request(context)).steps:
+        self._read = None  # a retry reads the request again
+        if self.step not in self._backfill(context).steps:
             raise AirflowSkipException(f"not a step of this backfill: {self.step}")
         return super().execute(context)
