@@ -104,6 +104,7 @@ class CheckpointLock(WriterLock):
             handle.close()
             raise
         self._file, self.waited_s = handle, waiting.seconds()
+        self._me = Holder.this_process(self.doing)  # `since`: when it took the lock, not when it began to wait
         self._write(self._me)
         return self
 
