@@ -22,6 +22,7 @@ from pydantic import Discriminator, Field, PositiveInt, PrivateAttr, Tag, field_
 from jobs.declare.operations import Arrival, Orchestration, Retention, SparkSettings
 from jobs.declare.parts import (
     Aggregate,
+    Computes,
     Enrichment,
     Join,
     Key,
@@ -31,7 +32,7 @@ from jobs.declare.parts import (
     Source,
     Window,
 )
-from jobs.declare.problems import refuse
+from jobs.declare.problems import did_you_mean, refuse
 from jobs.declare.rules import Rule, rule_problems
 from jobs.schema import spelled, with_type_at
 from jobs.units import ON_ARRIVAL, Duration, FieldPath, Name, Schedule
@@ -40,7 +41,7 @@ PATTERNS = ("window", "process", "join", "events")
 WATERMARK_NEEDED = "missing 'watermark' (windows, deduplication, joins and timeouts keep state until it passes)"
 
 
-class PipelineBase(Part):
+class PipelineBase(Computes):
     pattern: str
     name: Name
     description: str = ""
@@ -103,7 +104,8 @@ class PipelineBase(Part):
     def _problems(self) -> list[str]:
         """Whatever the parts, each valid on its own, say of each other: every problem, in
         one line each (a pattern adds its own)."""
-        problems = rule_problems(self.rules)
+        added = self.enrich.columns if self.enrich else ()
+        problems = [*rule_problems(self.rules), *self.computed_problems(self.source, added)]
         partition = self.output.partition_by
         if partition is not None and partition != self.partition_column:
             if self.partition_column is None:
@@ -129,26 +131,41 @@ class PipelineBase(Part):
         return problems
 
     def named_fields(self) -> dict[str, list[str]]:
-        """The event fields (or paths) the declaration names, by what it names them as."""
+        """The event fields (or paths) the declaration names, by what it names them as (a
+        computed column's name among them, for what reads it after it is computed)."""
         named = {"event time": [self.source.event_time.column], "required": list(self.source.required)}
         named |= {f"rule {rule.name!r} field": list(rule.fields) for rule in self.rules_for(self.source)}
-        return named | ({"enrich key": [self.enrich.key]} if self.enrich else {})
+        named |= {"enrich key": [self.enrich.key]} if self.enrich else {}
+        named |= {f"column {name!r} field": list(self.column_reads(name)) for name in self.columns}
+        return named | ({"where field": list(self.where_reads)} if self.where else {})
 
     def rules_for(self, source: Source) -> tuple[Rule, ...]:
         """The rules on `source`'s records: every rule, but in a join, those whose fields
         are all that source's (a rule on the join key only is on both)."""
         return self.rules
 
+    def computed_for(self, index: int) -> Computes:
+        """The computed columns and filter of source `index` (0: the pipeline's own, 1: a join's second)."""
+        return self
+
     def refused_fields(self) -> list[str]:
         """Each field the declaration names that the source's schema (declared, or inferred
         and recorded) has no field for, and why, in one line each."""
-        added = self.enrich.columns if self.enrich else ()
-        return [
+        added = {*(self.enrich.columns if self.enrich else ()), *self.columns}
+        refused = [
             f"{what} {path!r} {why}"
             for what, paths in self.named_fields().items()
             for path in paths
-            if path not in added and (why := self.source.refuse_path(path))
+            if path.split(".")[0] not in added and (why := self._refuse_path(path))
         ]
+        return list(dict.fromkeys(refused))  # two aggregates of one column: said once
+
+    def _refuse_path(self, path: str) -> str | None:
+        """Why a path names no field, with the computed columns among what it may mean."""
+        why = self.source.refuse_path(path)
+        if why and self.columns and "did you mean" not in why:
+            return why + did_you_mean(path, list(self.columns))
+        return why
 
     def _watermark_needed(self) -> list[str]:
         return [WATERMARK_NEEDED] if self.watermark_s is None else []
@@ -182,7 +199,7 @@ class WindowPipeline(PipelineBase):
         return value or ()
 
     def named_fields(self) -> dict[str, list[str]]:
-        aggregated = [a.column for a in self.aggregates if a.column]
+        aggregated = [path for a in self.aggregates for path in a.reads]
         keys = [k.path for k in self.keys]
         return super().named_fields() | {
             "key": keys,
@@ -257,7 +274,7 @@ class JoinPipeline(PipelineBase):
         shared = sorted((set(left.fields) & set(right.fields)) - {self.join.key.split(".")[0]})
         if shared and not key_problems:  # with a key in neither, every field the sides share is named
             problems.append(f"fields {shared} are in both sources; the output keeps one column per name")
-        problems += key_problems
+        problems += key_problems + self._right_side_problems()
         problems += [
             f"rule {rule.name!r} reads {list(rule.fields)}, which are not all fields of {left.name} "
             f"or all of {right.name}; a rule reads one source's records"
@@ -291,6 +308,22 @@ class JoinPipeline(PipelineBase):
                 f"and more ({spelled(right.kinds[root])}); declare only the key under it"
             ]
         return []
+
+    def computed_for(self, index: int) -> Computes:
+        return self.join if index == 1 else self
+
+    def _right_side_problems(self) -> list[str]:
+        """The second source's computed columns and filter read its fields (and its columns)."""
+        right, computed = self.join.source, self.join
+        reads = {f"join column {name!r} field": computed.column_reads(name) for name in computed.columns}
+        reads |= {"join where field": computed.where_reads} if computed.where else {}
+        refused = [
+            f"{what} {path!r} {why.replace('the source', f'the {right.name}')}"
+            for what, paths in reads.items()
+            for path in paths
+            if path.split(".")[0] not in computed.columns and (why := right.refuse_path(path))
+        ]
+        return [*computed.computed_problems(right, ()), *refused]
 
     @staticmethod
     def _reads_only(rule: Rule, source: Source) -> bool:

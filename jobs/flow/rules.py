@@ -28,7 +28,7 @@ from jobs.flow.fields import field
 
 
 @contextlib.contextmanager
-def _ansi_off(spark: SparkSession) -> Iterator[None]:
+def ansi_off(spark: SparkSession) -> Iterator[None]:
     """Expressions analysed inside keep the non-ANSI evaluation (null, never an error)."""
     before = spark.conf.get("spark.sql.ansi.enabled")
     spark.conf.set("spark.sql.ansi.enabled", "false")
@@ -61,7 +61,7 @@ def checked(events: DataFrame, rules: tuple[Rule, ...]) -> DataFrame:
     usable = F.col(QUARANTINE_REASON).isNull()
     spark = events.sparkSession
     names = [f"_rule_{i}" for i in range(len(rules))]
-    with _ansi_off(spark):
+    with ansi_off(spark):
         for rule in rules:
             _refuse_unless_boolean(events, rule)
         # The tests first, in a projection of their own: the mask, the reason and the

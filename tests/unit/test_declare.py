@@ -468,8 +468,9 @@ def test_nested_declaration_errors_name_the_path_in_the_user_s_words(path, value
         (
             "aggregates",
             [{"name": "n", "function": "cout"}],
-            "pipeline 'demo_counts' aggregate 'n' function 'cout' is not one of 'count', 'sum', 'avg', 'min' or "
-            "'max' (did you mean 'count'?)",
+            "pipeline 'demo_counts' aggregate 'n' function 'cout' is not one of 'count', 'sum', 'avg', 'min', "
+            "'max', 'approx_count_distinct', 'count_if', 'percentile_approx', 'stddev', 'variance', 'min_by' or "
+            "'max_by' (did you mean 'count'?)",
         ),
         (
             "pattern",
@@ -520,7 +521,7 @@ def test_the_checks_across_parts_are_reported_with_an_unknown_setting_and_a_bad_
         declare.from_mapping(raw)
     assert str(refused.value).split("; ") == [
         "pipeline 'demo_counts': unknown setting 'watermak' (did you mean 'watermark'?)",
-        "pipeline 'demo_counts' aggregate 'm' function 'median' is not one of 'count', 'sum', 'avg', 'min' or 'max'",
+        "pipeline 'demo_counts' aggregate 'm' function 'median' is not one of 'count', 'sum', 'avg', 'min', 'max', 'approx_count_distinct', 'count_if', 'percentile_approx', 'stddev', 'variance', 'min_by' or 'max_by'",
         "pipeline 'demo_counts': missing 'watermark' (windows, deduplication, joins and timeouts keep state "
         "until it passes)",
         "pipeline 'demo_counts': key 'user' is not in the source schema (did you mean 'user_id'?)",

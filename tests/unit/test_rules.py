@@ -8,8 +8,9 @@ import pytest
 import yaml
 
 from jobs import declare
+from jobs.declare.expressions import spark_functions
 from jobs.declare.load import pipelines_dir
-from jobs.declare.rules import MAX_RULES, spark_functions
+from jobs.declare.rules import MAX_RULES
 from tests.unit.test_declare import VALID
 
 
@@ -119,7 +120,7 @@ def test_a_rule_calls_only_functions_that_decide_from_the_row_alone(check):
 
 
 def test_the_allowlist_names_only_spark_functions_and_none_that_read_outside_the_row():
-    from jobs.declare.rules import row_functions
+    from jobs.declare.expressions import row_functions
 
     assert row_functions() <= spark_functions()
     refused = {"rand", "uniform", "randstr", "uuid", "shuffle", "now", "current_user", "current_timestamp"}

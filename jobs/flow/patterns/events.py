@@ -1,8 +1,9 @@
 """events: each usable event as it is (optionally enriched): no state, nothing late.
 
 The columns: the parsed event time, the source's fields (an inferred schema's once
-recorded; until then, the fields the declaration names), a dimension's columns, and
-`_rescued_data` when the source rescues new fields or values of another type.
+recorded; until then, the fields the declaration names), a dimension's columns, the
+computed columns, and `_rescued_data` when the source rescues new fields or values of
+another type.
 """
 
 from __future__ import annotations
@@ -27,14 +28,17 @@ class EventsPattern(Pattern):
         source, enrich = self.pipeline.source, self.pipeline.enrich
         fields = list(source.fields) or list(source.required)
         rescued = [RESCUED_DATA] if source.rescues else []
-        return [EVENT_TIME, *fields, *(enrich.columns if enrich else ()), *rescued]
+        computed = list(self.pipeline.columns)
+        return [EVENT_TIME, *fields, *(enrich.columns if enrich else ()), *computed, *rescued]
 
     def held_paths(self) -> list[str]:
         return list(self.pipeline.source.fields)  # the table holds each field as read
 
     def describe(self) -> str:
         enrich = self.pipeline.enrich
-        return "each usable event" + (f", enriched from {enrich.table} on {enrich.key}" if enrich else "")
+        computed = self.pipeline.columns
+        said = "each usable event" + (f", enriched from {enrich.table} on {enrich.key}" if enrich else "")
+        return said + (f", with {', '.join(f'{n} = {e}' for n, e in computed.items())}" if computed else "")
 
     def held_rows(self, spark: SparkSession, checkpoint: str, schema: StructType) -> DataFrame:
         """None: events are written as they come, nothing is held back."""

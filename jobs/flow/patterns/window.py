@@ -59,7 +59,7 @@ class WindowPattern(Pattern):
     def describe(self) -> str:
         window = self.pipeline.window
         every = f"{window.duration_s}s windows" + ("" if window.is_tumbling else f" sliding every {window.slide_s}s")
-        aggregates = ", ".join(f"{a.name}={a.function}({a.column or '*'})" for a in self.pipeline.aggregates)
+        aggregates = ", ".join(map(str, self.pipeline.aggregates))
         unique = f", each {'+'.join(self.pipeline.deduplicate)} once" if self.pipeline.deduplicate else ""
         return f"{aggregates} per {every}, keys [{', '.join(map(str, self.pipeline.keys))}]{unique}"
 
@@ -85,7 +85,7 @@ class WindowPattern(Pattern):
     def held_paths(self) -> list[str]:
         # State: keyed by the keys (and the deduplicated fields), one buffer per aggregate of its column's type.
         pipeline = self.pipeline
-        columns = [a.column for a in pipeline.aggregates if a.function != "count" and a.column]
+        columns = [path for a in pipeline.aggregates if a.function != "count" for path in a.reads]
         return list(dict.fromkeys([*map(str, pipeline.keys), *columns, *map(str, pipeline.deduplicate)]))
 
     def _summed_as(self, aggregate: Aggregate) -> str | None:
@@ -102,16 +102,39 @@ class WindowPattern(Pattern):
 
         from jobs.flow.fields import field
 
+        if aggregate.expression is not None:
+            return F.expr(aggregate.expression).alias(aggregate.name)
         if aggregate.function == "count":
             return F.count(F.lit(1)).alias(aggregate.name)
         value = field(aggregate.column)
         summed_as = self._summed_as(aggregate)
         if summed_as is not None:
             value = value.try_cast(summed_as)
-        return getattr(F, aggregate.function)(value).alias(aggregate.name)
+        if aggregate.function in ("stddev", "variance"):
+            value = value.try_cast("double")  # as avg reads them: what reads as no number is null
+        function = getattr(F, aggregate.function)
+        if aggregate.function == "approx_count_distinct" and aggregate.relative_error is not None:
+            return function(value, rsd=aggregate.relative_error).alias(aggregate.name)
+        if aggregate.function == "percentile_approx":
+            return function(value, aggregate.percentage).alias(aggregate.name)
+        if aggregate.by is not None:  # min_by, max_by
+            return function(value, field(aggregate.by)).alias(aggregate.name)
+        return function(value).alias(aggregate.name)
 
     def _buffer_fields(self, aggregate: Aggregate) -> int:
         return 2 if self._summed_as(aggregate) == EXACT_SUM else BUFFER_FIELDS[aggregate.function]
+
+    @property
+    def backfill_refusal(self) -> str | None:
+        unread = [
+            a.name for a in self.pipeline.aggregates if a.expression is not None or a.function not in BUFFER_FIELDS
+        ]
+        if unread:
+            return (
+                f"the last windows of aggregates {unread} cannot be read from state yet (only count, sum, avg, "
+                "min and max): a closed range of this pipeline is not backfilled"
+            )
+        return None
 
     def suite_values(self) -> dict[str, Any]:
         keys = self.key_columns
