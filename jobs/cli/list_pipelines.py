@@ -38,6 +38,14 @@ def handle(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _describe_computed(computed, of: str) -> None:
+    """Each computed column and the filter, as declared (of a join's second source: `of`)."""
+    for number, (name, expression) in enumerate(computed.columns.items()):
+        print(f"  {'columns' if number == 0 else '':10} {name} = {expression}{of if number == 0 else ''}")
+    if computed.where:
+        print(f"  {'where':10} {computed.where}{of}  (other rows are filtered, and counted)")
+
+
 def _describe(pipeline: declare.PipelineBase, suite) -> None:
     from jobs.flow.patterns import pattern_of
 
@@ -53,6 +61,9 @@ def _describe(pipeline: declare.PipelineBase, suite) -> None:
     print(f"  watermark  {watermark}")
     for number, rule in enumerate(pipeline.rules):
         print(f"  {'rules' if number == 0 else '':10} {rule.name} ({rule.on_violation}): {rule.check}")
+    _describe_computed(pipeline, "")
+    if getattr(pipeline, "join", None) is not None:
+        _describe_computed(pipeline.join, f" of {pipeline.join.source.name}")
     print(f"  output     {pipeline.output.format}, partitioned by {pipeline.output.partition_by or 'nothing'}")
     schedule = pipeline.schedule or "none"
     if schedule == ON_ARRIVAL:

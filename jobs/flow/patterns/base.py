@@ -91,7 +91,22 @@ class Pattern(ABC):
         types = {path: schema.spelled(kind) for path in held if (kind := self._kind_at(path)) is not None}
         if types:
             contract["types"] = dict(sorted(types.items()))
+        computed = self._held_computed(held)
+        if computed:  # a key's or an aggregate's expression: the state holds what it gave
+            contract["computed"] = computed
         return contract
+
+    def _held_computed(self, held: list[str]) -> dict[str, str]:
+        """The computed columns whose values the state or the table holds (`held` reads them,
+        or a column they read does), with their expressions."""
+        columns = self.pipeline.columns
+        wanted, found = [path.split(".")[0] for path in held], {}
+        while wanted:
+            name = wanted.pop()
+            if name in columns and name not in found:
+                found[name] = columns[name]
+                wanted += [path.split(".")[0] for path in self.pipeline.column_reads(name)]
+        return dict(sorted(found.items()))
 
     def held_paths(self) -> list[str]:
         """The fields whose values the checkpoint's state or the table holds, so that their

@@ -73,7 +73,11 @@ class WindowPattern(Pattern):
             "window_duration_s": pipeline.window.duration_s,
             "window_slide_s": pipeline.window.slide_s,
             "keys": [str(key) for key in pipeline.keys],
-            "aggregates": [a.model_dump() for a in pipeline.aggregates],
+            # Settings added since (expression, by, ...) only when set: older checkpoints still match.
+            "aggregates": [
+                {k: v for k, v in a.model_dump().items() if k in ("name", "function", "column") or v is not None}
+                for a in pipeline.aggregates
+            ],
         }
         if pipeline.deduplicate:
             contract["deduplicate"] = list(pipeline.deduplicate)
