@@ -17,6 +17,7 @@ FILE_SIZE = f"{INTERNAL}file_size"  # the landed file's size in bytes, when it w
 BLOCK_START = f"{INTERNAL}block_start"  # the byte where the part of the file Spark read it from starts
 QUARANTINE_REASON = f"{INTERNAL}quarantine_reason"  # null for a usable record
 QUARANTINE_DETAIL = f"{INTERNAL}quarantine_detail"  # what exactly is wrong with it
+KEPT = f"{INTERNAL}kept"  # the declaration's `where` of a usable record (jobs/flow/expressions.py)
 BROKEN = f"{INTERNAL}rules_broken"  # bit i set: a usable record breaks the pipeline's rule i (jobs/flow/rules.py)
 READ = f"{INTERNAL}read"  # what the decoder hands back, as one struct (jobs/flow/parse.py)
 # What the decoder hands back beside the fields (jobs/flow/functions.py; tests/reference/decode.py,

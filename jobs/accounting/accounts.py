@@ -1,6 +1,6 @@
 """A committed batch's counts -> its account, exactly (pure: no Spark, no storage):
 
-    input_rows = used_rows + quarantined_rows + late_rows_dropped + duplicates_dropped
+    input_rows = used_rows + quarantined_rows + filtered_rows + late_rows_dropped + duplicates_dropped
 
 The counts are what the query counted as it read the batch (jobs/flow/tally.py): per
 landed file, its records, the quarantined ones, and when each usable one would be late.
@@ -38,7 +38,13 @@ class FileAccount(BaseModel):
     `used_rows` and `late_rows_dropped` are None where Spark counted part of them for the
     whole batch only: the repeats a deduplicating pipeline dropped, a join's late rows."""
 
-    COUNTS: ClassVar[tuple[str, ...]] = ("input_rows", "used_rows", "quarantined_rows", "late_rows_dropped")
+    COUNTS: ClassVar[tuple[str, ...]] = (
+        "input_rows",
+        "used_rows",
+        "quarantined_rows",
+        "filtered_rows",
+        "late_rows_dropped",
+    )
 
     path: str
     size_bytes: int | None  # None: the file was gone when the batch was accounted
@@ -47,6 +53,7 @@ class FileAccount(BaseModel):
     used_rows: int | None
     quarantined_rows: int | None
     late_rows_dropped: int | None
+    filtered_rows: int | None = 0  # usable, but not what the declaration's `where` keeps
     rescued_rows: int | None = 0  # of the used or late ones, those with a value rescued (_rescued_data)
     violations: dict[str, int] = Field(default_factory=dict)  # rule -> its rows that break it (none: not listed)
 
@@ -61,7 +68,8 @@ class BatchAccount(BaseModel):
     used_rows: int
     quarantined_rows: int
     late_rows_dropped: int
-    output_rows: int | None  # None: the sink log no longer lists the batch's files
+    output_rows: int | None
+    filtered_rows: int = 0  # usable, but not what the declaration's `where` keeps  # None: the sink log no longer lists the batch's files
     rescued_rows: int = 0  # usable rows with a value rescued into _rescued_data (not a fate: part of the above)
     violations: dict[str, int] = Field(default_factory=dict)  # rule -> rows that break it (not a fate either)
     # Reason -> the rows quarantined for it: what the report shows, counted as they were set
@@ -124,6 +132,7 @@ def batch_account(pattern: Pattern, read: BatchRead, *, output_rows: int | None,
     """The account of a batch: its rows by fate, in total and per file."""
     present = {path: read.files[path] for entries in read.listed for path in entries if path not in read.missing}
     quarantined = sum(len(count.quarantined) for count in present.values())
+    filtered = sum(count.filtered for count in present.values())
     records = sum(count.records for count in present.values())
     late = sum(count.late(read.late_ms) for count in present.values())
     late, duplicates = _dropped_by_spark(pattern, read.metrics, late)
@@ -143,8 +152,9 @@ def batch_account(pattern: Pattern, read: BatchRead, *, output_rows: int | None,
         late_watermark_ms=read.late_ms,
         input_files=len(per_file),
         input_rows=records,
-        used_rows=records - quarantined - late - (duplicates or 0),
+        used_rows=records - quarantined - filtered - late - (duplicates or 0),
         quarantined_rows=quarantined,
+        filtered_rows=filtered,
         late_rows_dropped=late,
         rescued_rows=sum(count.rescued for count in present.values()),
         violations=_violations(present.values()),
@@ -178,8 +188,9 @@ def _file_account(
         size_bytes=count.size_bytes,
         modified_ms=modified_ms,
         input_rows=count.records,
-        used_rows=count.records - quarantined - (late or 0) if used_known else None,
+        used_rows=count.records - quarantined - count.filtered - (late or 0) if used_known else None,
         quarantined_rows=quarantined,
+        filtered_rows=count.filtered,
         late_rows_dropped=late,
         rescued_rows=count.rescued,
         violations=dict(count.violations),

@@ -34,7 +34,15 @@ from jobs.run.events import Finished
 from jobs.run.report import RunReport, load_reports
 from jobs.validate.validation import committed_table
 
-_TALLIES = ("input_files", "input_rows", "used_rows", "quarantined_rows", "late_rows_dropped", "rescued_rows")
+_TALLIES = (
+    "input_files",
+    "input_rows",
+    "used_rows",
+    "quarantined_rows",
+    "filtered_rows",
+    "late_rows_dropped",
+    "rescued_rows",
+)
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,7 @@ class Staged:
     input_rows: int
     used_rows: int
     quarantined_rows: int
+    filtered_rows: int
     late_rows_dropped: int
     rescued_rows: int
     rule_violations: dict[str, int]

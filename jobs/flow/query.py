@@ -4,8 +4,8 @@
       -> parse_events          declared fields, event_time, quarantine_reason   parse.py
                                and the declared rules, each record tested        rules.py
       -> enrich                a dimension's columns, when declared             enrich.py
+      -> columns, where        the declaration's computed columns; what `where` keeps   expressions.py
       -> usable                the rows a pattern can use, each row counted     parse.py, tally.py
-      -> computed columns      the declaration's, in order                      expressions.py
       -> the pattern           windows, a processor, a join, or events as they are  patterns/
       -> the sink              appended to the table (Parquet or Delta), exactly once  sink.py
 
@@ -25,7 +25,7 @@ from jobs.declare import PipelineBase
 from jobs.flow import sink
 from jobs.flow.admission import Limits
 from jobs.flow.enrich import dimension_key, enrich
-from jobs.flow.expressions import with_computed
+from jobs.flow.expressions import filtered, with_computed
 from jobs.flow.parse import parse_events, usable
 from jobs.flow.patterns import pattern_of
 from jobs.flow.source import stream_lines
@@ -57,10 +57,11 @@ def usable_events(
             F.when(newly, F.lit(reason)).otherwise(F.col(QUARANTINE_REASON)).alias(QUARANTINE_REASON),
             F.when(newly, detail).otherwise(F.col(QUARANTINE_DETAIL)).alias(QUARANTINE_DETAIL),
         )
+    events = with_computed(events, pipeline.computed_for(index))
     if tally is not None:
         rules = tuple(rule.name for rule in pipeline.rules_for(source))
-        events = counted(events, tally, pattern.late_at(F.col(EVENT_TIME)), rules)
-    return with_computed(usable(events), pipeline.computed_for(index).columns)
+        events = counted(events, tally, pattern.late_at(F.col(EVENT_TIME)), rules, filtered(events))
+    return usable(events)
 
 
 def pipeline_table(

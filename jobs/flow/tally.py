@@ -76,6 +76,7 @@ class FileCount:
     blank: int = 0  # ... of which blank (not records)
     records: int = 0  # counted after parsing: every line but the blank ones
     rescued: int = 0  # ... of which usable with a value rescued (_rescued_data)
+    filtered: int = 0  # ... of which usable, and filtered by the declaration's `where` (never late)
     violations: dict[str, int] = field(default_factory=dict)  # rule -> records that break it
     late_at_us: list[np.ndarray] = field(default_factory=list)  # distinct late_at of usable records...
     late_at_counts: list[np.ndarray] = field(default_factory=list)  # ... and how many have each
@@ -88,6 +89,7 @@ class FileCount:
         self.blank += other.blank
         self.records += other.records
         self.rescued += other.rescued
+        self.filtered += other.filtered
         for rule, n in other.violations.items():
             self.violations[rule] = self.violations.get(rule, 0) + n
         self.late_at_us += other.late_at_us
@@ -164,6 +166,7 @@ def files_of_json(text: str) -> Files:
             blank=counted["blank"],
             records=counted["records"],
             rescued=counted["rescued"],
+            filtered=counted.get("filtered", 0),
             violations=counted["violations"],
             late_at_us=[late[:, 0]] if len(late) else [],
             late_at_counts=[late[:, 1]] if len(late) else [],
@@ -193,10 +196,14 @@ def for_batch(spark: SparkSession, batch_id: int) -> Iterator[None]:
         context.setLocalProperty(BATCH_ID, None)
 
 
-def counted(parsed: DataFrame, tally: Tally, late_at: Column | None, rules: tuple[str, ...] = ()) -> DataFrame:
+def counted(
+    parsed: DataFrame, tally: Tally, late_at: Column | None, rules: tuple[str, ...] = (), filtered: Column | None = None
+) -> DataFrame:
     """Parsed records -> the usable ones, every record counted in `tally` on its way
     through, in the JVM: only the quarantined ones bring their line. `rules`: the names of
-    the rules the records were tested against, in order (their bits in `_rules_broken`)."""
+    the rules the records were tested against, in order (their bits in `_rules_broken`).
+    `filtered`: whether the declaration's `where` filters a record (counted so, never late;
+    still usable: the watermark sees it, jobs/flow/expressions.py)."""
     from pyspark.sql import functions as F
 
     from jobs.flow.functions import register_count
@@ -213,6 +220,7 @@ def counted(parsed: DataFrame, tally: Tally, late_at: Column | None, rules: tupl
         "line_number": F.when(quarantined, F.col(LINE_NUMBER)),
         "line": F.when(quarantined, F.col(LINE)),
         "detail": F.when(quarantined, F.col(QUARANTINE_DETAIL)),
+        "filtered": F.lit(False) if filtered is None else filtered,
     }
     count = register_count(parsed.sparkSession, rules, tally.jvm)
     # A column, then a filter on it: as a filter, Spark would push the count below the
@@ -224,4 +232,15 @@ def counted(parsed: DataFrame, tally: Tally, late_at: Column | None, rules: tupl
 USABLE = f"{INTERNAL}usable"  # what the counter says of a record: a column, then a filter on it
 
 # What the counter is handed, in this order (a SQL function is handed them by position).
-COUNTED = ("source_file", "late_at", "rescued", "broken", "reason", "block_start", "line_number", "line", "detail")
+COUNTED = (
+    "source_file",
+    "late_at",
+    "rescued",
+    "broken",
+    "reason",
+    "block_start",
+    "line_number",
+    "line",
+    "detail",
+    "filtered",
+)

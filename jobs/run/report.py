@@ -2,7 +2,7 @@
 
 Rows are counted per batch (BatchAccount, kept in the ledger) and summed per run:
 
-    input_rows = used_rows + quarantined_rows + late_rows_dropped + duplicates_dropped
+    input_rows = used_rows + quarantined_rows + filtered_rows + late_rows_dropped + duplicates_dropped
 
 `used_rows`: aggregated into windows, written as events, handed to a processor or joined.
 Stored reports carry `report_version`; version 1 called them `aggregated_rows`, still read.
@@ -142,6 +142,7 @@ class RunReport(BaseModel):
     input_rows: int = 0
     used_rows: int = 0
     quarantined_rows: int = 0
+    filtered_rows: int = 0  # usable, but not what the declaration's `where` keeps
     late_rows_dropped: int = 0
     rescued_rows: int = 0  # usable rows with a value rescued into _rescued_data
     # Each declared rule, what a row breaking it meets, and how many did (jobs/flow/rules.py).
@@ -198,6 +199,7 @@ class RunReport(BaseModel):
             self.input_rows += account.input_rows
             self.used_rows += account.used_rows
             self.quarantined_rows += account.quarantined_rows
+            self.filtered_rows += account.filtered_rows
             self.late_rows_dropped += account.late_rows_dropped
             self.rescued_rows += account.rescued_rows
             for rule, n in account.violations.items():
@@ -219,7 +221,7 @@ class RunReport(BaseModel):
 
     @property
     def rows_balance(self) -> bool:
-        accounted = self.used_rows + self.quarantined_rows + self.late_rows_dropped
+        accounted = self.used_rows + self.quarantined_rows + self.filtered_rows + self.late_rows_dropped
         return self.input_rows == accounted + (self.duplicates_dropped or 0)
 
     def finish(self, status: RunStatus, error: str | None = None) -> None:
@@ -236,7 +238,7 @@ class RunReport(BaseModel):
     def used_none(self) -> bool:
         """Whether the run read rows and used none of them: every one quarantined (a late or a
         duplicate row was judged, and counts as used). Not a success, though committed."""
-        judged = self.used_rows + self.late_rows_dropped + (self.duplicates_dropped or 0)
+        judged = self.used_rows + self.filtered_rows + self.late_rows_dropped + (self.duplicates_dropped or 0)
         return self.input_rows > 0 and judged == 0
 
     def used_none_said(self) -> str:
@@ -262,7 +264,9 @@ class RunReport(BaseModel):
             [
                 head,
                 f"  batches {self.batches}{recovered}, files {self.input_files}, input rows {self.input_rows}",
-                f"  used {self.used_rows} + quarantined {self.quarantined_rows} + late {self.late_rows_dropped}"
+                f"  used {self.used_rows} + quarantined {self.quarantined_rows}"
+                + (f" + filtered {self.filtered_rows}" if self.filtered_rows else "")
+                + f" + late {self.late_rows_dropped}"
                 + (f" + duplicates {duplicates}" if duplicates else "")
                 + f" (of {self.input_rows} input rows)"
                 + (f"; {self.rescued_rows} with a value rescued" if self.rescued_rows else ""),

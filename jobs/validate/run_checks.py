@@ -25,11 +25,15 @@ def _rows_balance(check: RowsBalance, reports: list[RunReport]) -> CheckResult:
     input_rows = sum(r.input_rows for r in reports)
     used = sum(r.used_rows for r in reports)
     quarantined = sum(r.quarantined_rows for r in reports)
+    filtered = sum(r.filtered_rows for r in reports)
     late = sum(r.late_rows_dropped for r in reports)
     duplicates = sum(r.duplicates_dropped or 0 for r in reports)
-    accounted = used + quarantined + late + duplicates
-    parts = f"used {used} + quarantined {quarantined} + late {late}" + (
-        f" + duplicates {duplicates}" if duplicates else ""
+    accounted = used + quarantined + filtered + late + duplicates
+    parts = (
+        f"used {used} + quarantined {quarantined}"
+        + (f" + filtered {filtered}" if filtered else "")
+        + f" + late {late}"
+        + (f" + duplicates {duplicates}" if duplicates else "")
     )
     balanced = input_rows == accounted
     return CheckResult(

@@ -22,6 +22,14 @@ if TYPE_CHECKING:
     from jobs.flow.tally import Tally
 
 
+def kept_only(events: DataFrame, time_column: str) -> DataFrame:
+    """The events the declaration's `where` keeps, taken once the watermark has seen them
+    (jobs/flow/expressions.py); patterns import no Spark until asked."""
+    from jobs.flow.expressions import kept_only as kept
+
+    return kept(events, time_column)
+
+
 class CannotBackfill(ValueError):
     """The pattern leaves things open at the end of a range that a backfill cannot finalize."""
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from jobs.columns import EVENT_TIME, RESCUED_DATA
 from jobs.declare import EventsPipeline
-from jobs.flow.patterns.base import Pattern
+from jobs.flow.patterns.base import Pattern, kept_only
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -45,4 +45,5 @@ class EventsPattern(Pattern):
         return spark.createDataFrame([], schema)
 
     def table(self, *events: DataFrame, tally: Tally | None = None) -> DataFrame:
-        return self.with_partition(events[0].select(*self.output_columns()), EVENT_TIME)
+        kept = kept_only(events[0], EVENT_TIME)  # no watermark: what `where` keeps, at once
+        return self.with_partition(kept.select(*self.output_columns()), EVENT_TIME)

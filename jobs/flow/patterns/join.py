@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from jobs.columns import EVENT_TIME
+from jobs.columns import EVENT_TIME, KEPT
 from jobs.declare import JoinPipeline
 from jobs.declare.parts import Source
-from jobs.flow.patterns.base import Pattern
+from jobs.flow.patterns.base import Pattern, kept_only
 from jobs.units import column_name, spark_duration
 
 if TYPE_CHECKING:
@@ -29,7 +29,8 @@ class JoinPattern(Pattern):
 
     def output_columns(self) -> list[str]:
         left, right = self.sources
-        return [*_columns(left), *_columns(right, self._key_root)]
+        computed = [*self.pipeline.columns, *self.pipeline.join.columns]
+        return [*_columns(left), *_columns(right, self._key_root), *computed]
 
     @property
     def _key_root(self) -> str:
@@ -72,19 +73,22 @@ class JoinPattern(Pattern):
         pipeline, join = self.pipeline, self.pipeline.join
         left_time, right_time = (_time_column(source) for source in self.sources)
 
-        def side(usable: DataFrame, source: Source, leave_out: str | None = None, *extra: Column) -> DataFrame:
+        def side(usable: DataFrame, index: int, leave_out: str | None = None, *extra: Column) -> DataFrame:
             # The event-time column (its field, or for a path one of its own) holds the parsed timestamp.
-            time_column = _time_column(source)
+            source = self.sources[index]
+            time_column, computed = _time_column(source), pipeline.computed_for(index)
+            kept = [KEPT] if KEPT in usable.columns else []  # `where`: left out after the watermark
             return usable.select(
                 *(F.col(EVENT_TIME if c == time_column else c).alias(c) for c in _columns(source, leave_out)),
+                *computed.columns,
+                *kept,
                 *extra,
             )
 
-        left = side(events[0], pipeline.source).withWatermark(left_time, spark_duration(pipeline.watermark_s))
+        left = side(events[0], 0).withWatermark(left_time, spark_duration(pipeline.watermark_s))
         key = field(join.key).alias("_right_key")
-        right = side(events[1], join.source, self._key_root, key).withWatermark(
-            right_time, spark_duration(join.watermark_s)
-        )
+        right = side(events[1], 1, self._key_root, key).withWatermark(right_time, spark_duration(join.watermark_s))
+        left, right = kept_only(left, left_time), kept_only(right, right_time)
         condition = (
             (field(join.key) == F.col("_right_key"))
             & (F.col(right_time) >= F.col(left_time))

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from jobs.columns import EVENT_TIME
+from jobs.columns import EVENT_TIME, KEPT
 from jobs.declare import ProcessPipeline
 from jobs.flow.guard import WHERE, Guarded
-from jobs.flow.patterns.base import Pattern
+from jobs.flow.patterns.base import Pattern, kept_only
 from jobs.processors.base import ddl
 from jobs.units import spark_duration
 
@@ -89,11 +89,13 @@ class ProcessPattern(Pattern):
         settings = pipeline.process.settings
         where = [c for c in WHERE if c in events[0].columns]
         keys = [field(key.path).alias(key.name) for key in pipeline.keys]
-        inputs = events[0].select(*keys, EVENT_TIME, *processor.inputs(settings), *where)
+        kept = [KEPT] if KEPT in events[0].columns else []  # `where`: left out after the watermark
+        inputs = events[0].select(*keys, EVENT_TIME, *processor.inputs(settings), *where, *kept)
         timeout = GroupStateTimeout.NoTimeout
         if processor.event_time_timeout:
             inputs = inputs.withWatermark(EVENT_TIME, spark_duration(pipeline.watermark_s))
             timeout = GroupStateTimeout.EventTimeTimeout
+        inputs = kept_only(inputs, EVENT_TIME)
         keys_ddl = ", ".join(f"`{key}` {inputs.schema[key].dataType.simpleString()}" for key in self.key_columns)
         function = processor.function(settings, self.key_columns)
         return inputs.groupBy(*self.key_columns).applyInPandasWithState(

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from jobs.columns import EVENT_TIME
 from jobs.declare import WindowPipeline
 from jobs.declare.parts import Aggregate, Window
-from jobs.flow.patterns.base import CannotBackfill, Pattern
+from jobs.flow.patterns.base import CannotBackfill, Pattern, kept_only
 from jobs.units import column_name, spark_duration
 
 if TYPE_CHECKING:
@@ -159,7 +159,7 @@ class WindowPattern(Pattern):
         window = F.window(
             EVENT_TIME, spark_duration(pipeline.window.duration_s), spark_duration(pipeline.window.slide_s)
         )
-        watermarked = events[0].withWatermark(EVENT_TIME, spark_duration(pipeline.watermark_s))
+        watermarked = kept_only(events[0].withWatermark(EVENT_TIME, spark_duration(pipeline.watermark_s)), EVENT_TIME)
         if pipeline.deduplicate:
             # State per key lasts until the watermark passes its first event time + the delay.
             # Spark deduplicates on columns: a path is read into its column_name first.

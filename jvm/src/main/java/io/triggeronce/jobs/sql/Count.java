@@ -3,16 +3,18 @@ package io.triggeronce.jobs.sql;
 import io.triggeronce.jobs.tally.FileCounts;
 import io.triggeronce.jobs.tally.Tally;
 import java.util.List;
-import org.apache.spark.sql.api.java.UDF9;
+import org.apache.spark.sql.api.java.UDF10;
 
 /**
  * Every parsed record counted on its way, as a SQL function: (source file, the time at or
  * before which its pattern drops it as late, in microseconds, whether a value was rescued,
- * the bits of the rules it breaks, why it cannot be used, and where it is and what it says
- * when it cannot) -> whether it is usable. What each record is goes into the tally, per file
- * (jobs/flow/tally.py RowCounter, in the JVM).
+ * the bits of the rules it breaks, why it cannot be used, where it is and what it says
+ * when it cannot, and whether the declaration's `where` filters it) -> whether it is usable.
+ * What each record is goes into the tally, per file (jobs/flow/tally.py, in the JVM). A
+ * filtered record is usable: it goes on to the watermark, and is never late.
  */
-public final class Count implements UDF9<String, Long, Boolean, Long, String, Long, Long, String, String, Boolean> {
+public final class Count
+        implements UDF10<String, Long, Boolean, Long, String, Long, Long, String, String, Boolean, Boolean> {
     private static final long serialVersionUID = 1L;
 
     private final Tally tally;
@@ -49,7 +51,8 @@ public final class Count implements UDF9<String, Long, Boolean, Long, String, Lo
             Long blockStart,
             Long lineNumber,
             String line,
-            String detail) {
+            String detail,
+            Boolean filtered) {
         FileCounts counts = counts(file);
         counts.records++;
         boolean usable = reason == null;
@@ -63,7 +66,9 @@ public final class Count implements UDF9<String, Long, Boolean, Long, String, Lo
                 }
             }
         }
-        if (usable && lateAtMicros != null) {
+        if (usable && Boolean.TRUE.equals(filtered)) {
+            counts.filtered++;
+        } else if (usable && lateAtMicros != null) {
             counts.lateAt.merge(lateAtMicros, 1L, Long::sum);
         }
         if (!usable) {

@@ -18,6 +18,7 @@ public final class FileCounts implements Serializable {
     public long blank; // ... of which blank (not records)
     public long records; // counted after parsing: every line but the blank ones
     public long rescued; // ... of which usable with a value rescued
+    public long filtered; // ... of which usable, and filtered by the declaration's `where`
     public final Map<String, Long> violations = new HashMap<>(); // rule -> records that break it
     public final Map<Long, Long> lateAt = new HashMap<>(); // late_at (microseconds) -> usable records
     public final List<Quarantined> quarantined = new ArrayList<>();
@@ -35,6 +36,7 @@ public final class FileCounts implements Serializable {
         blank += other.blank;
         records += other.records;
         rescued += other.rescued;
+        filtered += other.filtered;
         other.violations.forEach((rule, n) -> violations.merge(rule, n, Long::sum));
         other.lateAt.forEach((at, n) -> lateAt.merge(at, n, Long::sum));
         quarantined.addAll(other.quarantined);
@@ -52,6 +54,7 @@ public final class FileCounts implements Serializable {
         out.writeNumberField("blank", blank);
         out.writeNumberField("records", records);
         out.writeNumberField("rescued", rescued);
+        out.writeNumberField("filtered", filtered);
         out.writeObjectFieldStart("violations");
         for (Map.Entry<String, Long> rule : violations.entrySet()) {
             out.writeNumberField(rule.getKey(), rule.getValue());

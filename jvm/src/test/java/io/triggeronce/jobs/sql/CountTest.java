@@ -14,10 +14,12 @@ class CountTest {
         Tally tally = new Tally();
         Count count = new Count(tally, List.of("known_event", "has_id"));
         long t1 = 1_690_711_260_000_000L;
-        assertEquals(true, count.call("a.json", t1, false, 3L, null, null, null, null, null));
-        assertEquals(true, count.call("a.json", t1 + 60_000_000L, true, 2L, null, null, null, null, null));
-        assertEquals(false, count.call("b.json", null, true, 0L, "malformed_json", 0L, 3L, "{x", "JSON is malformed"));
-        assertEquals(true, count.call("b.json", t1, false, 2L, null, null, null, null, null));
+        assertEquals(true, count.call("a.json", t1, false, 3L, null, null, null, null, null, false));
+        assertEquals(true, count.call("a.json", t1 + 60_000_000L, true, 2L, null, null, null, null, null, false));
+        assertEquals(false, count.call("b.json", null, true, 0L, "malformed_json", 0L, 3L, "{x", "JSON is malformed", null));
+        assertEquals(true, count.call("b.json", t1, false, 2L, null, null, null, null, null, null));
+        // Filtered by `where`: usable (on to the watermark), counted as filtered, never late.
+        assertEquals(true, count.call("b.json", t1 - 60_000_000L, false, 0L, null, null, null, null, null, true));
         Map<String, FileCounts> files = tally.value().values().iterator().next().values().iterator().next();
         FileCounts a = files.get("a.json");
         FileCounts b = files.get("b.json");
@@ -27,6 +29,8 @@ class CountTest {
         assertEquals(Map.of("has_id", 1L), b.violations);
         assertEquals(Map.of(t1, 1L, t1 + 60_000_000L, 1L), a.lateAt);
         assertEquals(List.of(new FileCounts.Quarantined(0, 3, "{x", "malformed_json", "JSON is malformed")), b.quarantined);
-        assertEquals(Map.of(t1, 1L), b.lateAt); // the quarantined record is not late too
+        assertEquals(Map.of(t1, 1L), b.lateAt); // the quarantined record is not late too, nor the filtered one
+        assertEquals(1, b.filtered);
+        assertEquals(0, a.filtered);
     }
 }
