@@ -373,7 +373,7 @@ def rocksdb(events: int, files: int, memory: str) -> None:
 
 def _batch_sizes(root: Path, pipeline: str) -> str:
     """What the product's last run in `root` chose for its batches (its report's batch_sizes)."""
-    from jobs.run.report import BatchSize, describe_sizes
+    from jobs.flow.admission import BatchSize, describe_sizes
 
     report = json.loads(sorted((root / "runs" / pipeline).glob("*.json"))[-1].read_text())
     sizes = [BatchSize(**size) for size in report["batch_sizes"]]

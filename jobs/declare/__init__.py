@@ -1,8 +1,10 @@
 """The declaration model: what a pipeline says, checked on load (pydantic; no Spark).
 
 units of a declaration   jobs/units.py (durations, names, sizes)
-its parts                parts.py (source, enrichment, window, keys, aggregates, join, processor, output)
-its row rules            rules.py (Spark SQL checks on each record, read without Spark)
+its parts                parts.py (source, enrichment, join, processor, output)
+what it computes         computing.py (computed columns and where, window, keys, aggregates)
+its expressions          expressions.py (its Spark SQL, read without Spark: fields, functions allowed)
+its row rules            rules.py (Spark SQL checks on each record)
 how it runs              operations.py (Spark sizes and state store, Airflow retries, retention)
 groups of pipelines      groups.py (declared, or by schedule: run together in one Spark application)
 the whole, by pattern    pipeline.py (a union over window, process, join, events)

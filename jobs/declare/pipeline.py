@@ -19,19 +19,9 @@ from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import Discriminator, Field, PositiveInt, PrivateAttr, Tag, field_validator, model_validator
 
+from jobs.declare.computing import Aggregate, Computes, Join, Key, Window
 from jobs.declare.operations import Arrival, Orchestration, Retention, SparkSettings
-from jobs.declare.parts import (
-    Aggregate,
-    Computes,
-    Enrichment,
-    Join,
-    Key,
-    Output,
-    Part,
-    Process,
-    Source,
-    Window,
-)
+from jobs.declare.parts import Enrichment, Output, Part, Process, Source
 from jobs.declare.problems import did_you_mean, refuse
 from jobs.declare.rules import Rule, rule_problems
 from jobs.schema import spelled, with_type_at
@@ -274,7 +264,7 @@ class JoinPipeline(PipelineBase):
         shared = sorted((set(left.fields) & set(right.fields)) - {self.join.key.split(".")[0]})
         if shared and not key_problems:  # with a key in neither, every field the sides share is named
             problems.append(f"fields {shared} are in both sources; the output keeps one column per name")
-        problems += key_problems + self._right_side_problems()
+        problems += key_problems + self.join.side_problems()
         problems += [
             f"rule {rule.name!r} reads {list(rule.fields)}, which are not all fields of {left.name} "
             f"or all of {right.name}; a rule reads one source's records"
@@ -311,19 +301,6 @@ class JoinPipeline(PipelineBase):
 
     def computed_for(self, index: int) -> Computes:
         return self.join if index == 1 else self
-
-    def _right_side_problems(self) -> list[str]:
-        """The second source's computed columns and filter read its fields (and its columns)."""
-        right, computed = self.join.source, self.join
-        reads = {f"join column {name!r} field": computed.column_reads(name) for name in computed.columns}
-        reads |= {"join where field": computed.where_reads} if computed.where else {}
-        refused = [
-            f"{what} {path!r} {why.replace('the source', f'the {right.name}')}"
-            for what, paths in reads.items()
-            for path in paths
-            if path.split(".")[0] not in computed.columns and (why := right.refuse_path(path))
-        ]
-        return [*computed.computed_problems(right, ()), *refused]
 
     @staticmethod
     def _reads_only(rule: Rule, source: Source) -> bool:

@@ -7,9 +7,10 @@ parse.py     lines -> typed events, each with the reason it cannot be used (the 
 functions.py the decoder and the counter of the product's jar, as a session's SQL functions
 rules.py     the declared row rules on each parsed record: counted, quarantined, or failing the batch
 enrich.py    events + a dimension's columns (a stream-static join)
+expressions.py the declared computed columns, and `where` (its filtered rows counted, dropped after the watermark)
 patterns/    events -> output rows: one module per pattern (window, process, join, events)
 sink.py      output rows -> the table (Parquet or Delta), and reading back what it committed
-admission.py how much new input a batch takes: a share of the driver's heap, then sized by the state; or as declared
+admission.py how much new input a batch takes: a share of the driver's heap, then sized by the state; or as declared (and what each sized batch took)
 tally.py     every row counted as the query reads it (in the JVM), for the accounting (jobs/accounting/)
 guard.py     a processor's function that cannot fail the batch (its key's rows quarantined)
 query.py     the whole flow for one pipeline

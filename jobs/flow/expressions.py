@@ -22,8 +22,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType
 
 from jobs.columns import KEPT, QUARANTINE_REASON
+from jobs.declare.computing import Computes
 from jobs.declare.load import DeclarationError
-from jobs.declare.parts import Computes
 from jobs.flow.rules import ansi_off
 
 

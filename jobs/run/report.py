@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
 from jobs.accounting.accounts import BatchAccount, from_version_1, tied_files
+from jobs.flow.admission import BatchSize, describe_sizes
 from jobs.lake import fs
 from jobs.lake.layout import StorageError, join, normalize
 from jobs.run.audit import SkippedFiles, file_names
@@ -82,44 +83,6 @@ class QuarantineReason(BaseModel):
 
     rows: int = 0
     last_batch: int  # the newest batch with such a row: its quarantine folder holds one
-
-
-class BatchSize(BaseModel):
-    """What a sized batch took (the run report's `batch_sizes`, jobs/flow/admission.py): the
-    batch after `after_batch` took about `max_bytes` of new files, chosen from the state the
-    query held (`state_bytes`) once `after_batch` had read `input_bytes`."""
-
-    after_batch: int
-    max_bytes: int
-    state_bytes: int
-    input_bytes: int
-
-
-def describe_sizes(sizes: list[BatchSize], limits: dict[str, Any]) -> str:
-    """Each run of equal choices, and why ('128 MiB for batches 1-5, the most (state 3.1 MiB
-    after a batch of 64 MiB; its budget 256 MiB)')."""
-    groups: list[list[BatchSize]] = []
-    for size in sizes:
-        if groups and groups[-1][-1].max_bytes == size.max_bytes:
-            groups[-1].append(size)
-        else:
-            groups.append([size])
-    named = {limits.get("sized_cap"): ", the most", limits.get("max_bytes"): ", the default"}
-    parts = []
-    for group in groups:
-        first, last = group[0].after_batch + 1, group[-1].after_batch + 1
-        batches = f"batch {first}" if first == last else f"batches {first}-{last}"
-        held = max(group, key=lambda s: s.state_bytes)
-        parts.append(
-            f"{_mib(group[0].max_bytes)} for {batches}{named.get(group[0].max_bytes, '')} "
-            f"(state {_mib(held.state_bytes)} after a batch of {_mib(held.input_bytes)})"
-        )
-    budget = limits.get("state_budget")
-    return "; ".join(parts) + (f"; the state's budget {_mib(budget)}" if budget else "")
-
-
-def _mib(n: int) -> str:
-    return f"{n / 2**20:,.1f} MiB" if n < 10 * 2**20 else f"{n / 2**20:,.0f} MiB"
 
 
 class RunReport(BaseModel):

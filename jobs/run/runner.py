@@ -31,7 +31,7 @@ from jobs.accounting.batches import Accounting, account_batches
 from jobs.accounting.checkpoint import CheckpointLog, ms_to_iso
 from jobs.accounting.ledger import IncompatibleCheckpoint
 from jobs.declare import DeclarationError, PipelineBase
-from jobs.flow.admission import batch_limits, inflated
+from jobs.flow.admission import BatchSize, batch_limits, inflated
 from jobs.flow.patterns import pattern_of
 from jobs.flow.query import start_query
 from jobs.flow.source import batch_sizes
@@ -58,7 +58,7 @@ from jobs.run.failure import data_condition, failure_cause, one_line
 from jobs.run.pending import Pending, pending_input
 from jobs.run.preflight import before_spark, context_with_spark, context_without_spark, nowhere
 from jobs.run.progress import ProgressWatch
-from jobs.run.report import BatchSize, RuleCount, RunReport, RunStatus, last_state_rows, recent_reports, save
+from jobs.run.report import RuleCount, RunReport, RunStatus, last_state_rows, recent_reports, save
 from jobs.run.retention import apply_retention
 from jobs.run.warnings import HISTORY_RUNS, run_warnings
 from jobs.session import spark_log_file

@@ -17,7 +17,7 @@ import pytest
 
 from jobs.accounting.checkpoint import CheckpointLog
 from jobs.accounting.ledger import Ledger
-from jobs.declare.parts import Window
+from jobs.declare.computing import Window
 from jobs.lake.layout import Locations
 from jobs.lake.locks import AlreadyRunning, CheckpointLock
 from jobs.request import RunRequest, Trigger

@@ -14,7 +14,7 @@ import pytest
 
 from jobs import declare
 from jobs.change.plan import NEW, REPROCESS, RESUMES, plan
-from jobs.declare.parts import Aggregate, Window
+from jobs.declare.computing import Aggregate, Window
 from jobs.exit_codes import ExitCode
 from jobs.lake.layout import Locations
 from jobs.run.runner import RunRefused

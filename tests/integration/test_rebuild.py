@@ -20,8 +20,8 @@ from jobs.accounting.file_ledger import taken_files
 from jobs.accounting.ledger import Ledger
 from jobs.change import rebuild
 from jobs.change.plan import REPROCESS
+from jobs.declare.computing import Window
 from jobs.declare.load import pipelines_dir
-from jobs.declare.parts import Window
 from jobs.lake.builds import current_build, in_use
 from jobs.lake.layout import Locations
 from jobs.quality_report import page as quality_report

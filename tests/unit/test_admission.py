@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobs.flow.admission import batch_limits, default_limits, inflated
-from jobs.run.report import BatchSize, describe_sizes
+from jobs.flow.admission import BatchSize, batch_limits, default_limits, describe_sizes, inflated
 from jobs.units import UsageError
 
 MiB, GiB = 2**20, 2**30

@@ -12,7 +12,8 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from jobs.columns import EVENT_TIME, LINE, LINE_NUMBER, QUARANTINE_DETAIL, QUARANTINE_REASON, SOURCE_FILE
-from jobs.declare.parts import Source, Window
+from jobs.declare.computing import Window
+from jobs.declare.parts import Source
 from jobs.flow.parse import parse_events, usable
 from jobs.flow.patterns import pattern_of
 from jobs.flow.patterns.window import latest_window_end

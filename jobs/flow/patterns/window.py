@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobs.columns import EVENT_TIME
 from jobs.declare import WindowPipeline
-from jobs.declare.parts import Aggregate, Window
+from jobs.declare.computing import Aggregate, Window
 from jobs.flow.patterns.base import CannotBackfill, Pattern, kept_only
 from jobs.units import column_name, spark_duration
 
