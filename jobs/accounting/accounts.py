@@ -68,8 +68,8 @@ class BatchAccount(BaseModel):
     used_rows: int
     quarantined_rows: int
     late_rows_dropped: int
-    output_rows: int | None
-    filtered_rows: int = 0  # usable, but not what the declaration's `where` keeps  # None: the sink log no longer lists the batch's files
+    output_rows: int | None  # None: the sink log no longer lists the batch's files
+    filtered_rows: int = 0  # usable, but not what the declaration's `where` keeps
     rescued_rows: int = 0  # usable rows with a value rescued into _rescued_data (not a fate: part of the above)
     violations: dict[str, int] = Field(default_factory=dict)  # rule -> rows that break it (not a fate either)
     # Reason -> the rows quarantined for it: what the report shows, counted as they were set

@@ -34,6 +34,7 @@ class TakenFile(TypedDict):
     input_rows: int | None
     used_rows: int | None
     quarantined_rows: int | None
+    filtered_rows: int | None
     late_rows_dropped: int | None
     rescued_rows: int | None
     violations: dict[str, int] | None  # rule -> the file's rows that break it
@@ -84,7 +85,7 @@ def files_of(account: dict[str, Any], checkpoint_log: CheckpointLog) -> list[Tak
                 size_bytes=f["size_bytes"],
                 modified_at=ms_to_iso(f["modified_ms"]),
                 **batch,
-                **{count: f[count] for count in FileAccount.COUNTS},
+                **{count: f.get(count, 0) if count == "filtered_rows" else f[count] for count in FileAccount.COUNTS},
                 rescued_rows=f.get("rescued_rows", 0),
                 violations=f.get("violations", {}),
             )

@@ -21,7 +21,7 @@ def add_parser(commands) -> None:
         description=(
             "List every landed file PIPELINE has taken: its size and modification time, the batch that "
             "read it, the run that accounted it, when the batch committed, and its rows in / used / "
-            "quarantined / late. Answered from the checkpoint and the pipeline's accounts; no data is "
+            "quarantined / filtered / late. Answered from the checkpoint and the pipeline's accounts; no data is "
             "read again. With --output, list the files the output table holds instead: exactly the "
             "committed ones, which is what a plain reader of the folder (DuckDB, pyarrow) should read."
         ),
@@ -77,6 +77,7 @@ def _ledger_columns(pipeline: declare.PipelineBase) -> dict[str, str]:
         "rows": "input_rows",
         "used": "used_rows",
         "quarantined": "quarantined_rows",
+        **({"filtered": "filtered_rows"} if pipeline.filters else {}),
         "late": "late_rows_dropped",
         **({"rescued": "rescued_rows"} if pipeline.source.rescues else {}),
         **{rule.name: f"rule:{rule.name}" for rule in pipeline.rules},  # the file's rows breaking it

@@ -138,6 +138,11 @@ class PipelineBase(Computes):
         """The computed columns and filter of source `index` (0: the pipeline's own, 1: a join's second)."""
         return self
 
+    @property
+    def filters(self) -> bool:
+        """Whether a `where` filters any source's events."""
+        return any(self.computed_for(index).where for index in range(len(self.sources)))
+
     def refused_fields(self) -> list[str]:
         """Each field the declaration names that the source's schema (declared, or inferred
         and recorded) has no field for, and why, in one line each."""

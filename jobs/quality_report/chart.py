@@ -1,5 +1,6 @@
 """The run chart of the data quality report: one bar per run, placed at the run's start
-time, split into the shares of its input rows that were used, quarantined, late and duplicates:
+time, split into the shares of its input rows that were used, quarantined, filtered (by the declaration's
+`where`), late and duplicates:
 every input row is one of these, so each bar is whole.
 
 Shares, not counts: a run with a third of its rows quarantined shows a third of a bar
@@ -19,13 +20,14 @@ CHART_RUNS = 40  # the chart shows the latest runs only; the table shows them al
 WIDTH, HEIGHT = 760, 210
 LEFT, RIGHT, TOP, BOTTOM = 44, 16, 12, 48  # margins: the share axis left, the time axis below
 TIME_TICKS = 5
-FATES = ("used", "quarantined", "late", "duplicates")
+FATES = ("used", "quarantined", "filtered", "late", "duplicates")
 
 
 def _rows(run: RunReport) -> dict[str, int]:
     return {
         "used": run.used_rows,
         "quarantined": run.quarantined_rows,
+        "filtered": run.filtered_rows,
         "late": run.late_rows_dropped,
         "duplicates": run.duplicates_dropped or 0,
     }

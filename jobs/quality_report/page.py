@@ -34,7 +34,13 @@ from jobs.units import duration_words
 from jobs.validate.result import ValidationResult, appended_since, load_results
 
 HISTORY_COLUMNS = 12  # the latest validations in a check's history
-FATE_COLORS = {"used": "#3b7dd8", "quarantined": "#e39b2d", "late": "#9a9a9a", "duplicates": "#5fb8ad"}
+FATE_COLORS = {
+    "used": "#3b7dd8",
+    "quarantined": "#e39b2d",
+    "filtered": "#b58acf",
+    "late": "#9a9a9a",
+    "duplicates": "#5fb8ad",
+}
 VERDICT_COLORS = {"passed": "#2e9e5b", "warned": "#e3b12d", "failed": "#d64541", None: "#d0d0d0"}
 # Run statuses and health share the verdicts' colours: good, needs a look, bad; anything else grey.
 STATUS_COLORS = {**VERDICT_COLORS, "succeeded": "#2e9e5b", "refused": "#e3b12d", "stopped": "#888888"}

@@ -4,20 +4,36 @@ out here by hand."""
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import datetime
+from pathlib import Path
 
 import yaml
 
 from jobs import declare
-from jobs.accounting.ledger import Ledger
+from jobs.cli import main
 from jobs.declare.load import pipelines_dir
 from jobs.lake.layout import Locations
+from jobs.quality_report import page
 from tests.helpers import event, land_in_order, run_pipeline
 
 
-def declared(**changes: object) -> declare.PipelineBase:
+def declaration(**changes: object) -> dict:
+    """The shipped clickstream declaration, named active_users, with `changes`."""
     raw = yaml.safe_load((pipelines_dir() / "clickstream.yaml").read_text())
-    return declare.from_mapping({**raw, "name": "active_users", **changes})
+    return {**raw, "name": "active_users", **changes}
+
+
+def declared(**changes: object) -> declare.PipelineBase:
+    return declare.from_mapping(declaration(**changes))
+
+
+def declared_in(folder: Path, raw: dict) -> Path:
+    """A pipelines folder (for JOBS_PIPELINES_DIR) holding the declaration `raw`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{raw['name']}.yaml").write_text(yaml.safe_dump(raw))
+    return folder
 
 
 def at(clock: str) -> datetime:
@@ -28,8 +44,8 @@ def rows(spark, output: str, *columns: str) -> list[tuple]:
     return sorted(tuple(row) for row in spark.read.parquet(output).select(*columns).collect())
 
 
-def test_where_filters_rows_counted_as_filtered_and_the_watermark_follows_them(spark, tmp_path):
-    pipeline = declared(
+def test_where_filters_rows_counted_as_filtered_and_the_watermark_follows_them(spark, tmp_path, monkeypatch, capsys):
+    raw = declaration(
         columns={"user": "lower(user_id)", "id_length": "length(event_id)"},
         where="event <> 'scroll'",
         keys=["user"],
@@ -39,6 +55,7 @@ def test_where_filters_rows_counted_as_filtered_and_the_watermark_follows_them(s
             {"name": "longest_id", "expression": "max(id_length)"},
         ],
     )
+    pipeline = declare.from_mapping(raw)
     locations = Locations.resolve(pipeline.name, root=str(tmp_path / "root"))
     land_in_order(
         locations.landing,
@@ -70,11 +87,21 @@ def test_where_filters_rows_counted_as_filtered_and_the_watermark_follows_them(s
     written = rows(spark, locations.output, "window_start", "window_end", "user", "events", "ids", "longest_id")
     assert written == [(at("10:00:00"), at("10:01:00"), "u1", 2, 2, 3)]
 
-    ledger = Ledger(locations.ledger)
-    files = {
-        f["path"].rsplit("/", 1)[-1]: f
-        for batch in sorted(ledger.accounted_batches())
-        for f in ledger.read_account(batch)["files"]
+    # Per landed file, in the file ledger (`files`): a filtered row is a term of the file's account.
+    monkeypatch.setenv("JOBS_PIPELINES_DIR", str(declared_in(tmp_path / "pipelines", raw)))
+    root = str(tmp_path / "root")
+    assert main(["files", pipeline.name, "--root", root, "--json"]) == 0
+    files = {Path(f["path"]).name: f for f in map(json.loads, capsys.readouterr().out.splitlines())}
+    assert {
+        name: (f["input_rows"], f["used_rows"], f["filtered_rows"], f["late_rows_dropped"]) for name, f in files.items()
+    } == {
+        "a.json": (3, 2, 1, 0),
+        "b.json": (2, 1, 0, 1),
     }
-    assert (files["a.json"]["filtered_rows"], files["a.json"]["used_rows"]) == (1, 2)
-    assert (files["b.json"]["late_rows_dropped"], files["b.json"]["used_rows"]) == (1, 1)
+    assert main(["files", pipeline.name, "--root", root]) == 0
+    assert "filtered" in capsys.readouterr().out.splitlines()[0].split()
+
+    # In the report's run table and chart: the first run's bar is a third filtered.
+    html = Path(page.build(root, with_data_docs=False)).read_text()
+    assert f"{first.run_id} ({first.started_at}): 1 of 3 input rows filtered (33.3%)" in html
+    assert re.search(rf'data-run="{first.run_id}">.*?<td class="filtered">1</td>', html)
