@@ -91,7 +91,7 @@ def finished(
             return refused
         ran = Finished.ran(runner.run(pipeline, request, spark=spark, emit=emit))
         return _validated(pipeline, request, ran, spark) if request.validate else ran
-    except declare.DeclarationError as error:  # the declaration or its suite: as `list` says it
+    except (declare.DeclarationError, runner.RunRefusedDeclaration) as error:  # as `list` or `plan` says it
         return Finished(name, RunStatus.REFUSED, ExitCode.USAGE, error=str(error))
     except runner.RunRefused as error:
         return Finished(name, RunStatus.REFUSED, ExitCode.REFUSED, error=str(error))

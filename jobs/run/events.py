@@ -31,6 +31,11 @@ class RunRefused(RuntimeError):
     """The run did not start, so nothing changed."""
 
 
+class RunRefusedDeclaration(RunRefused):
+    """The run did not start: Spark's analyser found the declaration wrong (an expression's
+    type), which a rerun cannot mend: a bad declaration, as when it loads (exit 2)."""
+
+
 class RunStopped(RuntimeError):
     """The run was asked to stop (Ctrl-C or SIGTERM) and stopped cleanly."""
 

@@ -50,6 +50,7 @@ from jobs.run.events import (
     ReportStored,
     RunFailed,
     RunRefused,
+    RunRefusedDeclaration,
     RunStopped,
     RunStoppedOnData,
     Started,
@@ -64,7 +65,7 @@ from jobs.run.warnings import HISTORY_RUNS, run_warnings
 from jobs.session import spark_log_file
 from jobs.units import new_run_id
 
-__all__ = ["RunFailed", "RunRefused", "RunStopped", "RunStoppedOnData", "run"]
+__all__ = ["RunFailed", "RunRefused", "RunRefusedDeclaration", "RunStopped", "RunStoppedOnData", "run"]
 
 
 def _said(event: Event) -> None:
@@ -319,7 +320,7 @@ def _ended(error: BaseException, report: RunReport, locations: Locations, with_s
     refusals = AlreadyRunning | IncompatibleCheckpoint | StorageError | DeclarationError
     if isinstance(error, refusals) and not isinstance(error, StorageUnavailable):
         report.finish(RunStatus.REFUSED, one_line(error))
-        return RunRefused(report.error)
+        return (RunRefusedDeclaration if isinstance(error, DeclarationError) else RunRefused)(report.error)
     if isinstance(error, LeaseLost):
         report.finish(RunStatus.FAILED, f"lost the checkpoint's lease: {error}")
         return RunFailed(report.error)

@@ -29,11 +29,17 @@ def declared(**changes: object) -> declare.PipelineBase:
     return declare.from_mapping(declaration(**changes))
 
 
-def declared_in(folder: Path, raw: dict) -> Path:
-    """A pipelines folder (for JOBS_PIPELINES_DIR) holding the declaration `raw`."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{raw['name']}.yaml").write_text(yaml.safe_dump(raw))
-    return folder
+def declare_own(folder: Path, monkeypatch, raw: dict) -> None:
+    """The declaration `raw` in a pipelines folder of one's own, with a suite of its own, as a
+    team declares one (JOBS_PIPELINES_DIR, JOBS_EXPECTATIONS_DIR)."""
+    suite = {
+        "table": raw["name"],
+        "expectations": [{"expect": "compound_columns_to_be_unique", "column_list": "$table_key"}],
+    }
+    for kind, text in (("pipelines", yaml.safe_dump(raw)), ("expectations", yaml.safe_dump(suite))):
+        (folder / kind).mkdir(parents=True, exist_ok=True)
+        (folder / kind / f"{raw['name']}.yaml").write_text(text)
+        monkeypatch.setenv(f"JOBS_{kind.upper()}_DIR", str(folder / kind))
 
 
 def at(clock: str) -> datetime:
@@ -88,7 +94,7 @@ def test_where_filters_rows_counted_as_filtered_and_the_watermark_follows_them(s
     assert written == [(at("10:00:00"), at("10:01:00"), "u1", 2, 2, 3)]
 
     # Per landed file, in the file ledger (`files`): a filtered row is a term of the file's account.
-    monkeypatch.setenv("JOBS_PIPELINES_DIR", str(declared_in(tmp_path / "pipelines", raw)))
+    declare_own(tmp_path, monkeypatch, raw)
     root = str(tmp_path / "root")
     assert main(["files", pipeline.name, "--root", root, "--json"]) == 0
     files = {Path(f["path"]).name: f for f in map(json.loads, capsys.readouterr().out.splitlines())}
@@ -105,3 +111,19 @@ def test_where_filters_rows_counted_as_filtered_and_the_watermark_follows_them(s
     html = Path(page.build(root, with_data_docs=False)).read_text()
     assert f"{first.run_id} ({first.started_at}): 1 of 3 input rows filtered (33.3%)" in html
     assert re.search(rf'data-run="{first.run_id}">.*?<td class="filtered">1</td>', html)
+
+
+def test_an_expression_of_the_wrong_type_is_refused_at_plan_and_before_a_run_reads_a_row(
+    spark, tmp_path, monkeypatch, capsys
+):
+    raw = declaration(columns={"user": "lower(user_id)"}, keys=["user"], where="length(event_id)")
+    declare_own(tmp_path, monkeypatch, raw)
+    locations = Locations.resolve(raw["name"], root=str(tmp_path / "root"))
+    land_in_order(locations.landing, {"a.json": [event("u1", "2023-07-30T10:00:10Z")]})
+    root = str(tmp_path / "root")
+
+    for command in (["plan"], ["run", "--no-validate"]):
+        assert main([command[0], raw["name"], "--root", root, *command[1:]]) == 2, command
+        assert "where 'length(event_id)' gives int values, not true or false" in capsys.readouterr().err
+    assert not Path(locations.checkpoint, "offsets").exists()  # no batch was planned
+    assert not Path(locations.output).exists()
