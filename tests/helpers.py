@@ -84,6 +84,15 @@ def run_pipeline(spark, pipeline, locations, **options) -> RunReport:
     return runner.run(pipeline, RunRequest(pipeline.name, locations, **options), spark=spark)
 
 
+def run_closed_range(spark, pipeline, locations, **options) -> RunReport:
+    """A backfill's range run in-process as jobs/backfill/stage.py's reprocess runs it: the
+    range, then (if the pattern holds windows back) the batch that closes it."""
+    from jobs.backfill.stage import close_range
+
+    report = run_pipeline(spark, pipeline, locations, **options)
+    return run_pipeline(spark, pipeline, locations, **options) if close_range(pipeline, locations) else report
+
+
 def run_context(spark, pipeline, locations) -> RunContext:
     """What a run works with, to call one of its steps (retention, accounting) alone."""
     return RunContext(

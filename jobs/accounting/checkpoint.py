@@ -80,6 +80,23 @@ class CheckpointLog:
         committed = max(self.committed_batches(), default=-1)
         return planned if planned is not None and planned > committed else None
 
+    def plan_closing_batch(self, watermark_ms: int) -> int:
+        """Plan the batch after the last committed one to read nothing new and run with
+        `watermark_ms`; returns its id. Spark runs a planned batch as its offsets say when the
+        query starts again: its stateful operators then evict (and write) all they hold up to
+        that watermark, as in any batch. The offsets are the last batch's, in the log's one
+        version (a layout Spark changes is refused, not guessed at)."""
+        last = max(self.committed_batches())
+        lines = self._offsets(last)
+        if lines[0] != "v1":
+            raise ValueError(f"{self.checkpoint}: offsets of version {lines[0]!r}, not v1: cannot plan a closing batch")
+        metadata = json.loads(lines[1]) | {"batchWatermarkMs": watermark_ms}
+        fs.write_text(
+            join(self.checkpoint, "offsets", str(last + 1)),
+            "\n".join([lines[0], json.dumps(metadata, separators=(",", ":")), *lines[2:]]),
+        )
+        return last + 1
+
     def _offsets(self, batch_id: int) -> list[str]:
         return fs.read_text(join(self.checkpoint, "offsets", str(batch_id))).splitlines()
 

@@ -6,6 +6,7 @@ rolled_back.json   the rollback that made this checkpoint the one in use again (
 schema.json        the schema inferred by the first run, for `schema: infer` sources
 accounting/N       batch N's exact row account, written once the batch is accounted
 metrics/N          batch N's lines read per source and what only Spark counted, from its progress
+closed.json        a backfill's range closed: the batch whose watermark passed every window (jobs/backfill/stage.py)
 retention.json     how far retention has looked at accounted batches (jobs/run/retention.py)
 quarantined_files.json  landed files quarantined by hand, with the reason (python -m jobs quarantine-file)
 retired.json       the build that replaced this checkpoint's (jobs/change/rebuild.py): no run resumes it
@@ -78,6 +79,14 @@ class Ledger:
         """None when the run that committed the batch stopped before its progress was seen."""
         uri = join(self.uri, "metrics", str(batch_id))
         return fs.read_json(uri) if fs.exists(uri) else None
+
+    # A backfill's closed range: the batch planned to pass every held window (jobs/backfill/stage.py).
+    def closing_batch(self) -> int | None:
+        said = fs.read_json_if_there(join(self.uri, "closed.json"))
+        return said["batch"] if said else None
+
+    def record_closing_batch(self, batch_id: int, watermark_ms: int) -> None:
+        fs.write_json(join(self.uri, "closed.json"), {"batch": batch_id, "watermark_ms": watermark_ms})
 
     # Retention: every batch up to the mark has had its landed files seen to.
     def retention_mark(self) -> int:

@@ -3,12 +3,17 @@
 In append mode a window is written once the watermark passes its end, and the
 watermark only moves when later events arrive. An open-ended stream is right to hold
 its last windows: more events may still come for them. A backfill's range is closed:
-nothing more will arrive, so what the pattern still holds in state is final:
+nothing more will arrive, so what the pattern still holds in state is final, and Spark
+writes it itself, whatever it aggregates: once the range is read, one more batch is
+planned that reads nothing and runs with a watermark past every held window (the
+pattern's `closing_watermark_ms`); the next run of the query runs it, as Spark runs any
+planned batch, and its stateful operators evict all they hold to the sink:
 
-    staged result = rows the sink committed  +  rows still held in state (the pattern's held_rows)
+    staged result = the rows the sink committed (those of the closing batch: `held_rows`)
 
-No sentinel event is injected and nothing is appended to the backfill's table after the
-run, so staging again gives the same result.
+The closing batch is recorded in the ledger once planned, so a step run again does not
+close the range twice; no sentinel event is read and nothing is appended to the table
+besides the query's own batches, so staging again gives the same result.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from jobs.accounting.ledger import Ledger, with_recorded_schema
 from jobs.backfill.request import BackfillRequest
 from jobs.backfill.versions import SUMMARY
 from jobs.columns import EVENT_TIME
+from jobs.exit_codes import ExitCode
 from jobs.flow.patterns import pattern_of
 from jobs.lake import fs
 from jobs.lake.layout import Locations, join, literal
@@ -52,7 +58,7 @@ class Staged:
     pipeline: str
     rows: int
     emitted_rows: int  # windows the watermark closed during the run
-    held_rows: int  # the last windows, read from state
+    held_rows: int  # the last windows, written by the batch that closed the range
     first_window: str | None  # for an events pipeline: its first event's time
     last_window: str | None
     input_files: int
@@ -71,7 +77,7 @@ class Staged:
     def said(self) -> str:
         return (
             f"staged {self.rows} rows: {self.emitted_rows} windows the watermark closed during the run "
-            f"+ {self.held_rows} last windows from state; windows {self.first_window} .. {self.last_window}"
+            f"+ {self.held_rows} last windows the range's closing batch wrote; windows {self.first_window} .. {self.last_window}"
         )
 
 
@@ -89,26 +95,41 @@ def reprocess(request: BackfillRequest) -> Finished:
         validate=False,
     )
     finished = finished_of(execute(run))
+    if finished.code == ExitCode.OK and close_range(declare.load(request.pipeline), request.locations):
+        finished = finished_of(execute(run))  # Spark runs the closing batch
     return finished
+
+
+def close_range(pipeline: declare.PipelineBase, locations: Locations) -> bool:
+    """Plan the batch that closes the range read so far (once); whether one is planned and
+    not run yet."""
+    checkpoint_log, ledger = CheckpointLog.of(locations), Ledger(locations.ledger)
+    committed = checkpoint_log.committed_batches()
+    closing = ledger.closing_batch()
+    if closing is not None or not committed:
+        return closing is not None and closing not in committed
+    watermark_ms = pattern_of(pipeline).closing_watermark_ms(checkpoint_log.next_watermark_ms(committed[-1]))
+    if watermark_ms is None:
+        return False  # nothing is held back
+    # Planned before it is recorded: a step stopped in between finds the batch and runs it.
+    ledger.record_closing_batch(checkpoint_log.plan_closing_batch(watermark_ms), watermark_ms)
+    return True
 
 
 def stage_closed_range(spark: SparkSession, pipeline: declare.PipelineBase, locations: Locations, stage: str) -> Staged:
     """Write every row of the range to `stage` (plain Parquet, replaced whole, _SUCCESS
     last) with its summary beside it."""
     pipeline = with_recorded_schema(pipeline, Ledger(locations.ledger))  # an inferred schema: the build's own
-    emitted = committed_table(spark, pipeline, locations, None)
-    held = emitted.limit(0)
-    if CheckpointLog.of(locations).committed_batches():
-        held = pattern_of(pipeline).held_rows(spark, locations.checkpoint, emitted.schema)
-    held = held.cache()
-    try:
-        writer = emitted.unionByName(held).write.mode("overwrite").option("partitionOverwriteMode", "static")
-        if pipeline.output.partition_by:
-            writer = writer.partitionBy(pipeline.output.partition_by)
-        writer.parquet(stage)
-        held_rows = held.count()
-    finally:
-        held.unpersist()
+    ledger = Ledger(locations.ledger)
+    closing = ledger.closing_batch()
+    if closing is not None and closing not in CheckpointLog.of(locations).committed_batches():
+        raise RuntimeError(f"the range's closing batch {closing} has not run: run the reprocess step again")
+    writer = committed_table(spark, pipeline, locations, None).write
+    writer = writer.mode("overwrite").option("partitionOverwriteMode", "static")
+    if pipeline.output.partition_by:
+        writer = writer.partitionBy(pipeline.output.partition_by)
+    writer.parquet(stage)
+    held_rows = (ledger.read_account(closing)["output_rows"] or 0) if closing is not None else 0
     table = spark.read.parquet(literal(stage))
     iso = "yyyy-MM-dd'T'HH:mm:ss'Z'"  # the session's zone is UTC
     # A window's bounds; for an events pipeline, its first and last event's time.

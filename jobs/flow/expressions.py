@@ -37,7 +37,9 @@ def with_computed(events: DataFrame, computed: Computes) -> DataFrame:
             where = _analysed(events, computed.where, "where")
             kind = events.select(where.alias("where")).schema["where"].dataType
             if not isinstance(kind, BooleanType):
-                raise DeclarationError(f"where {computed.where!r} gives {kind.simpleString()} values, not true or false")
+                raise DeclarationError(
+                    f"where {computed.where!r} gives {kind.simpleString()} values, not true or false"
+                )
             events = events.withColumn(KEPT, F.when(F.col(QUARANTINE_REASON).isNull(), where))
     return events
 

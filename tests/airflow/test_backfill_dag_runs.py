@@ -52,9 +52,11 @@ def test_a_backfill_publishes_every_window_of_its_range(airflow_home, tmp_path, 
     assert mode == expected_mode  # readable by its owner and group only (tests/helpers.py modes)
     (published,) = asset_events(airflow_home, f"file://{publish_to}")
     assert published["id"] == pointer["id"] and published["rows"] == len(expected)
-    # The data quality report lists the backfill, its run and the version it made current.
+    # The data quality report lists the backfill, its runs (the range's, then the one that ran
+    # the batch closing it: no input, the held windows written) and the version it made current.
     (listed,) = quality_report.backfills(str(root), "clickstream")
-    assert listed["id"] == pointer["id"] and [r.status for r in listed["runs"]] == ["succeeded"]
+    assert listed["id"] == pointer["id"] and [r.status for r in listed["runs"]] == ["succeeded"] * 2
+    assert (listed["runs"][1].input_rows, listed["runs"][1].output_rows) == (0, len(model.state))
     assert listed["published"]["current"] is True and listed["published"]["publish_to"] == publish_to
     page = quality_report.render(str(root))
     assert f"{pointer['id']}</td>" in page and f"to {publish_to} <b>(current)</b>" in page

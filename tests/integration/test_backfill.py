@@ -4,6 +4,8 @@ reprocessed into an isolated location and published at once."""
 from __future__ import annotations
 
 import json
+import math
+import statistics
 from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -11,12 +13,11 @@ from pathlib import Path
 import pytest
 
 from jobs import backfill, declare
-from jobs.backfill.stage import Staged, stage_closed_range
+from jobs.backfill.stage import Staged, close_range, stage_closed_range
 from jobs.flow.patterns import pattern_of
-from jobs.flow.query import output_schema
 from jobs.lake.layout import Locations
 from jobs.validate.validation import validate_table
-from tests.helpers import event, land, land_in_order, run_pipeline, table_rows
+from tests.helpers import event, land, land_in_order, run_closed_range, run_pipeline, table_rows
 from tests.model import ClickstreamModel
 
 T0 = datetime(2023, 7, 30, 10, 0, tzinfo=UTC)
@@ -63,7 +64,7 @@ def run_backfill(spark, request: backfill.BackfillRequest) -> Staged:
     options["mode"] = "range-backfill"  # as jobs/backfill/stage.py runs it: not the landing's incremental reader
     if request.since:
         options.update(landing_since=date.fromisoformat(request.since), landing_until=date.fromisoformat(request.until))
-    run_pipeline(spark, spec, request.locations, **options)
+    run_closed_range(spark, spec, request.locations, **options)
     return stage_closed_range(spark, spec, request.locations, request.stage)
 
 
@@ -155,8 +156,9 @@ def test_publishing_switches_versions_at_once_and_keeps_the_previous_one(spark, 
     assert pointer["id"] == ids[-1] and pointer["range"] == {"since": "2023-07-30", "until": "2023-07-30"}
 
 
-def test_held_windows_finalize_every_aggregate_function(spark, tmp_path):
-    """sum, avg, min and max buffers read from the state store equal plain Python's results."""
+def test_the_closing_batch_finalizes_every_aggregate_function(spark, tmp_path):
+    """Every window still held when the range is read, closed by Spark itself, equals plain
+    Python's result, for each aggregate function and an expression."""
     raw = {
         "name": "spend",
         "source": {
@@ -164,6 +166,7 @@ def test_held_windows_finalize_every_aggregate_function(spark, tmp_path):
             "schema": {"user_id": "string", "amount": "double", "items": "long", "ts": "string"},
             "event_time": {"column": "ts"},
         },
+        "columns": {"big": "amount > 1"},
         "watermark": "10 minutes",
         "window": {"duration": "10 minutes", "slide": "5 minutes"},
         "keys": ["user_id"],
@@ -174,6 +177,14 @@ def test_held_windows_finalize_every_aggregate_function(spark, tmp_path):
             {"name": "fewest", "function": "min", "column": "items"},
             {"name": "most", "function": "max", "column": "items"},
             {"name": "items_total", "function": "sum", "column": "items"},
+            {"name": "kinds", "function": "approx_count_distinct", "column": "items"},
+            {"name": "bigs", "function": "count_if", "column": "big"},
+            {"name": "median", "function": "percentile_approx", "column": "items", "percentage": 0.5},
+            {"name": "spread", "function": "stddev", "column": "items"},
+            {"name": "var", "function": "variance", "column": "items"},
+            {"name": "first_items", "function": "min_by", "column": "items", "by": "ts"},
+            {"name": "last_items", "function": "max_by", "column": "items", "by": "ts"},
+            {"name": "range", "expression": "max(items) - min(items)"},
         ],
         "output": {"format": "parquet"},
     }
@@ -182,27 +193,42 @@ def test_held_windows_finalize_every_aggregate_function(spark, tmp_path):
     lines = [json.dumps({"user_id": u, "amount": amount, "items": items, "ts": at(m)}) for u, amount, items, m in rows]
     locations = Locations.resolve("spend", root=str(tmp_path))
     land(locations.landing, {"spend.json": lines})
-    run_pipeline(spark, spec, locations)
-    held = pattern_of(spec).held_rows(spark, locations.checkpoint, output_schema(spark, spec)).collect()
+    report = run_pipeline(spark, spec, locations)
+    assert report.output_rows == 0  # nothing reached the watermark (newest event 13 min, delay 10 min)
+    assert close_range(spec, locations)
+    closing = run_pipeline(spark, spec, locations)  # the closing batch, as stage.reprocess runs it
+    assert (closing.input_rows, closing.batches) == (0, 1)
+    assert not close_range(spec, locations)  # closed once
+    staged = stage_closed_range(spark, spec, locations, str(tmp_path / "stage"))
 
     expected = defaultdict(list)
     for user, amount, items, minute in rows:
         for start_minute in range(minute // 5 * 5 - 5, minute // 5 * 5 + 1, 5):
-            expected[(T0 + timedelta(minutes=start_minute), user)].append((amount, items))
-    # Nothing reached the watermark (newest event 13 min, delay 10 min): every window is held.
-    assert len(held) == len(expected)
-    for row in held:
+            expected[(T0 + timedelta(minutes=start_minute), user)].append((amount, items, minute))
+    written = spark.read.parquet(str(tmp_path / "stage")).collect()
+    assert (staged.held_rows, staged.emitted_rows, len(written)) == (len(expected), 0, len(expected))
+    for row in written:
         values = expected[(row.window_start.replace(tzinfo=UTC), row.user_id)]
-        amounts = [a for a, _ in values if a is not None]
+        amounts = [a for a, _, _ in values if a is not None]
+        items = sorted(i for _, i, _ in values)
         assert row.n == len(values)
         # SQL: the sum and average of no values (only nulls) are null.
         assert row.total == (pytest.approx(sum(amounts)) if amounts else None)
         assert row.mean == (pytest.approx(sum(amounts) / len(amounts)) if amounts else None)
-        assert (row.fewest, row.most, row.items_total) == (
-            min(i for _, i in values),
-            max(i for _, i in values),
-            sum(i for _, i in values),
+        assert (row.fewest, row.most, row.items_total, row.range) == (
+            min(items),
+            max(items),
+            sum(items),
+            max(items) - min(items),
         )
+        assert (row.kinds, row.bigs) == (len(set(items)), sum(1 for a in amounts if a > 1))
+        assert row.median == items[math.ceil(0.5 * len(items)) - 1]  # the least with half the values at or below it
+        # Sample variance and deviation: null for one value.
+        var = statistics.variance(items) if len(items) > 1 else None
+        assert row.var == (pytest.approx(var) if var is not None else None)
+        assert row.spread == (pytest.approx(math.sqrt(var)) if var is not None else None)
+        by_time = sorted(values, key=lambda value: value[2])
+        assert (row.first_items, row.last_items) == (by_time[0][1], by_time[-1][1])
 
 
 def test_a_rerun_of_the_same_backfill_resumes_and_restages_the_same_result(spark, tmp_path):
@@ -213,7 +239,7 @@ def test_a_rerun_of_the_same_backfill_resumes_and_restages_the_same_result(spark
     assert {k: v for k, v in again.to_dict().items() if k != "runs"} == {
         k: v for k, v in first.to_dict().items() if k != "runs"
     }
-    assert len(again.runs) == 2
+    assert len(again.runs) == 3  # the range's, its closing batch's, and the rerun's (nothing new)
     assert published_after(spark, request) == table_rows(spark, request.stage)
 
 
@@ -244,7 +270,7 @@ def test_the_cli_backfills_validates_and_publishes_in_one_command(cli, spark, tm
     publish_to = tmp_path / "published" / "clickstream"
     assert backfill.current_version(str(publish_to)) == str(publish_to / "versions" / "cli-1")
     assert published_rows(spark, str(publish_to)) == model.closed_range_rows()
-    assert f"+ {len(model.state)} last windows from state" in printed
+    assert f"+ {len(model.state)} last windows the range's closing batch wrote" in printed
     assert f"published: {publish_to}/_CURRENT.json" in printed
 
 

@@ -28,7 +28,7 @@ from jobs.lake.layout import Locations, join
 from jobs.quality_report import page as quality_report
 from jobs.validate.suite import load_suite
 from jobs.validate.validation import validate_table
-from tests.helpers import delta_rs_rows, land_in_order, run_pipeline
+from tests.helpers import delta_rs_rows, land_in_order, run_closed_range, run_pipeline
 from tests.integration.test_delta import reading
 
 DAYS = [datetime(2023, 7, 28 + d, tzinfo=UTC) for d in range(4)] + [datetime(2023, 8, 1, tzinfo=UTC)]
@@ -114,7 +114,7 @@ def test_a_backfill_replaces_its_dates_in_one_commit_and_the_rollback_keeps_late
     request = request_of(shipped, root, "fix-1", since="2023-07-29", until="2023-07-29")
     assert request.into_table and request.stage == join(request.work_root, "staged")
     refuse_unless_replaceable(shipped, request, production)
-    run_pipeline(spark, shipped, request.locations, landing_since=DAYS[1].date(), landing_until=DAYS[1].date())
+    run_closed_range(spark, shipped, request.locations, landing_since=DAYS[1].date(), landing_until=DAYS[1].date())
     stage_closed_range(spark, shipped, request.locations, request.stage)
     staged = Locations.resolve("rack_temperatures", root=request.work_root, output=request.stage)
     assert validate_table(spark, shipped, staged, load_suite(shipped)).status != "failed"
@@ -239,7 +239,7 @@ def test_an_events_table_s_range_is_replaced_with_the_events_the_fix_lets_throug
     assert before["2023-07-29"] == expected(DAYS[1], ("click",))
     request = request_of(fixed, root, "fix-events", since="2023-07-29", until="2023-07-29")
     refuse_unless_replaceable(fixed, request, production)  # events: nothing held back, nothing to wait for
-    run_pipeline(spark, fixed, request.locations, landing_since=DAYS[1].date(), landing_until=DAYS[1].date())
+    run_closed_range(spark, fixed, request.locations, landing_since=DAYS[1].date(), landing_until=DAYS[1].date())
     stage_closed_range(spark, fixed, request.locations, request.stage)
     done = replace_range(spark, fixed, request, production)
 

@@ -11,7 +11,7 @@ jobs/declare/pipeline.py, and its name below.
 """
 
 from jobs.declare import PipelineBase
-from jobs.flow.patterns.base import CannotBackfill, Pattern
+from jobs.flow.patterns.base import Pattern
 from jobs.flow.patterns.events import EventsPattern
 from jobs.flow.patterns.join import JoinPattern
 from jobs.flow.patterns.process import ProcessPattern
@@ -29,4 +29,4 @@ def pattern_of(pipeline: PipelineBase) -> Pattern:
     return PATTERNS[pipeline.pattern](pipeline)
 
 
-__all__ = ["PATTERNS", "CannotBackfill", "Pattern", "pattern_of"]
+__all__ = ["PATTERNS", "Pattern", "pattern_of"]

@@ -17,7 +17,6 @@ from jobs.declare.parts import Source
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
-    from pyspark.sql.types import StructType
 
     from jobs.flow.tally import Tally
 
@@ -28,10 +27,6 @@ def kept_only(events: DataFrame, time_column: str) -> DataFrame:
     from jobs.flow.expressions import kept_only as kept
 
     return kept(events, time_column)
-
-
-class CannotBackfill(ValueError):
-    """The pattern leaves things open at the end of a range that a backfill cannot finalize."""
 
 
 class Pattern(ABC):
@@ -161,9 +156,11 @@ class Pattern(ABC):
         reader = spark.read.format("statestore")
         return sum(reader.option("operatorId", o).load(checkpoint).count() for o in range(self.stateful_operators))
 
-    def held_rows(self, spark: SparkSession, checkpoint: str, schema: StructType) -> DataFrame:
-        """The output rows still held in state, final once a backfill's range is closed."""
-        raise CannotBackfill(self.backfill_refusal or "this pattern holds nothing back")
+    def closing_watermark_ms(self, watermark_ms: int) -> int | None:
+        """A watermark that passes every output row the state holds after events up to
+        `watermark_ms`: the one a backfill's closed range ends with (jobs/backfill/stage.py).
+        None: the pattern holds no output back."""
+        return None
 
     def with_partition(self, table: DataFrame, time_column: str) -> DataFrame:
         """Adds the partition column (the UTC date of `time_column`) when the output is partitioned."""

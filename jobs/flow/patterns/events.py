@@ -15,8 +15,7 @@ from jobs.declare import EventsPipeline
 from jobs.flow.patterns.base import Pattern, kept_only
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.types import StructType
+    from pyspark.sql import DataFrame
 
     from jobs.flow.tally import Tally
 
@@ -39,10 +38,6 @@ class EventsPattern(Pattern):
         computed = self.pipeline.columns
         said = "each usable event" + (f", enriched from {enrich.table} on {enrich.key}" if enrich else "")
         return said + (f", with {', '.join(f'{n} = {e}' for n, e in computed.items())}" if computed else "")
-
-    def held_rows(self, spark: SparkSession, checkpoint: str, schema: StructType) -> DataFrame:
-        """None: events are written as they come, nothing is held back."""
-        return spark.createDataFrame([], schema)
 
     def table(self, *events: DataFrame, tally: Tally | None = None) -> DataFrame:
         kept = kept_only(events[0], EVENT_TIME)  # no watermark: what `where` keeps, at once

@@ -14,11 +14,9 @@ double (at worst infinite, never an error); avg is a double. A sum over a field 
 another type (a dimension's text column) takes what reads as a number, else null.
 
 Backfill: a closed range gets no more events, so the windows still held in state are
-final. They are read from the state store (Spark's `statestore` source) and their
-aggregation buffers finalized, in the order of the declared aggregates (checked against
-the state's schema, so a Spark change that moves them fails loudly):
-    count -> [count]   sum -> [sum] (a decimal sum: [sum, isEmpty])   min -> [min]   max -> [max]
-    avg -> [sum, count]
+final. Spark closes them itself, whatever they aggregate: one more batch, reading nothing,
+runs with a watermark past the end of every window an event of the range falls in
+(`closing_watermark_ms`, planned by jobs/backfill/stage.py), and evicts them all to the sink.
 """
 
 from __future__ import annotations
@@ -28,16 +26,14 @@ from typing import TYPE_CHECKING, Any
 from jobs.columns import EVENT_TIME
 from jobs.declare import WindowPipeline
 from jobs.declare.computing import Aggregate, Window
-from jobs.flow.patterns.base import CannotBackfill, Pattern, kept_only
+from jobs.flow.patterns.base import Pattern, kept_only
 from jobs.units import column_name, spark_duration
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
-    from pyspark.sql.types import StructType
+    from pyspark.sql import Column, DataFrame
 
     from jobs.flow.tally import Tally
 
-BUFFER_FIELDS = {"count": 1, "sum": 1, "min": 1, "max": 1, "avg": 2}
 WHOLE = ("int", "integer", "long", "bigint")  # summed as decimal(38,0)
 EXACT_SUM = "decimal(38,0)"
 
@@ -125,20 +121,10 @@ class WindowPattern(Pattern):
             return function(value, field(aggregate.by)).alias(aggregate.name)
         return function(value).alias(aggregate.name)
 
-    def _buffer_fields(self, aggregate: Aggregate) -> int:
-        return 2 if self._summed_as(aggregate) == EXACT_SUM else BUFFER_FIELDS[aggregate.function]
-
-    @property
-    def backfill_refusal(self) -> str | None:
-        unread = [
-            a.name for a in self.pipeline.aggregates if a.expression is not None or a.function not in BUFFER_FIELDS
-        ]
-        if unread:
-            return (
-                f"the last windows of aggregates {unread} cannot be read from state yet (only count, sum, avg, "
-                "min and max): a closed range of this pipeline is not backfilled"
-            )
-        return None
+    def closing_watermark_ms(self, watermark_ms: int) -> int:
+        # An event is at most the delay past the watermark, and its last window ends at most
+        # one duration after it.
+        return watermark_ms + (self.pipeline.watermark_s + self.pipeline.window.duration_s) * 1000
 
     def suite_values(self) -> dict[str, Any]:
         keys = self.key_columns
@@ -183,60 +169,6 @@ class WindowPattern(Pattern):
         if self.pipeline.deduplicate:
             return event_time
         return latest_window_end(event_time, self.pipeline.window)
-
-    def held_rows(self, spark: SparkSession, checkpoint: str, schema: StructType) -> DataFrame:
-        from pyspark.sql import functions as F
-        from pyspark.sql.types import StructField, StructType
-
-        pipeline = self.pipeline
-        state = (
-            spark.read.format("statestore")
-            .option("operatorId", _aggregation_operator(spark, checkpoint))
-            .load(checkpoint)
-        )
-        buffers = state.schema["value"].dataType
-        expected = sum(self._buffer_fields(a) for a in pipeline.aggregates)
-        if len(buffers.fields) != expected:
-            raise CannotBackfill(
-                f"the state of {checkpoint} holds {len(buffers.fields)} aggregation buffers {buffers.fieldNames()}, "
-                f"not the {expected} that {[a.function for a in pipeline.aggregates]} need; this Spark version "
-                "lays out aggregation state differently, so the last windows cannot be read"
-            )
-        # Buffer fields can share names (avg's sum and count beside sum and count): rename them
-        # by position with a struct-to-struct cast, then read them by the new names.
-        renamed = StructType([StructField(f"_buffer{i}", f.dataType, f.nullable) for i, f in enumerate(buffers)])
-        # The state's key: the window, then the keys in their order, each read by its place (Spark
-        # names a key read from a path `_groupingexpression`, not by the column it is aliased to).
-        held_keys = state.schema["key"].dataType.fieldNames()[1:]
-        flat = state.select(
-            F.col("key.window.start").alias("window_start"),
-            F.col("key.window.end").alias("window_end"),
-            *(F.col(f"key.`{held}`").alias(key) for held, key in zip(held_keys, self.key_columns, strict=True)),
-            F.col("value").cast(renamed).alias("buffers"),
-        ).select("window_start", "window_end", *self.key_columns, "buffers.*")
-        values, position = [], 0
-        for aggregate in pipeline.aggregates:
-            value = F.col(f"_buffer{position}")
-            if aggregate.function == "avg":  # sum / count; no rows counted gives null, as avg does
-                value = F.try_divide(value, F.col(f"_buffer{position + 1}"))
-            elif self._buffer_fields(aggregate) == 2:  # a decimal sum of no value is null
-                value = F.when(~F.col(f"_buffer{position + 1}"), value)
-            values.append(value.cast(schema[aggregate.name].dataType).alias(aggregate.name))
-            position += self._buffer_fields(aggregate)
-        table = flat.select("window_start", "window_end", *self.key_columns, *values)
-        return self.with_partition(table, "window_start").select(*schema.fieldNames())
-
-
-def _aggregation_operator(spark: SparkSession, checkpoint: str) -> int:
-    """The aggregation's stateful operator id, by its name in the checkpoint's state metadata:
-    Spark numbers a query's operators as it plans them (a deduplication below the aggregation
-    is operator 1 in Spark 4.2, not 0)."""
-    operators = spark.read.format("state-metadata").load(checkpoint).select("operatorId", "operatorName").collect()
-    named = [row.operatorId for row in operators if row.operatorName == "stateStoreSave"]
-    if len(named) != 1:
-        found = [(row.operatorId, row.operatorName) for row in operators]
-        raise CannotBackfill(f"the state of {checkpoint} has not one aggregation among its operators {found}")
-    return named[0]
 
 
 def latest_window_end(event_time: Column, window: Window) -> Column:
