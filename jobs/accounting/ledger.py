@@ -6,6 +6,7 @@ rolled_back.json   the rollback that made this checkpoint the one in use again (
 schema.json        the schema inferred by the first run, for `schema: infer` sources
 accounting/N       batch N's exact row account, written once the batch is accounted
 metrics/N          batch N's lines read per source and what only Spark counted, from its progress
+outlived.json      the parts of the declaration a checkpoint outlives a change of (a `where`), as the last run had them
 closed.json        a backfill's range closed: the batch whose watermark passed every window (jobs/backfill/stage.py)
 retention.json     how far retention has looked at accounted batches (jobs/run/retention.py)
 quarantined_files.json  landed files quarantined by hand, with the reason (python -m jobs quarantine-file)
@@ -79,6 +80,13 @@ class Ledger:
         """None when the run that committed the batch stopped before its progress was seen."""
         uri = join(self.uri, "metrics", str(batch_id))
         return fs.read_json(uri) if fs.exists(uri) else None
+
+    # The parts of the declaration a checkpoint outlives a change of (patterns/base.py `outlived`).
+    def recorded_outlived(self) -> dict[str, Any] | None:
+        return fs.read_json_if_there(join(self.uri, "outlived.json"))
+
+    def record_outlived(self, parts: dict[str, Any]) -> None:
+        fs.write_json(join(self.uri, "outlived.json"), parts)
 
     # A backfill's closed range: the batch planned to pass every held window (jobs/backfill/stage.py).
     def closing_batch(self) -> int | None:
@@ -292,6 +300,25 @@ def contract_changes(recorded: dict[str, Any], contract: dict[str, Any]) -> list
             changes.append(f"{key}: {', '.join(said)}")
         else:
             changes.append(f"{key}: {before!r} -> {after!r}")
+    return changes
+
+
+def outlived_changes(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """Each change of the parts a checkpoint outlives: `where: before -> after`, and each
+    computed column added, removed or changed (None: not declared)."""
+    changes = []
+    for key in sorted(set(recorded) | set(now)):
+        before, after = recorded.get(key), now.get(key)
+        if not key.endswith("columns"):
+            changes += [f"{key}: {before!r} -> {after!r}"] if before != after else []
+            continue
+        side = key.removesuffix("columns")
+        before, after = before or {}, after or {}
+        changes += [
+            f"{side}column {name!r}: {before.get(name)!r} -> {after.get(name)!r}"
+            for name in sorted(set(before) | set(after))
+            if before.get(name) != after.get(name)
+        ]
     return changes
 
 

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from jobs.accounting.checkpoint import CheckpointLog
 from jobs.accounting.file_ledger import taken_files
-from jobs.accounting.ledger import Ledger, contract_changes, with_recorded_schema
+from jobs.accounting.ledger import Ledger, contract_changes, outlived_changes, with_recorded_schema
 from jobs.declare import PipelineBase
+from jobs.flow.patterns import pattern_of
 from jobs.lake import delta, fs, listings
 from jobs.lake.layout import Locations, is_inside
 
@@ -60,6 +61,7 @@ class Plan:
     landed: Files  # in the landing now (read so far or not)
     archived: Files  # moved to the archive by retention
     lost: list[str] = field(default_factory=list)  # taken, then deleted by retention: no reprocessing reads them
+    outlived: list[str] = field(default_factory=list)  # changes the run resumes across (a `where`)
 
     @property
     def reads(self) -> Files:
@@ -92,6 +94,9 @@ class Plan:
         if self.changes:
             out.append("  changes the checkpoint cannot outlive:")
             out += [f"    {change}" for change in self.changes]
+        if self.outlived:
+            out.append("  changes the checkpoint outlives (the rows read before keep what they were given):")
+            out += [f"    {change}" for change in self.outlived]
         out.append(f"  table ({self.table_format}):")
         if self.schema_before is None:
             out.append("    no table yet; its columns will be: " + _columns(self.schema_after))
@@ -143,6 +148,8 @@ def plan(spark: SparkSession, pipeline: PipelineBase, locations: Locations) -> P
     else:
         changes = contract_changes(recorded, checkpoint_contract(pipeline, locations))
     verdict = REPROCESS if changes else RESUMES if started else NEW
+    outlived_before = ledger.recorded_outlived() if started else None  # None: a checkpoint from before it was kept
+    outlived = [] if outlived_before is None else outlived_changes(outlived_before, pattern_of(pipeline).outlived())
     after = output_schema(spark, with_recorded_schema(pipeline, ledger))
     landed, archived, lost = _files(locations, ledger, checkpoint_log)
     return Plan(
@@ -156,6 +163,7 @@ def plan(spark: SparkSession, pipeline: PipelineBase, locations: Locations) -> P
         landed=landed,
         archived=archived,
         lost=lost,
+        outlived=outlived,
     )
 
 

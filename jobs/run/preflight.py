@@ -10,7 +10,13 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from jobs.accounting.checkpoint import CheckpointLog
-from jobs.accounting.ledger import Ledger, check_contract, with_quarantined_files, with_recorded_schema
+from jobs.accounting.ledger import (
+    Ledger,
+    check_contract,
+    outlived_changes,
+    with_quarantined_files,
+    with_recorded_schema,
+)
 from jobs.columns import reserved
 from jobs.declare import PipelineBase
 from jobs.flow.enrich import check_dimension, dimension_uri, read_dimension
@@ -31,6 +37,18 @@ def checkpoint_contract(pipeline: PipelineBase, locations: Locations) -> dict[st
     return {**pattern_of(pipeline).contract(), "landing": locations.landing, "output": locations.output}
 
 
+def _outlived(pipeline: PipelineBase, ledger: Ledger, started: bool) -> None:
+    """Log each change the checkpoint outlives (a `where`), and record the parts as now."""
+    now, recorded = pattern_of(pipeline).outlived(), ledger.recorded_outlived()
+    if started and recorded is not None:
+        for change in outlived_changes(recorded, now):
+            run_log(pipeline.name).info(
+                "  preflight: resumes under a changed %s (rows read before keep theirs)", change
+            )
+    if recorded != now:
+        ledger.record_outlived(now)
+
+
 def before_spark(pipeline: PipelineBase, locations: Locations, *, incremental: bool = True) -> None:
     """Before Spark starts, so that a refused run changes nothing: the landing exists, and
     the declaration still describes the checkpoint's query. The landing first: the contract
@@ -45,6 +63,7 @@ def before_spark(pipeline: PipelineBase, locations: Locations, *, incremental: b
     check_contract(pipeline.name, contract, ledger, checkpoint_log, locations.quarantine)
     if incremental:
         readers.check_and_record(pipeline, locations)
+    _outlived(pipeline, ledger, started)
     if started:
         run_log(pipeline.name).info("  preflight: the declaration matches checkpoint %s", locations.checkpoint)
     else:

@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from jobs import declare
+from jobs.change.plan import REPROCESS, RESUMES, plan
 from jobs.cli import main
 from jobs.declare.load import pipelines_dir
 from jobs.lake.layout import Locations
@@ -127,3 +128,28 @@ def test_an_expression_of_the_wrong_type_is_refused_at_plan_and_before_a_run_rea
         assert "where 'length(event_id)' gives int values, not true or false" in capsys.readouterr().err
     assert not Path(locations.checkpoint, "offsets").exists()  # no batch was planned
     assert not Path(locations.output).exists()
+
+
+def test_the_plan_resumes_across_a_where_and_names_a_changed_key_expression(spark, tmp_path, caplog):
+    raw = declaration(columns={"user": "lower(user_id)", "shout": "upper(event)"}, keys=["user"], where="event <> 'x'")
+    locations = Locations.resolve(raw["name"], root=str(tmp_path / "root"))
+    land_in_order(locations.landing, {"a.json": [event("U1", "2023-07-30T10:00:10Z")]})
+    run_pipeline(spark, declare.from_mapping(raw), locations)
+
+    # A `where` and a column nothing held reads: Spark resumes; the plan and the run say what changed.
+    outlived = declaration(**{**raw, "columns": {"user": "lower(user_id)", "shout": "lower(event)"}, "where": "event <> 'y'"})
+    found = plan(spark, declare.from_mapping(outlived), locations)
+    assert (found.verdict, found.changes) == (RESUMES, [])
+    assert found.outlived == ["column 'shout': 'upper(event)' -> 'lower(event)'", "where: \"event <> 'x'\" -> \"event <> 'y'\""]
+    assert "  changes the checkpoint outlives (the rows read before keep what they were given):" in found.lines()
+    land_in_order(locations.landing, {"b.json": [event("u2", "2023-07-30T10:00:20Z")]})
+    with caplog.at_level("INFO"):
+        assert run_pipeline(spark, declare.from_mapping(outlived), locations).status == "succeeded"
+    assert "resumes under a changed where: \"event <> 'x'\" -> \"event <> 'y'\"" in caplog.text
+    assert plan(spark, declare.from_mapping(outlived), locations).outlived == []  # recorded by the run
+
+    # A key's expression: what the state holds changes, so the plan names it and asks for a rebuild.
+    rekeyed = declaration(**{**outlived, "columns": {"user": "upper(user_id)", "shout": "lower(event)"}})
+    found = plan(spark, declare.from_mapping(rekeyed), locations)
+    assert found.verdict == REPROCESS
+    assert found.changes == ["computed: user lower(user_id) -> upper(user_id)"]

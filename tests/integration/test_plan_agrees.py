@@ -1,6 +1,6 @@
 """`plan` and the run agree with Spark: over a pipeline with a checkpoint and state, a generated
 change of its declaration (types of keys, values and aggregates; keys, window, watermark,
-deduplication, rules, output) is either `resumes` in the plan and a run that succeeds, or a
+deduplication, rules, output; computed columns, `where`, keys and aggregates over them) is either `resumes` in the plan and a run that succeeds, or a
 change the plan names and a run refused before Spark starts: never `resumes` before a run
 that fails. `JOBS_HYPOTHESIS_EXAMPLES` raises the number of changes tried (default 12)."""
 
@@ -87,6 +87,27 @@ def _drop(path: str):
     return change
 
 
+def _computed(name: str, expression: str, raw: dict) -> None:
+    raw.setdefault("columns", {})[name] = expression
+
+
+def _aggregate(aggregate: dict, computed: tuple[str, str] | None = None):
+    def change(raw: dict) -> None:
+        if computed:
+            _computed(*computed, raw)
+        raw["aggregates"].append(aggregate)
+
+    return change
+
+
+def _computed_key(expression: str):
+    def change(raw: dict) -> None:
+        _computed("login", expression, raw)
+        raw["keys"] = ["login"]
+
+    return change
+
+
 TYPES = st.sampled_from(["string", "long", "double"])
 CHANGES = st.one_of(
     TYPES.map(lambda t: (f"key type {t}", _set("source/schema/org/login", t))),
@@ -110,6 +131,18 @@ CHANGES = st.one_of(
     st.just(("a rule changed", _set("rules", [{"name": "some_n", "check": "n >= 5", "on_violation": "warn"}]))),
     st.just(("no rules", _drop("rules"))),
     st.just(("partitioned output", _set("output/partition_by", "window_date"))),
+    st.sampled_from(["n % 2 = 0", "x > 3"]).map(lambda w: (f"where {w}", _set("where", w))),
+    st.sampled_from(["n * 2", "upper(id)"]).map(
+        lambda e: (f"an unheld column {e}", lambda raw: _computed("m", e, raw))
+    ),
+    st.sampled_from(["lower(org.login)", "substring(org.login, 1, 2)", "length(org.login)"]).map(
+        lambda e: (f"a computed key {e}", _computed_key(e))
+    ),
+    st.just(
+        ("a max over a computed column", _aggregate({"name": "x2", "function": "max", "column": "x2"}, ("x2", "x * 2")))
+    ),
+    st.just(("a distinct count", _aggregate({"name": "ids", "function": "approx_count_distinct", "column": "id"}))),
+    st.just(("an expression aggregate", _aggregate({"name": "spread", "expression": "max(x) - min(x)"}))),
 )
 
 

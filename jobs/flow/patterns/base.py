@@ -99,6 +99,20 @@ class Pattern(ABC):
             contract["computed"] = computed
         return contract
 
+    def outlived(self) -> dict[str, Any]:
+        """The parts of the declaration Spark resumes a checkpoint across a change of: each
+        source's `where` and its computed columns that nothing the state or table holds
+        reads (a join's second source's as `join.where`, `join.columns`). A run logs a change
+        of them and `plan` shows it: the rows read before keep what they were given."""
+        contract, parts = self.contract(), {}
+        for index in range(len(self.sources)):
+            computed, side = self.pipeline.computed_for(index), "join." if index else ""
+            held = contract.get("join_computed" if index else "computed", {})
+            unheld = {name: expression for name, expression in computed.columns.items() if name not in held}
+            parts |= {f"{side}where": computed.where} if computed.where else {}
+            parts |= {f"{side}columns": unheld} if unheld else {}
+        return parts
+
     def _held_computed(self, held: list[str]) -> dict[str, str]:
         """The computed columns whose values the state or the table holds (`held` reads them,
         or a column they read does), with their expressions."""

@@ -31,7 +31,8 @@ class EventsPattern(Pattern):
         return [EVENT_TIME, *fields, *(enrich.columns if enrich else ()), *computed, *rescued]
 
     def held_paths(self) -> list[str]:
-        return list(self.pipeline.source.fields)  # the table holds each field as read
+        # The table holds each field as read, and each computed column.
+        return [*self.pipeline.source.fields, *self.pipeline.columns]
 
     def describe(self) -> str:
         enrich = self.pipeline.enrich

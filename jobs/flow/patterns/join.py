@@ -51,11 +51,14 @@ class JoinPattern(Pattern):
 
     def contract(self) -> dict[str, Any]:
         join = self.pipeline.join
-        return super().contract() | {"join": {"source": join.source.name, "key": join.key, "how": join.how}}
+        contract = super().contract() | {"join": {"source": join.source.name, "key": join.key, "how": join.how}}
+        return contract | ({"join_computed": dict(sorted(join.columns.items()))} if join.columns else {})
 
     def held_paths(self) -> list[str]:
-        # The join keeps each side's events in state, every field, until the watermark passes.
-        return list(dict.fromkeys(name for source in self.sources for name in source.fields))
+        # The join keeps each side's events in state, every field and computed column, until
+        # the watermark passes (the second side's computed columns: `join_computed`).
+        fields = [name for source in self.sources for name in source.fields]
+        return list(dict.fromkeys([*fields, *self.pipeline.columns]))
 
     @property
     def backfill_refusal(self) -> str | None:
