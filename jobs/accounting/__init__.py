@@ -2,7 +2,7 @@
 
 Spark's checkpoint says which files each batch read and which output files it committed;
 the query's tally counts each file's rows as it reads them (jobs/flow/tally.py); an account
-is a batch's balance, `input = used + quarantined + late + duplicates`, per batch and per
+is a batch's balance, `input = used + quarantined + filtered + late + duplicates`, per batch and per
 landed file; the ledger is where the pipeline keeps its accounts and its own records,
 beside Spark's checkpoint. The words are the glossary's (docs/glossary.md).
 

@@ -128,7 +128,7 @@ class Expectation(Part):
 
 
 class RowsBalance(Part):
-    """input = used + quarantined + late + duplicates, from the run reports."""
+    """input = used + quarantined + filtered + late + duplicates, from the run reports."""
 
     severity: Literal["fail", "warn"] = "fail"
 

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from jobs.flow.tally import Tally
 
-WHOLE = ("int", "integer", "long", "bigint")  # summed as decimal(38,0)
+WHOLE = ("int", "integer", "long", "bigint", "smallint", "tinyint")  # summed as decimal(38,0)
 EXACT_SUM = "decimal(38,0)"
 
 
@@ -88,16 +88,18 @@ class WindowPattern(Pattern):
         columns = [path for a in pipeline.aggregates if a.function != "count" for path in a.reads]
         return list(dict.fromkeys([*map(str, pipeline.keys), *columns, *map(str, pipeline.deduplicate)]))
 
-    def _summed_as(self, aggregate: Aggregate) -> str | None:
+    def _summed_as(self, aggregate: Aggregate, events: DataFrame | None = None) -> str | None:
         """What a sum or an average adds its values up as: a sum of whole numbers as
         decimal(38,0), anything else as doubles (text that reads as no number: null).
-        None: not a sum or an average."""
+        None: not a sum or an average. A computed column's type is Spark's, from `events`."""
         if aggregate.function not in ("sum", "avg"):
             return None
         kind = self.pipeline.source.kind_at(aggregate.column) or "string"
+        if events is not None and aggregate.column in self.pipeline.columns:
+            kind = events.schema[aggregate.column].dataType.simpleString()
         return EXACT_SUM if kind in WHOLE and aggregate.function == "sum" else "double"
 
-    def _aggregate(self, aggregate: Aggregate) -> Column:
+    def _aggregate(self, aggregate: Aggregate, events: DataFrame) -> Column:
         from pyspark.sql import functions as F
 
         from jobs.flow.fields import field
@@ -107,7 +109,7 @@ class WindowPattern(Pattern):
         if aggregate.function == "count":
             return F.count(F.lit(1)).alias(aggregate.name)
         value = field(aggregate.column)
-        summed_as = self._summed_as(aggregate)
+        summed_as = self._summed_as(aggregate, events)
         if summed_as is not None:
             value = value.try_cast(summed_as)
         if aggregate.function in ("stddev", "variance"):
@@ -155,7 +157,7 @@ class WindowPattern(Pattern):
             )
         keys = [field(key.path).alias(key.name) for key in pipeline.keys]
         aggregated = watermarked.groupBy(window.alias("window"), *keys).agg(
-            *(self._aggregate(a) for a in pipeline.aggregates)
+            *(self._aggregate(a, watermarked) for a in pipeline.aggregates)
         )
         table = aggregated.select(
             F.col("window.start").alias("window_start"),
