@@ -137,10 +137,15 @@ def test_the_plan_resumes_across_a_where_and_names_a_changed_key_expression(spar
     run_pipeline(spark, declare.from_mapping(raw), locations)
 
     # A `where` and a column nothing held reads: Spark resumes; the plan and the run say what changed.
-    outlived = declaration(**{**raw, "columns": {"user": "lower(user_id)", "shout": "lower(event)"}, "where": "event <> 'y'"})
+    outlived = declaration(
+        **{**raw, "columns": {"user": "lower(user_id)", "shout": "lower(event)"}, "where": "event <> 'y'"}
+    )
     found = plan(spark, declare.from_mapping(outlived), locations)
     assert (found.verdict, found.changes) == (RESUMES, [])
-    assert found.outlived == ["column 'shout': 'upper(event)' -> 'lower(event)'", "where: \"event <> 'x'\" -> \"event <> 'y'\""]
+    assert found.outlived == [
+        "column 'shout': 'upper(event)' -> 'lower(event)'",
+        "where: \"event <> 'x'\" -> \"event <> 'y'\"",
+    ]
     assert "  changes the checkpoint outlives (the rows read before keep what they were given):" in found.lines()
     land_in_order(locations.landing, {"b.json": [event("u2", "2023-07-30T10:00:20Z")]})
     with caplog.at_level("INFO"):
