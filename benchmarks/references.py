@@ -1,14 +1,17 @@
 """What the product is measured against: the same query written as plainly as each system allows.
 
     python -m benchmarks.references stream|stream-text|batch|duckdb|stream-github DATA OUTPUT
-        [--max-bytes N] [--conf KEY=VALUE ...] [--resume]
+        [--max-bytes N] [--conf KEY=VALUE ...] [--resume] [--expressions]
 
 The query: events with a user and a readable time, counted per user in 1-minute windows of
 event time, written to Parquet. The streaming ones add a 5-minute watermark and run with
 availableNow (append mode), as the product does; the batch ones see every event at once.
 `stream-github` is github_activity's query (benchmarks/github_data.py): nested events with
 the same schema, each id once within the watermark, events and pushed commits per type and
-repository in 1-minute windows. Each prints one line of JSON with the rows it read and wrote.
+repository in 1-minute windows. `--expressions` makes the streams' query the one of
+clickstream declared with expressions (benchmarks/scale.py `_with_expressions`): two
+computed columns, a filter, the key over one of them and a distinct count over the other.
+Each prints one line of JSON with the rows it read and wrote.
 """
 
 from __future__ import annotations
@@ -59,8 +62,37 @@ def _counted(events):
     )
 
 
+def _with_expressions(events):
+    """_counted's query with benchmarks/scale.py's expressions, written in DataFrame calls."""
+    from pyspark.sql import functions as F
+
+    usable = events.withColumn("t", F.try_to_timestamp("eventtimestamp")).where("user_id IS NOT NULL AND t IS NOT NULL")
+    usable = usable.withColumn("user", F.lower("user_id")).withColumn("kind", F.upper("event"))
+    return (
+        usable,
+        lambda frame: (
+            frame.where("event <> 'scroll'")
+            .groupBy(F.window("t", "1 minute"), "user")
+            .agg(F.count(F.lit(1)).alias("event_count"), F.approx_count_distinct("kind").alias("kinds"))
+            .select(
+                F.col("window.start").alias("window_start"),
+                F.col("window.end").alias("window_end"),
+                "user",
+                "event_count",
+                "kinds",
+            )
+        ),
+    )
+
+
 def stream(
-    data: Path, output: Path, memory: str, max_bytes: int | None, text: bool, conf: dict[str, str] | None = None
+    data: Path,
+    output: Path,
+    memory: str,
+    max_bytes: int | None,
+    text: bool,
+    conf: dict[str, str] | None = None,
+    expressions: bool = False,
 ) -> dict:
     """A minimal availableNow stream: the JSON source (or text + from_json), a watermark, windows, Parquet."""
     from pyspark.sql import functions as F
@@ -72,7 +104,7 @@ def stream(
         events = lines.select(F.from_json("value", SCHEMA).alias("e")).select("e.*")
     else:
         events = reader.format("json").schema(SCHEMA).load(str(data))
-    usable, count = _counted(events)
+    usable, count = (_with_expressions if expressions else _counted)(events)
     return _appended(count(usable.withWatermark("t", "5 minutes")), output)
 
 
@@ -155,13 +187,15 @@ def main() -> None:
         "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting of the streams"
     )
     parser.add_argument("--resume", action="store_true", help="a stream goes on from its checkpoint in OUTPUT")
+    parser.add_argument("--expressions", action="store_true", help="the streams' query with the declared expressions")
     args = parser.parse_args()
     if not args.resume:
         shutil.rmtree(args.output, ignore_errors=True)
     args.output.mkdir(parents=True, exist_ok=True)
     if args.system in ("stream", "stream-text"):
         conf = dict(setting.split("=", 1) for setting in args.conf)
-        result = stream(args.data, args.output, args.memory, args.max_bytes, args.system == "stream-text", conf)
+        text = args.system == "stream-text"
+        result = stream(args.data, args.output, args.memory, args.max_bytes, text, conf, args.expressions)
     elif args.system == "stream-github":
         result = stream_github(args.data, args.output, args.memory, args.max_bytes)
     elif args.system == "batch":

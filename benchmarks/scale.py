@@ -6,7 +6,9 @@
    interleaved rounds on the same files: the product's `python -m jobs run clickstream`
    with its default settings, again without its row rules (what they cost), and again into a
    Delta table (`output: {format: delta}`); a minimal availableNow stream of the same query (JSON source,
-   and text + from_json as the product reads); a Spark batch job; DuckDB. Per system: median
+   and text + from_json as the product reads); the product and the JSON stream with clickstream
+   declared with expressions (two computed columns, a where, a distinct count); a Spark
+   batch job; DuckDB. Per system: median
    wall time, the median of each round's peak memory (the proportional set size of the whole
    process tree, benchmarks/measure.py), rows/s, and the ratios.
 2. Nested events: 150,000 real code-host events (benchmarks/github_data.py, GH Archive's as
@@ -65,13 +67,21 @@ def _product(root: Path, landing: Path, env: dict[str, str] | None = None) -> Me
 
 
 def _reference(
-    system: str, data: Path, output: Path, memory: str, max_bytes: int | None, *conf: str, resume: bool = False
+    system: str,
+    data: Path,
+    output: Path,
+    memory: str,
+    max_bytes: int | None,
+    *conf: str,
+    resume: bool = False,
+    expressions: bool = False,
 ) -> Measured:
     """A reference system (benchmarks/references.py); a stream with Spark settings `conf`,
-    or going on from its checkpoint in `output` (`resume`)."""
+    or going on from its checkpoint in `output` (`resume`), or with the declared expressions."""
     command = [PY, "-m", "benchmarks.references", system, str(data), str(output), "--memory", memory]
     command += ["--max-bytes", str(max_bytes)] if max_bytes else []
-    return measure(command + [f"--conf={setting}" for setting in conf] + (["--resume"] if resume else []))
+    command += ["--resume"] if resume else []
+    return measure(command + [f"--conf={setting}" for setting in conf] + (["--expressions"] if expressions else []))
 
 
 def _checked(name: str, result: Measured) -> Measured:
@@ -95,6 +105,7 @@ def backlog(events: int, files: int, rounds: int, memory: str) -> dict[str, list
     # The streams take batches of the size the product chose; the product runs first in each round.
     unruled = _without_rules(WORK / "unruled")
     as_delta = _as_delta(WORK / "delta")
+    with_expressions = _with_expressions(WORK / "expressions")
     systems = {
         "product": lambda: _product(out / "product", data, env={"SPARK_DRIVER_MEMORY": memory}),
         # The same run with the declaration's row rules left out: what the rules cost.
@@ -106,6 +117,13 @@ def backlog(events: int, files: int, rounds: int, memory: str) -> dict[str, list
             out / "delta", data, env={"SPARK_DRIVER_MEMORY": memory, "JOBS_PIPELINES_DIR": str(as_delta)}
         ),
         "stream (json)": lambda: _reference("stream", data, out / "stream", memory, _product_cap(out / "product")),
+        # The same run declared with expressions, and the stream with the same ones.
+        "product, expressions": lambda: _product(
+            out / "expressions", data, env={"SPARK_DRIVER_MEMORY": memory, "JOBS_PIPELINES_DIR": str(with_expressions)}
+        ),
+        "stream, expressions": lambda: _reference(
+            "stream", data, out / "stream-expr", memory, _product_cap(out / "product"), expressions=True
+        ),
         "stream (text)": lambda: _reference("stream-text", data, out / "text", memory, _product_cap(out / "product")),
         "batch": lambda: _reference("batch", data, out / "batch", memory, None),
     }
@@ -152,6 +170,28 @@ def _as_delta(folder: Path) -> Path:
 
     declaration = yaml.safe_load((pipelines_dir() / "clickstream.yaml").read_text())
     declaration["output"] = {**declaration["output"], "format": "delta"}
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "clickstream.yaml").write_text(yaml.safe_dump(declaration))
+    return folder
+
+
+def _with_expressions(folder: Path) -> Path:
+    """A pipelines folder with clickstream declared with expressions (issue 72's bench): two
+    computed columns, a where, the key over one and a distinct count over the other."""
+    import yaml
+
+    from jobs.declare.load import pipelines_dir
+
+    declaration = yaml.safe_load((pipelines_dir() / "clickstream.yaml").read_text())
+    declaration |= {
+        "columns": {"user": "lower(user_id)", "kind": "upper(event)"},
+        "where": "event <> 'scroll'",
+        "keys": ["user"],
+        "aggregates": [
+            {"name": "event_count", "function": "count"},
+            {"name": "kinds", "function": "approx_count_distinct", "column": "kind"},
+        ],
+    }
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "clickstream.yaml").write_text(yaml.safe_dump(declaration))
     return folder
@@ -208,6 +248,14 @@ def print_backlog(results: dict[str, list[Measured]], events: int) -> None:
             print(f"product / {name}: {medians['product'] / medians[name]:.2f}")
     if "product, delta" in medians:
         print(f"product, delta / product (parquet): {medians['product, delta'] / medians['product']:.2f}")
+    if "product, expressions" in medians:
+        with_them = medians["product, expressions"] / medians["stream, expressions"]
+        without = medians["product"] / medians["stream (json)"]
+        print(
+            f"with expressions, product / stream: {with_them:.2f} (without them {without:.2f}: "
+            f"{with_them - without:+.2f}); peak memory "
+            f"{peaks['product, expressions'] / peaks['stream, expressions']:.2f}"
+        )
     for name in ("stream (json)", "stream (text)"):
         memory, summed = peaks["product"] / peaks[name], rss["product"] / rss[name]
         print(f"peak memory, product / {name}: {memory:.2f} ({summed:.2f} with RSS summed)")
