@@ -19,6 +19,7 @@ from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import Discriminator, Field, PositiveInt, PrivateAttr, Tag, field_validator, model_validator
 
+from jobs.columns import EVENT_TIME
 from jobs.declare.computing import Aggregate, Computes, Join, Key, Window
 from jobs.declare.operations import Arrival, Orchestration, Retention, SparkSettings
 from jobs.declare.parts import Enrichment, Output, Part, Process, Source
@@ -146,7 +147,8 @@ class PipelineBase(Computes):
     def refused_fields(self) -> list[str]:
         """Each field the declaration names that the source's schema (declared, or inferred
         and recorded) has no field for, and why, in one line each."""
-        added = {*(self.enrich.columns if self.enrich else ()), *self.columns}
+        # What the parse adds is there too: the event time, parsed (`event_time`).
+        added = {EVENT_TIME, *(self.enrich.columns if self.enrich else ()), *self.columns}
         refused = [
             f"{what} {path!r} {why}"
             for what, paths in self.named_fields().items()

@@ -158,3 +158,25 @@ def test_the_plan_resumes_across_a_where_and_names_a_changed_key_expression(spar
     found = plan(spark, declare.from_mapping(rekeyed), locations)
     assert found.verdict == REPROCESS
     assert found.changes == ["computed: user lower(user_id) -> upper(user_id)"]
+
+
+def test_expressions_run_in_the_jvm_with_no_python_worker(spark):
+    """Computed columns, a where, keys and aggregates over them are Spark SQL: the query's
+    plan holds no Python function (a Python worker per task would cost every batch)."""
+    from jobs.columns import LINE, SOURCE_FILE
+    from jobs.flow.query import pipeline_table
+    from jobs.flow.sink import empty_frame
+
+    pipeline = declared(
+        columns={"user": "lower(user_id)", "id_length": "length(event_id)"},
+        where="event <> 'scroll'",
+        keys=["user"],
+        aggregates=[
+            {"name": "ids", "function": "approx_count_distinct", "column": "event_id"},
+            {"name": "p90", "expression": "percentile_approx(id_length, 0.9)"},
+        ],
+    )
+    lines = empty_frame(spark, f"{LINE} string, {SOURCE_FILE} string")
+    planned = pipeline_table(pipeline, [lines])._jdf.queryExecution().executedPlan().toString()
+    assert "HashAggregate" in planned or "ObjectHashAggregate" in planned  # the plan is the one read
+    assert not re.search(r"PythonUDF|EvalPython|ArrowEvalPython|pythonUDF", planned)
