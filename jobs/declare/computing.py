@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from jobs.columns import reserved
+from jobs.columns import EVENT_TIME, reserved
 from jobs.declare.expressions import paths_read
 from jobs.declare.parts import Part, Source
 from jobs.units import ColumnName, Duration, FieldPath, Name, column_name
@@ -207,6 +207,6 @@ class Join(Computes):
             f"{what} {path!r} {why.replace('the source', f'the {self.source.name}')}"
             for what, paths in reads.items()
             for path in paths
-            if path.split(".")[0] not in self.columns and (why := self.source.refuse_path(path))
+            if path.split(".")[0] not in {*self.columns, EVENT_TIME} and (why := self.source.refuse_path(path))
         ]
         return [*self.computed_problems(self.source, ()), *refused]

@@ -23,6 +23,7 @@ import pytest
 from jobs import declare
 from jobs.lake.layout import Locations
 from tests.helpers import run_pipeline
+from tests.model import fits
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "gharchive_2015-01-01" / "gz"
 HOURS = ["2015-01-01-0.json.gz", "2015-01-01-1.json.gz", "2015-01-01-15.json.gz"]  # landed in this order
@@ -59,22 +60,19 @@ DECLARATION = {
 }
 
 
+# The declaration's schema as the model's shapes (tests/model.py `fits`).
+SHAPE = {
+    "type": str,
+    "actor": {"login": str},
+    "repo": {"name": str},
+    "payload": {"commits": [{"sha": str}]},
+    "created_at": str,
+}
+
+
 def _usable(record: object) -> bool:
     """As the declaration's types and required fields say (a value of another type: quarantined)."""
-    if not isinstance(record, dict):
-        return False
-
-    def fits(value, kind) -> bool:
-        if value is None:
-            return True
-        if isinstance(kind, dict):
-            return isinstance(value, dict) and all(fits(value.get(k), t) for k, t in kind.items())
-        if isinstance(kind, list):
-            return isinstance(value, list) and all(fits(v, kind[0]) for v in value)
-        return isinstance(value, str)
-
-    schema = DECLARATION["source"]["schema"]
-    if not all(fits(record.get(name), kind) for name, kind in schema.items()):
+    if not isinstance(record, dict) or not fits(record, SHAPE):
         return False
     repo = record.get("repo") or {}
     return record.get("type") is not None and repo.get("name") is not None and record.get("created_at") is not None
