@@ -180,3 +180,51 @@ def test_expressions_run_in_the_jvm_with_no_python_worker(spark):
     planned = pipeline_table(pipeline, [lines])._jdf.queryExecution().executedPlan().toString()
     assert "HashAggregate" in planned or "ObjectHashAggregate" in planned  # the plan is the one read
     assert not re.search(r"PythonUDF|EvalPython|ArrowEvalPython|pythonUDF", planned)
+
+
+def _shipped(name: str, **changes: object) -> declare.PipelineBase:
+    raw = yaml.safe_load((pipelines_dir() / f"{name}.yaml").read_text())
+    return declare.from_mapping({**raw, **changes})
+
+
+def test_each_side_of_a_join_computes_and_filters_its_own_events_before_the_join(spark, tmp_path):
+    raw = yaml.safe_load((pipelines_dir() / "ad_clicks.yaml").read_text())
+    raw["columns"] = {"campaign": "upper(split(ad_id, '-')[1])"}
+    raw["where"] = "impression_id <> 'i2'"
+    raw["join"] |= {"columns": {"click_second": "second(click_time)"}, "where": "click_id <> 'c2'"}
+    pipeline = declare.from_mapping(raw)
+    locations = Locations.resolve(pipeline.name, root=str(tmp_path / "root"))
+    impressions = [
+        {"impression_id": "i1", "ad_id": "ad-x", "impression_time": "2023-07-30T10:00:00Z"},
+        {"impression_id": "i2", "ad_id": "ad-x", "impression_time": "2023-07-30T10:00:30Z"},  # filtered
+    ]
+    clicks = [
+        {"click_id": "c1", "ad_id": "ad-x", "click_time": "2023-07-30T10:05:07Z"},
+        {"click_id": "c2", "ad_id": "ad-x", "click_time": "2023-07-30T10:06:00Z"},  # filtered
+    ]
+    land_in_order(f"{locations.landing}/impressions", {"i.json": [json.dumps(i) for i in impressions]})
+    land_in_order(f"{locations.landing}/clicks", {"c.json": [json.dumps(c) for c in clicks]})
+    report = run_pipeline(spark, pipeline, locations)
+
+    assert (report.input_rows, report.filtered_rows, report.used_rows) == (4, 2, 2) and report.rows_balance
+    joined = spark.read.format("delta").load(locations.output)
+    assert sorted(
+        tuple(r) for r in joined.select("impression_id", "click_id", "campaign", "click_second").collect()
+    ) == [("i1", "c1", "X", 7)]
+
+
+def test_a_processor_gets_the_computed_key_and_only_the_rows_where_keeps(spark, tmp_path):
+    pipeline = _shipped("spending_sessions", columns={"user": "lower(userId)"}, keys=["user"], where="amount < 1000")
+    locations = Locations.resolve(pipeline.name, root=str(tmp_path / "root"))
+    spends = [("u1", "10:00", 10.0), ("U1", "10:10", 20.0), ("u1", "10:20", 5000.0), ("u2", "12:30", 1.0)]
+    lines = [
+        json.dumps({"userId": u, "transactionId": f"t{i}", "transactionTime": f"2023-07-30T{t}:00Z", "amount": a})
+        for i, (u, t, a) in enumerate(spends)
+    ]
+    land_in_order(locations.landing, {"s.json": lines})
+    report = run_pipeline(spark, pipeline, locations)
+
+    assert (report.input_rows, report.filtered_rows, report.used_rows) == (4, 1, 3) and report.rows_balance
+    # The watermark (12:20) passed u1's session (last at 10:10, a 1-hour gap); the 5000 spent was filtered.
+    written = rows(spark, locations.output, "user", "total_amount", "transactions")
+    assert written == [("u1", 30.0, 2)]
