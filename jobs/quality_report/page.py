@@ -174,6 +174,8 @@ def _section(root: str, pipeline: declare.PipelineBase, locations: Locations, no
         "output": locations.output,
         "chart": run_chart(runs, by_run),
         "runs": [(run, by_run.get(run.run_id)) for run in reversed(runs)],
+        # A column of filtered rows where a `where` filters, or once did: the table stays narrow.
+        "filters": pipeline.filters or any(run.filtered_rows for run in runs),
         "reasons": quarantine_reasons(runs, locations.quarantine),
         "history": check_history(results),
         "rules": rule_history(pipeline, runs),

@@ -25,7 +25,7 @@ from jobs.lake import delta, fs
 from jobs.lake.layout import Locations, StorageError, is_s3, join
 from jobs.lake.locks import AlreadyRunning, checkpoint_lock, holder
 from jobs.run.maintain import maintain
-from tests.helpers import land, run_pipeline
+from tests.helpers import land, run_closed_range, run_pipeline
 from tests.integration.test_backfill_into_table import DAYS, day_readings, model, on, request_of, rows_of
 from tests.integration.test_delta import reading
 
@@ -73,7 +73,7 @@ def test_a_replacement_and_an_optimize_started_during_a_run_wait_for_it_and_comm
     land_days(production, DAYS[:3])
     assert run_pipeline(spark, strict, production).status == "succeeded"
     request = request_of(shipped, root, "fix-1", since="2023-07-29", until="2023-07-29")
-    run_pipeline(spark, shipped, request.locations, landing_since=DAYS[1].date(), landing_until=DAYS[1].date())
+    run_closed_range(spark, shipped, request.locations, landing_since=DAYS[1].date(), landing_until=DAYS[1].date())
     stage_closed_range(spark, shipped, request.locations, request.stage)
     versions_before = delta.versions(production.output)[-1]
 
