@@ -81,9 +81,9 @@ class Staged:
         )
 
 
-def reprocess(request: BackfillRequest) -> Finished:
-    """Run the pipeline over the request's range, in the backfill's own work root and checkpoint
-    (validated later, once staged); how it finished."""
+def reprocess(request: BackfillRequest, pipeline: declare.PipelineBase) -> Finished:
+    """Run `pipeline` over the request's range, in the backfill's own work root and checkpoint
+    (validated later, once staged), then the batch that closes the range; how it finished."""
     run = RunRequest(
         request.pipeline,
         request.locations,
@@ -95,7 +95,7 @@ def reprocess(request: BackfillRequest) -> Finished:
         validate=False,
     )
     finished = finished_of(execute(run))
-    if finished.code == ExitCode.OK and close_range(declare.load(request.pipeline), request.locations):
+    if finished.code == ExitCode.OK and close_range(pipeline, request.locations):
         finished = finished_of(execute(run))  # Spark runs the closing batch
     return finished
 
@@ -119,8 +119,8 @@ def close_range(pipeline: declare.PipelineBase, locations: Locations) -> bool:
 def stage_closed_range(spark: SparkSession, pipeline: declare.PipelineBase, locations: Locations, stage: str) -> Staged:
     """Write every row of the range to `stage` (plain Parquet, replaced whole, _SUCCESS
     last) with its summary beside it."""
-    pipeline = with_recorded_schema(pipeline, Ledger(locations.ledger))  # an inferred schema: the build's own
     ledger = Ledger(locations.ledger)
+    pipeline = with_recorded_schema(pipeline, ledger)  # an inferred schema: the build's own
     closing, committed = ledger.closing_batch(), CheckpointLog.of(locations).committed_batches()
     holds_back = pattern_of(pipeline).closing_watermark_ms(0) is not None
     if committed and holds_back and (closing is None or closing not in committed):

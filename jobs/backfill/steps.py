@@ -109,7 +109,7 @@ class Backfill:
     def _reprocess(self):
         from jobs.backfill.stage import reprocess, stage_closed_range
 
-        finished = reprocess(self.request)
+        finished = reprocess(self.request, self.pipeline)
         if finished.code == ExitCode.STOPPED:
             raise StepFailed(finished.code, None)
         if finished.code == ExitCode.REFUSED:
