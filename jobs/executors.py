@@ -68,10 +68,16 @@ def package_zip() -> Path:
     version of the code, and never changed under an application that ships it."""
     package = Path(str(resources.files("jobs")))
     files = sorted(p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    return cached_zip("jobs", package, files, "jobs/")
+
+
+def cached_zip(name: str, folder: Path, files: list[Path], inside: str = "") -> Path:
+    """`files` of `folder` as a zip in the cache (each under `inside` + its path in the
+    folder), named `name` and a digest of their paths and content: built once per version."""
     digest = hashlib.sha256()
     for path in files:
-        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
-    target = settings().cache_dir.resolve() / "dist" / f"jobs-{digest.hexdigest()[:12]}.zip"
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
+    target = settings().cache_dir.resolve() / "dist" / f"{name}-{digest.hexdigest()[:12]}.zip"
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
         with (
@@ -79,7 +85,7 @@ def package_zip() -> Path:
             zipfile.ZipFile(part, "w", zipfile.ZIP_DEFLATED) as archive,
         ):
             for path in files:
-                archive.write(path, f"jobs/{path.relative_to(package).as_posix()}")
+                archive.write(path, f"{inside}{path.relative_to(folder).as_posix()}")
         os.replace(part.name, target)  # whole or absent, whichever run builds it
     return target
 

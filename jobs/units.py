@@ -23,6 +23,7 @@ _SIZE_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 _NAME = re.compile(r"\A[a-z][a-z0-9_]*\Z")
 _COLUMN = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 _PATH = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_@$][A-Za-z0-9_@$\-]*)*\Z")
+_CODE = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*\Z")
 _ID = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}\Z")
 
 
@@ -162,6 +163,12 @@ def _path(value: str) -> str:
     return value
 
 
+def _code(value: str) -> str:
+    if not _CODE.match(value):
+        raise ValueError(f"{value!r} is not module:function, e.g. my_transforms:tag_internal")
+    return value
+
+
 def column_name(path: str) -> str:
     """The flat column a path becomes ('repo.name' -> 'repo_name'); a field's name is itself."""
     return path.replace(".", "_")
@@ -176,6 +183,7 @@ Name = Annotated[str, AfterValidator(_name)]
 ColumnName = Annotated[str, AfterValidator(_column)]
 FieldPath = Annotated[str, AfterValidator(_path)]
 Schedule = Annotated[str, AfterValidator(_schedule)]
+CodeName = Annotated[str, AfterValidator(_code)]  # module:name, a team's own Python (jobs/flow/transform.py)
 
 
 # Values a producer chose (file names, keys), as the product shows them: in a command for a user

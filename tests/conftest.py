@@ -139,8 +139,19 @@ def spark(s3_endpoint):
     conf = merged_conf({"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"}, s3a_conf())
     conf = merged_conf(conf, table_conf(["delta"]))
     session = get_spark("jobs-tests", conf)
+    _keep_pytests_log_format()
     yield session
     session.stop()
+
+
+def _keep_pytests_log_format() -> None:
+    """pytest attaches its log capture to every logger that does not propagate, and PySpark's
+    query-context loggers stop propagating once an error with a DataFrame's context is raised:
+    their addHandler then sets PySpark's JSON formatter on pytest's handler, and every later
+    test's `caplog.text` is JSON. They are silenced (jobs/session.py): their handlers keep theirs."""
+    from pyspark.logger.logger import PySparkLogger
+
+    PySparkLogger.addHandler = logging.Logger.addHandler
 
 
 @pytest.fixture(scope="session")

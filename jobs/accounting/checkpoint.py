@@ -272,3 +272,29 @@ def _sink_entries_through(folder: str, logs: dict[int, str], batch_id: int) -> d
             elif entry.get("action") == "delete":
                 files.pop(from_spark(entry["path"]), None)
     return files
+
+
+SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"  # where a Parquet footer keeps Spark's schema
+
+
+def table_schema(checkpoint_log: CheckpointLog) -> dict[str, str] | None:
+    """The table's columns and their Spark types, from the table itself (None: no table yet):
+    Delta's log, or the newest Parquet file's footer and the partition folders."""
+    from pyspark.sql.types import StructType
+
+    output = checkpoint_log.output
+    if delta.is_delta(output):
+        schema = json.loads(delta.read_outside_spark(output).schema().to_json())
+        return {f.name: f.dataType.simpleString() for f in StructType.fromJson(schema).fields}
+    committed = checkpoint_log.committed_output_files() or {}
+    if not committed:
+        return None
+    newest = max(committed, key=lambda path: (committed[path].get("modificationTime") or 0, path))
+    written = fs.parquet_key_value(newest, SPARK_SCHEMA_KEY)
+    if written is None:
+        return None
+    columns = {f.name: f.dataType.simpleString() for f in StructType.fromJson(json.loads(written)).fields}
+    # Partition columns live in folder names: the product partitions by a UTC date only.
+    for part in newest.removeprefix(output).strip("/").split("/")[:-1]:
+        columns[part.partition("=")[0]] = "date"
+    return columns

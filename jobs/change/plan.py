@@ -10,16 +10,15 @@ after the change comes from Spark's analysis of the flow on no rows (no Spark jo
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from jobs.accounting.checkpoint import CheckpointLog
+from jobs.accounting.checkpoint import CheckpointLog, table_schema
 from jobs.accounting.file_ledger import taken_files
 from jobs.accounting.ledger import Ledger, contract_changes, outlived_changes, with_recorded_schema
 from jobs.declare import PipelineBase
 from jobs.flow.patterns import pattern_of
-from jobs.lake import delta, fs, listings
+from jobs.lake import listings
 from jobs.lake.layout import Locations, is_inside
 
 if TYPE_CHECKING:
@@ -31,7 +30,6 @@ RESUMES = "resumes"  # the checkpoint describes the declaration's query: runs go
 REPROCESS = "reprocess"  # it does not: every file read so far must be read again under the declaration
 
 # Spark writes the table's schema, as its JSON, into each Parquet file's footer under this key.
-SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
 
 
 @dataclass
@@ -151,6 +149,15 @@ def plan(spark: SparkSession, pipeline: PipelineBase, locations: Locations) -> P
     outlived_before = ledger.recorded_outlived() if started else None  # None: a checkpoint from before it was kept
     outlived = [] if outlived_before is None else outlived_changes(outlived_before, pattern_of(pipeline).outlived())
     after = output_schema(spark, with_recorded_schema(pipeline, ledger))
+    schema_before, schema_after = (
+        table_schema(checkpoint_log),
+        {f.name: f.dataType.simpleString() for f in after.fields},
+    )
+    if pipeline.transform:  # a transform that makes other columns: a rebuild, as a run says
+        from jobs.flow.transform import changed_table
+
+        changes += changed_table(pipeline.transform, schema_before, schema_after)
+        verdict = REPROCESS if changes else verdict
     landed, archived, lost = _files(locations, ledger, checkpoint_log)
     return Plan(
         pipeline=pipeline.name,
@@ -158,8 +165,8 @@ def plan(spark: SparkSession, pipeline: PipelineBase, locations: Locations) -> P
         changes=changes,
         table_format=pipeline.output.format,
         batches=len(checkpoint_log.committed_batches()),
-        schema_before=table_schema(checkpoint_log),
-        schema_after={f.name: f.dataType.simpleString() for f in after.fields},
+        schema_before=schema_before,
+        schema_after=schema_after,
         landed=landed,
         archived=archived,
         lost=lost,
@@ -180,26 +187,3 @@ def _files(locations: Locations, ledger: Ledger, checkpoint_log: CheckpointLog) 
     taken = {locations.landed_name(taken["path"]) for taken in taken_files(ledger, checkpoint_log)}
     lost = [path for path in taken if is_inside(path, locations.landing) and path not in on_hand]
     return landed, archived, sorted(set(lost))
-
-
-def table_schema(checkpoint_log: CheckpointLog) -> dict[str, str] | None:
-    """The table's columns and their Spark types, from the table itself (None: no table yet):
-    Delta's log, or the newest Parquet file's footer and the partition folders."""
-    from pyspark.sql.types import StructType
-
-    output = checkpoint_log.output
-    if delta.is_delta(output):
-        schema = json.loads(delta.read_outside_spark(output).schema().to_json())
-        return {f.name: f.dataType.simpleString() for f in StructType.fromJson(schema).fields}
-    committed = checkpoint_log.committed_output_files() or {}
-    if not committed:
-        return None
-    newest = max(committed, key=lambda path: (committed[path].get("modificationTime") or 0, path))
-    written = fs.parquet_key_value(newest, SPARK_SCHEMA_KEY)
-    if written is None:
-        return None
-    columns = {f.name: f.dataType.simpleString() for f in StructType.fromJson(json.loads(written)).fields}
-    # Partition columns live in folder names: the product partitions by a UTC date only.
-    for part in newest.removeprefix(output).strip("/").split("/")[:-1]:
-        columns[part.partition("=")[0]] = "date"
-    return columns

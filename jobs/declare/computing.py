@@ -11,6 +11,7 @@ from pydantic import Field, field_validator, model_validator
 from jobs.columns import EVENT_TIME, reserved
 from jobs.declare.expressions import paths_read
 from jobs.declare.parts import Part, Source
+from jobs.schema import spelled, with_type_at
 from jobs.units import ColumnName, Duration, FieldPath, Name, column_name
 
 
@@ -210,3 +211,30 @@ class Join(Computes):
             if path.split(".")[0] not in {*self.columns, EVENT_TIME} and (why := self.source.refuse_path(path))
         ]
         return [*self.computed_problems(self.source, ()), *refused]
+
+    def key_problems(self, left: Source) -> list[str]:
+        """What is wrong with the key between `left` (the pipeline's source) and this side."""
+        right, key = self.source, self.key
+        refused = [
+            f"join key {key!r} {why.replace('the source', f'the {side.name}')}"
+            for side in (left, right)
+            if (why := side.refuse_path(key))
+        ]
+        if refused:
+            return refused
+        left_kind, right_kind = (spelled(side.kind_at(key)) for side in (left, right))
+        if left_kind != right_kind:
+            return [
+                f"join key {key!r} is a {left_kind} in {left.name} and a {right_kind} in {right.name}; "
+                "declare it with one type on both sides"
+            ]
+        # The output keeps the left side's key; the right's field holding it is left out,
+        # so it may hold nothing else.
+        root = key.split(".")[0]
+        only_the_key = with_type_at({}, key, right.kind_at(key))[root]
+        if spelled(right.kinds[root]) != spelled(only_the_key):
+            return [
+                f"join key {key!r}: the output leaves out {right.name}'s field {root!r}, which holds the key "
+                f"and more ({spelled(right.kinds[root])}); declare only the key under it"
+            ]
+        return []

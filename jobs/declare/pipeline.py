@@ -25,8 +25,7 @@ from jobs.declare.operations import Arrival, Orchestration, Retention, SparkSett
 from jobs.declare.parts import Enrichment, Output, Part, Process, Source
 from jobs.declare.problems import did_you_mean, refuse
 from jobs.declare.rules import Rule, rule_problems
-from jobs.schema import spelled, with_type_at
-from jobs.units import ON_ARRIVAL, Duration, FieldPath, Name, Schedule
+from jobs.units import ON_ARRIVAL, CodeName, Duration, FieldPath, Name, Schedule
 
 PATTERNS = ("window", "process", "join", "events")
 WATERMARK_NEEDED = "missing 'watermark' (windows, deduplication, joins and timeouts keep state until it passes)"
@@ -48,6 +47,9 @@ class PipelineBase(Computes):
     output: Output
     # What each record must be beyond its schema, and what to do with one that is not (rules.py).
     rules: tuple[Rule, ...] = ()
+    # A team's own function, DataFrame -> DataFrame, between `where` and the pattern
+    # (jobs/flow/transform.py): never imported when a declaration loads.
+    transform: CodeName | None = None
     orchestration: Orchestration = Field(Orchestration(), alias="airflow")
     # The `spark:` block: how big its application is (a run's session is `RunContext.spark`).
     spark_settings: SparkSettings = Field(SparkSettings(), alias="spark")
@@ -121,9 +123,14 @@ class PipelineBase(Computes):
                 problems.append(f"enrich columns {clashes} are already event fields; events keep theirs")
         return problems
 
-    def named_fields(self) -> dict[str, list[str]]:
-        """The event fields (or paths) the declaration names, by what it names them as (a
-        computed column's name among them, for what reads it after it is computed)."""
+    def read_by_pattern(self) -> dict[str, list[str]]:
+        """The fields the pattern reads, by what it names them as: a transform may make them
+        (then Spark checks them at `plan` and before a run, having run it over no rows)."""
+        return {}
+
+    def read_before_transform(self) -> dict[str, list[str]]:
+        """The event fields (or paths) the flow reads before a transform, by what it names them
+        as (a computed column's name among them, for what reads it after it is computed)."""
         named = {"event time": [self.source.event_time.column], "required": list(self.source.required)}
         named |= {f"rule {rule.name!r} field": list(rule.fields) for rule in self.rules_for(self.source)}
         named |= {"enrich key": [self.enrich.key]} if self.enrich else {}
@@ -141,8 +148,8 @@ class PipelineBase(Computes):
 
     @property
     def filters(self) -> bool:
-        """Whether a `where` filters any source's events."""
-        return any(self.computed_for(index).where for index in range(len(self.sources)))
+        """Whether a `where` or a transform filters any source's events."""
+        return self.transform is not None or any(self.computed_for(i).where for i in range(len(self.sources)))
 
     def refused_fields(self) -> list[str]:
         """Each field the declaration names that the source's schema (declared, or inferred
@@ -151,7 +158,9 @@ class PipelineBase(Computes):
         added = {EVENT_TIME, *(self.enrich.columns if self.enrich else ()), *self.columns}
         refused = [
             f"{what} {path!r} {why}"
-            for what, paths in self.named_fields().items()
+            for what, paths in (
+                self.read_before_transform() | ({} if self.transform else self.read_by_pattern())
+            ).items()
             for path in paths
             if path.split(".")[0] not in added and (why := self._refuse_path(path))
         ]
@@ -195,10 +204,10 @@ class WindowPipeline(PipelineBase):
             raise ValueError("is a list of source fields, e.g. [event_id]")
         return value or ()
 
-    def named_fields(self) -> dict[str, list[str]]:
+    def read_by_pattern(self) -> dict[str, list[str]]:
         aggregated = [path for a in self.aggregates for path in a.reads]
         keys = [k.path for k in self.keys]
-        return super().named_fields() | {
+        return {
             "key": keys,
             "aggregate column": aggregated,
             "deduplicate field": list(self.deduplicate),
@@ -232,10 +241,10 @@ class ProcessPipeline(PipelineBase):
     def _no_aggregates(cls, raw: Any) -> Any:
         return _refuse(raw, ("aggregates", "window"), "needs a window pattern; a processor emits its own rows")
 
-    def named_fields(self) -> dict[str, list[str]]:
+    def read_by_pattern(self) -> dict[str, list[str]]:
         reads = self.process.definition.inputs(self.process.settings)
         keys = [k.path for k in self.keys]
-        return super().named_fields() | {"key": keys, f"processor {self.process.processor} input": reads}
+        return {"key": keys, f"processor {self.process.processor} input": reads}
 
     def _problems(self) -> list[str]:
         problems = super()._problems()
@@ -267,7 +276,7 @@ class JoinPipeline(PipelineBase):
             return [*problems, "both sides of a join need a declared schema"]
         if not left.name or not right.name or left.name == right.name:
             problems.append("give each source of a join a different 'name': its folder under the landing location")
-        key_problems = self._key_problems()
+        key_problems = self.join.key_problems(left)
         shared = sorted((set(left.fields) & set(right.fields)) - {self.join.key.split(".")[0]})
         if shared and not key_problems:  # with a key in neither, every field the sides share is named
             problems.append(f"fields {shared} are in both sources; the output keeps one column per name")
@@ -279,32 +288,6 @@ class JoinPipeline(PipelineBase):
             if not any(self._reads_only(rule, side) for side in (left, right))
         ]
         return problems
-
-    def _key_problems(self) -> list[str]:
-        left, right, key = self.source, self.join.source, self.join.key
-        refused = [
-            f"join key {key!r} {why.replace('the source', f'the {side.name}')}"
-            for side in (left, right)
-            if (why := side.refuse_path(key))
-        ]
-        if refused:
-            return refused
-        left_kind, right_kind = (spelled(side.kind_at(key)) for side in (left, right))
-        if left_kind != right_kind:
-            return [
-                f"join key {key!r} is a {left_kind} in {left.name} and a {right_kind} in {right.name}; "
-                "declare it with one type on both sides"
-            ]
-        # The output keeps the left side's key; the right's field holding it is left out,
-        # so it may hold nothing else.
-        root = key.split(".")[0]
-        only_the_key = with_type_at({}, key, right.kind_at(key))[root]
-        if spelled(right.kinds[root]) != spelled(only_the_key):
-            return [
-                f"join key {key!r}: the output leaves out {right.name}'s field {root!r}, which holds the key "
-                f"and more ({spelled(right.kinds[root])}); declare only the key under it"
-            ]
-        return []
 
     def computed_for(self, index: int) -> Computes:
         return self.join if index == 1 else self

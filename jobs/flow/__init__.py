@@ -8,6 +8,8 @@ functions.py the decoder and the counter of the product's jar, as a session's SQ
 rules.py     the declared row rules on each parsed record: counted, quarantined, or failing the batch
 enrich.py    events + a dimension's columns (a stream-static join)
 expressions.py the declared computed columns, and `where` (its filtered rows counted, dropped after the watermark)
+transform.py a team's own function (`transform: module:function`) between `where` and the
+             pattern: imported from the declarations folder, each row it drops counted as filtered
 patterns/    events -> output rows: one module per pattern (window, process, join, events)
 sink.py      output rows -> the table (Parquet or Delta), and reading back what it committed
 admission.py how much new input a batch takes: a share of the driver's heap, then sized by the state; or as declared (and what each sized batch took)

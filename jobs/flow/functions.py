@@ -5,7 +5,9 @@ session, and the tally they count into.
         line's number, its reason and detail (io.triggeronce.jobs.sql.Decode; the reading of
         tests/reference/decode.py, which stays the reference it is tested against)
     jobs_count_N(source_file, late_at_us, rescued, broken, reason, block_start, line_number,
-        line, detail) -> usable?  (io.triggeronce.jobs.sql.Count)
+        line, detail, filtered) -> usable?  (io.triggeronce.jobs.sql.Count)
+    jobs_transformed_N(source_file, late_at_us) -> true: a record a transform gave back
+        (io.triggeronce.jobs.sql.Transformed; jobs/flow/transform.py)
 
 No Python worker reads a line: a window, events or join pipeline runs in the JVM alone.
 Each function is registered in the session it runs in, under a name of its own (it holds
@@ -64,8 +66,16 @@ def register_decode(spark: SparkSession, source: Source, tally_jvm) -> str:
     return name
 
 
-def register_count(spark: SparkSession, rules: tuple[str, ...], tally_jvm) -> str:
-    """The counter of parsed records as a function of the session; its name."""
+def register_count(spark: SparkSession, rules: tuple[str, ...], tally_jvm, transforms: bool = False) -> str:
+    """The counter of parsed records as a function of the session (`transforms`: the records
+    it keeps go through a transform next); its name."""
     name = f"jobs_count_{next(_names)}"
-    functions(spark).registerCount(spark._jsparkSession, name, json.dumps(list(rules)), tally_jvm)
+    functions(spark).registerCount(spark._jsparkSession, name, json.dumps(list(rules)), transforms, tally_jvm)
+    return name
+
+
+def register_transformed(spark: SparkSession, transform: str, tally_jvm) -> str:
+    """The counter of the records the transform `transform` gives back; its name."""
+    name = f"jobs_transformed_{next(_names)}"
+    functions(spark).registerTransformed(spark._jsparkSession, name, transform, tally_jvm)
     return name

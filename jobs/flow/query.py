@@ -6,6 +6,7 @@
       -> enrich                a dimension's columns, when declared             enrich.py
       -> columns, where        the declaration's computed columns; what `where` keeps   expressions.py
       -> usable                the rows a pattern can use, each row counted     parse.py, tally.py
+      -> transform             a team's own function, after the watermark        transform.py
       -> the pattern           windows, a processor, a join, or events as they are  patterns/
       -> the sink              appended to the table (Parquet or Delta), exactly once  sink.py
 
@@ -15,13 +16,14 @@ accounting's second read of a batch that was not counted as it ran.
 
 from __future__ import annotations
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import StructType
 
 from jobs.columns import EVENT_TIME, LINE, QUARANTINE_DETAIL, QUARANTINE_REASON, SOURCE_FILE
-from jobs.declare import PipelineBase
+from jobs.declare import DeclarationError, PipelineBase
 from jobs.flow import sink
 from jobs.flow.admission import Limits
 from jobs.flow.enrich import dimension_key, enrich
@@ -60,7 +62,9 @@ def usable_events(
     events = with_computed(events, pipeline.computed_for(index))
     if tally is not None:
         rules = tuple(rule.name for rule in pipeline.rules_for(source))
-        events = counted(events, tally, pattern.late_at(F.col(EVENT_TIME)), rules, filtered(events))
+        transforms = pattern.transforms(index)  # then late as the transform gives them back
+        late_at = None if transforms else pattern.late_at(F.col(EVENT_TIME))
+        events = counted(events, tally, late_at, rules, filtered(events), transforms)
     return usable(events)
 
 
@@ -71,7 +75,15 @@ def pipeline_table(
     events = [
         usable_events(pipeline, index, source_lines, dimension, tally) for index, source_lines in enumerate(lines)
     ]
-    return pattern_of(pipeline).table(*events, tally=tally)
+    if pipeline.transform is None:
+        return pattern_of(pipeline).table(*events, tally=tally)
+    try:  # the pattern reads what the transform made: a key it did not make is the declaration's
+        return pattern_of(pipeline).table(*events, tally=tally)
+    except AnalysisException as error:
+        first = str(error).strip().splitlines()[0]
+        raise DeclarationError(
+            f"after transform {pipeline.transform!r}, Spark cannot make the table: {first}"
+        ) from None
 
 
 def output_schema(spark: SparkSession, pipeline: PipelineBase, dimension: DataFrame | None = None) -> StructType:

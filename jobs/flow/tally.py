@@ -197,13 +197,20 @@ def for_batch(spark: SparkSession, batch_id: int) -> Iterator[None]:
 
 
 def counted(
-    parsed: DataFrame, tally: Tally, late_at: Column | None, rules: tuple[str, ...] = (), filtered: Column | None = None
+    parsed: DataFrame,
+    tally: Tally,
+    late_at: Column | None,
+    rules: tuple[str, ...] = (),
+    filtered: Column | None = None,
+    transforms: bool = False,
 ) -> DataFrame:
     """Parsed records -> the usable ones, every record counted in `tally` on its way
     through, in the JVM: only the quarantined ones bring their line. `rules`: the names of
     the rules the records were tested against, in order (their bits in `_rules_broken`).
     `filtered`: whether the declaration's `where` filters a record (counted so, never late;
-    still usable: the watermark sees it, jobs/flow/expressions.py)."""
+    still usable: the watermark sees it, jobs/flow/expressions.py). `transforms`: the ones it
+    keeps go through a transform next, counted as filtered until it gives them back, and late
+    as they come out (jobs/flow/transform.py): `late_at` is then None."""
     from pyspark.sql import functions as F
 
     from jobs.flow.functions import register_count
@@ -222,7 +229,7 @@ def counted(
         "detail": F.when(quarantined, F.col(QUARANTINE_DETAIL)),
         "filtered": F.lit(False) if filtered is None else filtered,
     }
-    count = register_count(parsed.sparkSession, rules, tally.jvm)
+    count = register_count(parsed.sparkSession, rules, tally.jvm, transforms)
     # A column, then a filter on it: as a filter, Spark would push the count below the
     # parse and evaluate each parsed value again for it.
     usable = F.call_function(count, *(columns[name] for name in COUNTED))

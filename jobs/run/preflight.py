@@ -9,8 +9,9 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from jobs.accounting.checkpoint import CheckpointLog
+from jobs.accounting.checkpoint import CheckpointLog, table_schema
 from jobs.accounting.ledger import (
+    IncompatibleCheckpoint,
     Ledger,
     check_contract,
     outlived_changes,
@@ -167,3 +168,18 @@ def context_without_spark(pipeline: PipelineBase, request: RunRequest, *, lock: 
         log=run_log(pipeline.name),
         **given,
     )
+
+
+def check_table(spark: SparkSession, pipeline: PipelineBase, checkpoint_log: CheckpointLog, dimension) -> None:
+    """Refuse a run whose transform now makes a table of other columns than the table has:
+    the checkpoint's state and table hold what the old one made (a rebuild makes them again)."""
+    if pipeline.transform is None:
+        return
+    from jobs.flow.query import output_schema
+    from jobs.flow.transform import changed_table
+
+    after = {f.name: f.dataType.simpleString() for f in output_schema(spark, pipeline, dimension).fields}
+    changes = changed_table(pipeline.transform, table_schema(checkpoint_log), after)
+    if changes:
+        rebuild = jobs_command("rebuild", pipeline.name)
+        raise IncompatibleCheckpoint(f"{changes[0]}; to make the table again with it: {rebuild} (docs/changes.md)")

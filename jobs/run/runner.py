@@ -57,7 +57,7 @@ from jobs.run.events import (
 )
 from jobs.run.failure import data_condition, failure_cause, one_line
 from jobs.run.pending import Pending, pending_input
-from jobs.run.preflight import before_spark, context_with_spark, context_without_spark, nowhere
+from jobs.run.preflight import before_spark, check_table, context_with_spark, context_without_spark, nowhere
 from jobs.run.progress import ProgressWatch
 from jobs.run.report import RuleCount, RunReport, RunStatus, last_state_rows, recent_reports, save
 from jobs.run.retention import apply_retention
@@ -213,6 +213,7 @@ def _start(run: RunContext, report: RunReport, pending: Pending) -> StreamingQue
     run.log.info("  start: %s", limits.describe())
     landed = source_landings(run.locations.landing, [s.name for s in run.pipeline.sources])
     listed = list(options.from_archive or [options.listed(landing) for landing in landed])
+    check_table(run.spark, run.pipeline, run.checkpoint_log, run.dimension)  # a transform's columns
     return start_query(
         run.spark,
         run.pipeline,

@@ -194,7 +194,8 @@ def parse_suite(raw: Any, pipeline: PipelineBase, where: str = "suite") -> Suite
     columns = {*pattern.output_columns(), *(DERIVED_COLUMNS if "window_end" in pattern.output_columns() else ())}
     if pipeline.output.partition_by:
         columns.add(pipeline.output.partition_by)
-    context = {"table": pipeline.name, "columns": columns, "declared": pattern.suite_values()}
+    known = pattern.columns_known()  # else a transform's columns: the validation finds them in the table
+    context = {"table": pipeline.name, "columns": columns if known else None, "declared": pattern.suite_values()}
     if not isinstance(raw, dict):
         raise DeclarationError(f"{where}: expected a mapping with 'table' and 'expectations'")
     try:

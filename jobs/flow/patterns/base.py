@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from jobs import schema
+from jobs.columns import INTERNAL
 from jobs.declare import PipelineBase
 from jobs.declare.parts import Source
 
@@ -27,6 +28,20 @@ def kept_only(events: DataFrame, time_column: str) -> DataFrame:
     from jobs.flow.expressions import kept_only as kept
 
     return kept(events, time_column)
+
+
+def prepared(pattern: Pattern, events: DataFrame, time_column: str, tally: Tally | None, index: int = 0) -> DataFrame:
+    """Source `index`'s events as the pattern reads them: what `where` keeps, once the
+    watermark (on `time_column`) has seen them all, through the declaration's transform
+    (jobs/flow/transform.py), each record it gives back counted in `tally`."""
+    kept = kept_only(events, time_column)
+    if not pattern.transforms(index):
+        return kept
+    from pyspark.sql import functions as F
+
+    from jobs.flow.transform import transformed
+
+    return transformed(kept, pattern.pipeline.transform, pattern.late_at(F.col(time_column)), tally)
 
 
 class Pattern(ABC):
@@ -102,7 +117,8 @@ class Pattern(ABC):
     def outlived(self) -> dict[str, Any]:
         """The parts of the declaration Spark resumes a checkpoint across a change of: each
         source's `where` and its computed columns that nothing the state or table holds
-        reads (a join's second source's as `join.where`, `join.columns`). A run logs a change
+        reads (a join's second source's as `join.where`, `join.columns`), and the transform
+        with its module's source. A run logs a change
         of them and `plan` shows it: the rows read before keep what they were given."""
         contract, parts = self.contract(), {}
         for index in range(len(self.sources)):
@@ -111,6 +127,10 @@ class Pattern(ABC):
             unheld = {name: expression for name, expression in computed.columns.items() if name not in held}
             parts |= {f"{side}where": computed.where} if computed.where else {}
             parts |= {f"{side}columns": unheld} if unheld else {}
+        if self.pipeline.transform:  # its code too: what it makes, the table's columns say (a run checks them)
+            from jobs.flow.transform import fingerprint
+
+            parts |= {"transform": self.pipeline.transform, "transform_source": fingerprint(self.pipeline.transform)}
         return parts
 
     def _held_computed(self, held: list[str]) -> dict[str, str]:
@@ -158,6 +178,29 @@ class Pattern(ABC):
     def table(self, *events: DataFrame, tally: Tally | None = None) -> DataFrame:
         """Usable events (one DataFrame per source) -> output rows, batch or streaming alike.
         `tally`: the run's count, for rows the pattern itself quarantines (a processor's error)."""
+
+    # Whether the table holds the events' own columns (events, join): a transform's among them.
+    writes_events: ClassVar[bool] = False
+
+    def columns_known(self) -> bool:
+        """Whether `output_columns` are all the table's, without Spark: not when a transform
+        may add some to a table of events (Spark knows them once it has run it on no rows)."""
+        return not (self.writes_events and self.pipeline.transform)
+
+    def table_columns(self, before: DataFrame, table: DataFrame) -> list[str]:
+        """The columns of a table of events (`table`, made of `before`, the events the
+        transform was handed): the declared ones (`output_columns`) the transform kept, then
+        each it added (none of the product's own); without a transform, the declared ones."""
+        if not self.transforms(0):
+            return self.output_columns()
+        declared = [c for c in self.output_columns() if c in table.columns]
+        added = [c for c in table.columns if c not in before.columns and c not in declared]
+        return declared + [c for c in added if not c.startswith(INTERNAL)]
+
+    def transforms(self, index: int) -> bool:
+        """Whether source `index`'s events go through the declaration's transform (the
+        pipeline's own source's: a join's second has none)."""
+        return index == 0 and self.pipeline.transform is not None
 
     def late_at(self, event_time: Column) -> Column | None:
         """The time at or before which the batch's watermark makes a usable event at

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from jobs.columns import EVENT_TIME, RESCUED_DATA
 from jobs.declare import EventsPipeline
-from jobs.flow.patterns.base import Pattern, kept_only
+from jobs.flow.patterns.base import Pattern, prepared
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 class EventsPattern(Pattern):
     pipeline: EventsPipeline
+    writes_events = True
 
     def output_columns(self) -> list[str]:
         source, enrich = self.pipeline.source, self.pipeline.enrich
@@ -41,5 +42,5 @@ class EventsPattern(Pattern):
         return said + (f", with {', '.join(f'{n} = {e}' for n, e in computed.items())}" if computed else "")
 
     def table(self, *events: DataFrame, tally: Tally | None = None) -> DataFrame:
-        kept = kept_only(events[0], EVENT_TIME)  # no watermark: what `where` keeps, at once
-        return self.with_partition(kept.select(*self.output_columns()), EVENT_TIME)
+        kept = prepared(self, events[0], EVENT_TIME, tally)  # no watermark: what `where` keeps, at once
+        return self.with_partition(kept.select(*self.table_columns(events[0], kept)), EVENT_TIME)

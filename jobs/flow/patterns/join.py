@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from jobs.columns import EVENT_TIME, KEPT
+from jobs.columns import EVENT_TIME, KEPT, SOURCE_FILE
 from jobs.declare import JoinPipeline
 from jobs.declare.parts import Source
-from jobs.flow.patterns.base import Pattern, kept_only
+from jobs.flow.patterns.base import Pattern, kept_only, prepared
 from jobs.units import column_name, spark_duration
 
 if TYPE_CHECKING:
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 class JoinPattern(Pattern):
     pipeline: JoinPipeline
+    writes_events = True
     spark_counts = ("late_rows_dropped",)
 
     def output_columns(self) -> list[str]:
@@ -81,6 +82,7 @@ class JoinPattern(Pattern):
             source = self.sources[index]
             time_column, computed = _time_column(source), pipeline.computed_for(index)
             kept = [KEPT] if KEPT in usable.columns else []  # `where`: left out after the watermark
+            kept += [SOURCE_FILE] if self.transforms(index) else []  # what the transform's records are counted by
             return usable.select(
                 *(F.col(EVENT_TIME if c == time_column else c).alias(c) for c in _columns(source, leave_out)),
                 *computed.columns,
@@ -91,14 +93,15 @@ class JoinPattern(Pattern):
         left = side(events[0], 0).withWatermark(left_time, spark_duration(pipeline.watermark_s))
         key = field(join.key).alias("_right_key")
         right = side(events[1], 1, self._key_root, key).withWatermark(right_time, spark_duration(join.watermark_s))
-        left, right = kept_only(left, left_time), kept_only(right, right_time)
+        left_events = left
+        left, right = prepared(self, left, left_time, tally), kept_only(right, right_time)
         condition = (
             (field(join.key) == F.col("_right_key"))
             & (F.col(right_time) >= F.col(left_time))
             & F.expr(f"`{right_time}` <= `{left_time}` + INTERVAL {join.within_s} SECONDS")
         )
         joined = left.join(right, condition, join.how).drop("_right_key")
-        return self.with_partition(joined.select(*self.output_columns()), left_time)
+        return self.with_partition(joined.select(*self.table_columns(left_events, joined)), left_time)
 
     def state_rows(self, spark: SparkSession, checkpoint: str) -> int:
         reader = spark.read.format("statestore")  # a join keeps each side's rows apart

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from jobs.columns import EVENT_TIME, KEPT
+from jobs.columns import EVENT_TIME
 from jobs.declare import ProcessPipeline
 from jobs.flow.guard import WHERE, Guarded
-from jobs.flow.patterns.base import Pattern, kept_only
+from jobs.flow.patterns.base import Pattern, prepared
 from jobs.processors.base import ddl
 from jobs.units import spark_duration
 
@@ -89,13 +89,12 @@ class ProcessPattern(Pattern):
         settings = pipeline.process.settings
         where = [c for c in WHERE if c in events[0].columns]
         keys = [field(key.path).alias(key.name) for key in pipeline.keys]
-        kept = [KEPT] if KEPT in events[0].columns else []  # `where`: left out after the watermark
-        inputs = events[0].select(*keys, EVENT_TIME, *processor.inputs(settings), *where, *kept)
-        timeout = GroupStateTimeout.NoTimeout
+        inputs, timeout = events[0], GroupStateTimeout.NoTimeout
         if processor.event_time_timeout:
             inputs = inputs.withWatermark(EVENT_TIME, spark_duration(pipeline.watermark_s))
             timeout = GroupStateTimeout.EventTimeTimeout
-        inputs = kept_only(inputs, EVENT_TIME)
+        inputs = prepared(self, inputs, EVENT_TIME, tally)  # what `where` keeps, through the transform
+        inputs = inputs.select(*keys, EVENT_TIME, *processor.inputs(settings), *where)
         keys_ddl = ", ".join(f"`{key}` {inputs.schema[key].dataType.simpleString()}" for key in self.key_columns)
         function = processor.function(settings, self.key_columns)
         return inputs.groupBy(*self.key_columns).applyInPandasWithState(

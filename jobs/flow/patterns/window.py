@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from jobs.columns import EVENT_TIME
 from jobs.declare import WindowPipeline
 from jobs.declare.computing import Aggregate, Window
-from jobs.flow.patterns.base import Pattern, kept_only
+from jobs.flow.patterns.base import Pattern, prepared
 from jobs.units import column_name, spark_duration
 
 if TYPE_CHECKING:
@@ -147,7 +147,8 @@ class WindowPattern(Pattern):
         window = F.window(
             EVENT_TIME, spark_duration(pipeline.window.duration_s), spark_duration(pipeline.window.slide_s)
         )
-        watermarked = kept_only(events[0].withWatermark(EVENT_TIME, spark_duration(pipeline.watermark_s)), EVENT_TIME)
+        watermarked = events[0].withWatermark(EVENT_TIME, spark_duration(pipeline.watermark_s))
+        watermarked = prepared(self, watermarked, EVENT_TIME, tally)
         if pipeline.deduplicate:
             # State per key lasts until the watermark passes its first event time + the delay.
             # Spark deduplicates on columns: a path is read into its column_name first.

@@ -1,6 +1,7 @@
 package io.triggeronce.jobs.sql;
 
 import io.triggeronce.jobs.tally.FileCounts;
+import io.triggeronce.jobs.tally.LastFile;
 import io.triggeronce.jobs.tally.Tally;
 import java.util.List;
 import org.apache.spark.sql.api.java.UDF10;
@@ -12,6 +13,10 @@ import org.apache.spark.sql.api.java.UDF10;
  * when it cannot, and whether the declaration's `where` filters it) -> whether it is usable.
  * What each record is goes into the tally, per file (jobs/flow/tally.py, in the JVM). A
  * filtered record is usable: it goes on to the watermark, and is never late.
+ *
+ * <p>In a pipeline with a transform (jobs/flow/transform.py), a usable record the `where`
+ * keeps is handed to it: counted as filtered until it comes out of the transform, where
+ * {@link Transformed} takes it back and records when it is late.
  */
 public final class Count
         implements UDF10<String, Long, Boolean, Long, String, Long, Long, String, String, Boolean, Boolean> {
@@ -19,26 +24,21 @@ public final class Count
 
     private final Tally tally;
     private final List<String> rules; // bit i of `broken` is rules[i]
+    private final boolean transforms; // the records it keeps go through a transform next
 
-    // Rows come a part of a file at a time: the last file's counts serve the next row, mostly.
-    private transient String lastFile;
-    private transient long lastAttempt = -1;
-    private transient FileCounts lastCounts;
+    private transient LastFile last; // made in each task's copy
 
     private FileCounts counts(String file) {
-        org.apache.spark.TaskContext context = org.apache.spark.TaskContext.get();
-        long attempt = context == null ? 0 : context.taskAttemptId();
-        if (lastCounts == null || attempt != lastAttempt || !file.equals(lastFile)) {
-            lastCounts = tally.file(file);
-            lastFile = file;
-            lastAttempt = attempt;
+        if (last == null) {
+            last = new LastFile();
         }
-        return lastCounts;
+        return last.counts(tally, file);
     }
 
-    Count(Tally tally, List<String> rules) {
+    Count(Tally tally, List<String> rules, boolean transforms) {
         this.tally = tally;
         this.rules = List.copyOf(rules);
+        this.transforms = transforms;
     }
 
     @Override
@@ -68,6 +68,9 @@ public final class Count
         }
         if (usable && Boolean.TRUE.equals(filtered)) {
             counts.filtered++;
+        } else if (usable && transforms) {
+            counts.filtered++; // until the transform gives it back
+            counts.handed++;
         } else if (usable && lateAtMicros != null) {
             counts.lateAt.merge(lateAtMicros, 1L, Long::sum);
         }

@@ -40,12 +40,19 @@ public final class Functions {
         spark.udf().register(name, udf);
     }
 
-    /** The counter of parsed records, with the names of the rules in their bits' order. */
-    public static void registerCount(SparkSession spark, String name, String rulesJson, Tally tally) {
+    /** The counter of parsed records, with the names of the rules in their bits' order, and
+     * whether the records it keeps go through a transform next. */
+    public static void registerCount(SparkSession spark, String name, String rulesJson, boolean transforms, Tally tally) {
         List<String> rules = new ArrayList<>();
         read(rulesJson).forEach(rule -> rules.add(rule.asText()));
-        UserDefinedFunction udf = functions.udf(new Count(tally, rules), DataTypes.BooleanType).asNondeterministic();
-        spark.udf().register(name, udf);
+        Count count = new Count(tally, rules, transforms);
+        spark.udf().register(name, functions.udf(count, DataTypes.BooleanType).asNondeterministic());
+    }
+
+    /** The counter of the records the transform `transform` (module:function) gives back. */
+    public static void registerTransformed(SparkSession spark, String name, String transform, Tally tally) {
+        Transformed transformed = new Transformed(tally, transform);
+        spark.udf().register(name, functions.udf(transformed, DataTypes.BooleanType).asNondeterministic());
     }
 
     private static JsonNode read(String json) {

@@ -18,7 +18,10 @@ public final class FileCounts implements Serializable {
     public long blank; // ... of which blank (not records)
     public long records; // counted after parsing: every line but the blank ones
     public long rescued; // ... of which usable with a value rescued
-    public long filtered; // ... of which usable, and filtered by the declaration's `where`
+    public long filtered; // ... of which usable, and filtered by the declaration's `where` or its transform
+    // ... of which handed to the transform in this task and not yet given back (never merged:
+    // a task's own, for Transformed to tell a transform that adds rows)
+    public transient long handed;
     public final Map<String, Long> violations = new HashMap<>(); // rule -> records that break it
     public final Map<Long, Long> lateAt = new HashMap<>(); // late_at (microseconds) -> usable records
     public final List<Quarantined> quarantined = new ArrayList<>();

@@ -12,7 +12,7 @@ class CountTest {
     @Test
     void eachRecordIsCountedByFileAndOnlyQuarantinedOnesBringTheirLine() {
         Tally tally = new Tally();
-        Count count = new Count(tally, List.of("known_event", "has_id"));
+        Count count = new Count(tally, List.of("known_event", "has_id"), false);
         long t1 = 1_690_711_260_000_000L;
         assertEquals(true, count.call("a.json", t1, false, 3L, null, null, null, null, null, false));
         assertEquals(true, count.call("a.json", t1 + 60_000_000L, true, 2L, null, null, null, null, null, false));
