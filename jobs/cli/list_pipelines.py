@@ -64,6 +64,8 @@ def _describe(pipeline: declare.PipelineBase, suite) -> None:
     _describe_computed(pipeline, "")
     if getattr(pipeline, "join", None) is not None:
         _describe_computed(pipeline.join, f" of {pipeline.join.source.name}")
+    if pipeline.transform:  # named only: listing imports no team's code
+        print(f"  transform  {pipeline.transform}, after `where` (docs/python.md)")
     print(f"  output     {pipeline.output.format}, partitioned by {pipeline.output.partition_by or 'nothing'}")
     schedule = pipeline.schedule or "none"
     if schedule == ON_ARRIVAL:

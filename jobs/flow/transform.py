@@ -145,7 +145,8 @@ def transformed(events: DataFrame, name: str, late_at: Column | None, tally: Tal
     changed = [c for c in own if c not in after or after[c].dataType != before[c].dataType]
     if changed:
         raise DeclarationError(
-            f"transform {name!r} must keep the product's columns as they were; it dropped or changed {changed}"
+            f"transform {name!r} must keep the product's columns as they were; it dropped or changed {changed} "
+            "(add columns with withColumn, or select('*', ...), rather than selecting a list)"
         )
     if EVENT_TIME in before and before[EVENT_TIME].metadata != after[EVENT_TIME].metadata:
         raise DeclarationError(

@@ -149,7 +149,9 @@ def test_a_transform_keys_the_windows_what_it_drops_is_filtered_and_a_failed_run
     ]
 
 
-def test_a_transform_that_adds_rows_fails_the_batch_naming_it_and_commits_nothing(spark, tmp_path, monkeypatch):
+def test_a_transform_that_adds_rows_or_shuffles_fails_the_batch_naming_it_and_commits_nothing(
+    spark, tmp_path, monkeypatch
+):
     module = own_module(
         tmp_path / "pipelines",
         """
@@ -163,6 +165,13 @@ def test_a_transform_that_adds_rows_fails_the_batch_naming_it_and_commits_nothin
     locations = Locations.resolve(pipeline.name, root=str(tmp_path / "root"))
     land_in_order(locations.landing, {"a.json": [event("u1", "2023-07-30T10:00:10Z", "e1")]})
     with pytest.raises(RunFailed, match=f"transform {module}:twice gave back more records of .*a.json"):
+        run_pipeline(spark, pipeline, locations)
+    assert not list(Path(locations.output).rglob("*.parquet"))
+
+    # One that moves rows between tasks (a shuffle) is told apart from one that works row by row.
+    shuffles = own_module(tmp_path / "pipelines", "def spread(events):\n    return events.repartition(3)\n")
+    pipeline = declare_own(tmp_path, monkeypatch, transform=f"{shuffles}:spread")
+    with pytest.raises(RunFailed, match=r"works record by record .no aggregate, distinct, sort, repartition"):
         run_pipeline(spark, pipeline, locations)
     assert not list(Path(locations.output).rglob("*.parquet"))
 
