@@ -29,8 +29,6 @@ NEW = "new"  # no checkpoint yet: the first run starts one
 RESUMES = "resumes"  # the checkpoint describes the declaration's query: runs go on as they are
 REPROCESS = "reprocess"  # it does not: every file read so far must be read again under the declaration
 
-# Spark writes the table's schema, as its JSON, into each Parquet file's footer under this key.
-
 
 @dataclass
 class Files:

@@ -75,11 +75,12 @@ def pipeline_table(
     events = [
         usable_events(pipeline, index, source_lines, dimension, tally) for index, source_lines in enumerate(lines)
     ]
-    if pipeline.transform is None:
-        return pattern_of(pipeline).table(*events, tally=tally)
-    try:  # the pattern reads what the transform made: a key it did not make is the declaration's
+    try:
         return pattern_of(pipeline).table(*events, tally=tally)
     except AnalysisException as error:
+        if pipeline.transform is None:
+            raise
+        # The pattern reads what the transform made: a key it did not make is the declaration's.
         first = str(error).strip().splitlines()[0]
         raise DeclarationError(
             f"after transform {pipeline.transform!r}, Spark cannot make the table: {first}"
