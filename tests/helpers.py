@@ -12,6 +12,7 @@ import secrets
 import shutil
 import socket
 import sys
+import textwrap
 import time
 from datetime import UTC
 from pathlib import Path
@@ -175,3 +176,11 @@ def declaration_copy(folder: Path, name: str, **changes: object) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}.yaml").write_text(yaml.safe_dump({**raw, **changes}))
     return folder
+
+
+def own_module(folder: Path, source: str) -> str:
+    """A module of a team's own, in its declarations folder, under a fresh name; its name."""
+    name = f"team_{secrets.token_hex(4)}"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.py").write_text(textwrap.dedent(source))
+    return name

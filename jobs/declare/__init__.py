@@ -2,6 +2,7 @@
 
 units of a declaration   jobs/units.py (durations, names, sizes)
 its parts                parts.py (source, enrichment, join, processor, output)
+a team's own Python      code.py (a transform's function, a processor's class: found, imported, fingerprinted)
 what it computes         computing.py (computed columns and where, window, keys, aggregates)
 its expressions          expressions.py (its Spark SQL, read without Spark: fields, functions allowed)
 its row rules            rules.py (Spark SQL checks on each record)

@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails
 
+from jobs.declare.parts import OWN
 from jobs.declare.pipeline import PATTERNS, Pipeline, PipelineBase
 from jobs.declare.problems import did_you_mean
 from jobs.processors import PROCESSORS
@@ -161,7 +162,8 @@ def _parts(loc: tuple) -> list[str | int]:
     """An error location as the declaration is written: without the union tags pydantic adds
     (the pattern first, a processor's name after `process`) or its own labels."""
     parts = list(loc[1:] if loc and loc[0] in PATTERNS else loc)
-    parts = [p for i, p in enumerate(parts) if not (i and parts[i - 1] == "process" and p in PROCESSORS)]
+    tags = {*PROCESSORS, OWN}
+    parts = [p for i, p in enumerate(parts) if not (i and parts[i - 1] == "process" and p in tags)]
     return [p for p in parts if not (isinstance(p, str) and _PYDANTIC_LABEL.match(p))]
 
 

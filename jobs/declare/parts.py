@@ -9,8 +9,12 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
     PrivateAttr,
+    Tag,
+    TypeAdapter,
+    ValidationError,
     create_model,
     field_validator,
     model_validator,
@@ -18,11 +22,13 @@ from pydantic import (
 
 from jobs import schema
 from jobs.columns import reserved
+from jobs.declare.code import imported
 from jobs.declare.problems import did_you_mean, refuse
 from jobs.processors import PROCESSORS
 from jobs.processors.base import Processor, ProcessorSettings
+from jobs.processors.own import definition
 from jobs.schema import Array, Kind, Struct
-from jobs.units import ColumnName, Duration, FieldPath, Name
+from jobs.units import CodeName, ColumnName, Duration, FieldPath, Name
 
 TYPE_CHOICES = ", ".join(schema.SCALARS) + ", decimal(p,s), an object {field: type} or a list [type]"
 MAX_DEPTH = 64  # objects and arrays in a record, by default: deeper than real events nest, far below any parser's limit
@@ -258,8 +264,48 @@ def _choice(processor: Processor) -> type[ProcessorChoice]:
     )
 
 
+class OwnProcessorChoice(ProcessorChoice):
+    """A team's own processor, `module:Class` (jobs/processors/own.py), and its settings: its
+    module is imported when the declaration loads, to check them against its Settings."""
+
+    processor: CodeName
+
+    @model_validator(mode="before")
+    @classmethod
+    def _own_settings(cls, raw: Any) -> Any:
+        try:
+            name = TypeAdapter(CodeName).validate_python(raw["processor"])
+        except (TypeError, KeyError, ValidationError):
+            return raw  # the field's own check says what is wrong with it
+        found = own_definition(name)
+        checked = create_model(
+            "own_settings", settings=(found.settings, found.settings())
+        )  # its errors name `settings`
+        return {**raw, "settings": checked.model_validate({"settings": raw.get("settings") or {}}).settings}
+
+    @property
+    def definition(self) -> Processor:
+        return own_definition(self.processor)
+
+
+def own_definition(name: str) -> Processor:
+    """The processor `name` (module:Class) names, imported; ValueError naming what is wrong."""
+    return definition(name, imported(name, "processor", "class"))
+
+
+def _processor_tag(raw: Any) -> Any:
+    name = raw.get("processor") if isinstance(raw, dict) else getattr(raw, "processor", None)
+    return OWN if isinstance(name, str) and ":" in name else name
+
+
+OWN = "module:Class"  # the tag of a team's own processor, as a refusal lists it among the shipped ones
 # Which settings are allowed depends on the processor named: a union told apart by name.
-Process = Annotated[Union[tuple(_choice(p) for p in PROCESSORS.values())], Field(discriminator="processor")]  # noqa: UP007
+Process = Annotated[
+    Union[
+        (*(Annotated[_choice(p), Tag(p.name)] for p in PROCESSORS.values()), Annotated[OwnProcessorChoice, Tag(OWN)])
+    ],
+    Discriminator(_processor_tag),
+]
 
 
 class Output(Part):

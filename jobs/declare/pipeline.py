@@ -241,6 +241,23 @@ class ProcessPipeline(PipelineBase):
     def _no_aggregates(cls, raw: Any) -> Any:
         return _refuse(raw, ("aggregates", "window"), "needs a window pattern; a processor emits its own rows")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _rocksdb_for_own(cls, raw: Any) -> Any:
+        """A team's own processor runs on transformWithStateInPandas, which keeps its state
+        only in RocksDB: the state store is rocksdb unless declared (hdfs is refused)."""
+        process, spark = (raw.get(k) if isinstance(raw, dict) else None for k in ("process", "spark"))
+        name = process.get("processor") if isinstance(process, dict) else None
+        if not (isinstance(name, str) and ":" in name) or (spark is not None and not isinstance(spark, dict)):
+            return raw
+        store = (spark or {}).get("state_store", "rocksdb")
+        if store != "rocksdb":
+            raise ValueError(
+                f"spark state_store {store!r}: a processor of your own ({name}) runs on Spark's "
+                "transformWithStateInPandas, whose state only RocksDB keeps; leave state_store out (rocksdb)"
+            )
+        return {**raw, "spark": {**(spark or {}), "state_store": "rocksdb"}}
+
     def read_by_pattern(self) -> dict[str, list[str]]:
         reads = self.process.definition.inputs(self.process.settings)
         keys = [k.path for k in self.keys]

@@ -72,3 +72,40 @@ class _StateWrites:
     def apply(self) -> None:
         for name, args in self._pending:
             getattr(self._state, name)(*args)
+
+
+def guarded_processor(own: type, settings: Any, name: str, columns: list[str], tally: Tally | None) -> Any:
+    """A team's own processor class (jobs/processors/own.py) as Spark's StatefulProcessor, one
+    instance per task with the declaration's settings. Each key's events (`columns`) reach it without the
+    product's columns of where they were read; when it raises for a key, with a tally, the
+    key's rows of this batch are counted as quarantined (processor_error, with the exception)
+    and it emits nothing for them. What it wrote to the state before raising stays: Spark's
+    state handle applies each write as it is made (write the state last)."""
+    from pyspark.sql.streaming import StatefulProcessor
+
+    class Guarded(StatefulProcessor):
+        def init(self, handle: Any) -> None:
+            self.processor = own(settings)
+            self.processor.init(handle)
+
+        def handleInputRows(self, key: tuple, rows: Iterator[Any], timerValues: Any) -> Iterator[Any]:
+            frames = [frame.set_axis(columns, axis=1) for frame in rows]  # pyspark 4.2 renames '_x' to '_3'
+            given = (frame.drop(columns=[c for c in WHERE if c in columns]) for frame in frames)
+            if tally is None:
+                yield from self.processor.handleInputRows(key, given, timerValues)
+                return
+            try:
+                out = list(self.processor.handleInputRows(key, given, timerValues))
+            except Exception as error:  # noqa: BLE001 - one key's failure is that key's rows, not the batch's
+                detail = f"{name} failed for key {list(key)}: {type(error).__name__}: {str(error)[:300]}"
+                tally.add(quarantined_rows(frames, "processor_error", detail))
+                return
+            yield from out
+
+        def handleExpiredTimer(self, key: tuple, timerValues: Any, expiredTimerInfo: Any) -> Iterator[Any]:
+            yield from self.processor.handleExpiredTimer(key, timerValues, expiredTimerInfo)
+
+        def close(self) -> None:
+            self.processor.close()
+
+    return Guarded()

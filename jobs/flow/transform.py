@@ -26,9 +26,7 @@ changed since the checkpoint's last run.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
-import importlib.util
 import os
 import sys
 from collections.abc import Callable
@@ -36,48 +34,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jobs.columns import EVENT_TIME, INTERNAL, SOURCE_FILE
+from jobs.declare.code import fingerprint, folder, imported
 from jobs.declare.load import DeclarationError
 from jobs.executors import cached_zip
-from jobs.settings import settings
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
     from jobs.flow.tally import Tally
 
-_imported: dict[str, str] = {}  # module -> its fingerprint when this process imported it
 TRANSFORMED = f"{INTERNAL}transformed"  # what the counter says of a record given back: a column, then a filter
-
-
-def _folder() -> Path | None:
-    """The declarations folder, when it is a folder of this machine's (not the package's own)."""
-    folder = settings().pipelines_dir
-    return Path(folder) if folder is not None and Path(folder).is_dir() else None
-
-
-def _module_file(module: str) -> Path | None:
-    """The source file of `module` (dotted) in the declarations folder, or installed; None:
-    found nowhere. Nothing is imported for a module of the folder."""
-    folder = _folder()
-    if folder is not None:
-        base = folder.joinpath(*module.split("."))
-        for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-            if candidate.is_file():
-                return candidate
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        return None
-    return Path(spec.origin) if spec is not None and spec.origin and Path(spec.origin).is_file() else None
-
-
-def fingerprint(name: str) -> str:
-    """What a run records of the code `name` (module:function) names: its module's file and
-    the SHA-256 of its source ("missing": found nowhere)."""
-    path = _module_file(name.partition(":")[0])
-    if path is None:
-        return "missing"
-    return f"{path.name} sha256:{hashlib.sha256(path.read_bytes()).hexdigest()[:16]}"
 
 
 def folder_zip(folder: Path) -> Path:
@@ -90,42 +56,41 @@ def folder_zip(folder: Path) -> Path:
     return cached_zip("declarations", folder, files)
 
 
-def _ship_folder(spark: SparkSession) -> None:
+def ship_folder(spark: SparkSession) -> None:
     """Put the declarations folder's Python on the driver's path and the Python workers' (once
     per application): Spark hands an added zip to every worker, local or on a cluster."""
-    folder = _folder()
-    if folder is None:
+    here = folder()
+    if here is None:
         return
-    archive = folder_zip(folder)
+    archive = folder_zip(here)
     context = spark.sparkContext
     if not any(shipped.endswith(f"/{archive.name}") for shipped in context.listFiles):
         context.addPyFile(str(archive))
         importlib.invalidate_caches()
 
 
+def by_value(code: type) -> None:
+    """Pickle `code`'s module, and every module of the declarations folder, by value: Spark
+    starts a Python of the driver's own for a transformWithStateInPandas processor (to learn
+    its state's schema), which gets no added zip (pyspark 4.2)."""
+    from pyspark import cloudpickle
+
+    here = folder()
+    for module in [m for m in list(sys.modules.values()) if getattr(m, "__file__", None)]:
+        if module.__name__ == code.__module__ or (here and Path(module.__file__).is_relative_to(here)):
+            cloudpickle.register_pickle_by_value(module)
+
+
 def function_of(spark: SparkSession, name: str) -> Callable[[DataFrame], DataFrame]:
     """The function `name` (module:function) names, imported; DeclarationError naming it when
     its module does not import or has no such function."""
-    module_name, _, function_name = name.partition(":")
-    _ship_folder(spark)
-    source = fingerprint(name)
-    if _imported.get(module_name, source) != source:  # changed since this process imported it
-        for loaded in [m for m in sys.modules if m == module_name or m.startswith(f"{module_name}.")]:
-            del sys.modules[loaded]
+    ship_folder(spark)
     try:
-        module = importlib.import_module(module_name)
-        _imported[module_name] = source
-    except Exception as error:  # noqa: BLE001 - whatever a team's module raises on import
-        where = f"the declarations folder ({_folder()}) or " if _folder() else ""
-        found = "" if _module_file(module_name) else f": no such module in {where}the installed packages"
-        raise DeclarationError(
-            f"transform {name!r}: module {module_name!r} does not import{found} ({type(error).__name__}: {error})"
-        ) from None
-    function = getattr(module, function_name, None)
+        function = imported(name, "transform", "function")
+    except ValueError as error:
+        raise DeclarationError(str(error)) from None
     if not callable(function):
-        raise DeclarationError(
-            f"transform {name!r}: module {module_name!r} ({module.__file__}) has no function {function_name!r}"
-        )
+        raise DeclarationError(f"transform {name!r}: {function!r} is not a function")
     return function
 
 

@@ -12,10 +12,12 @@ fake state. Nothing here imports Spark, and pandas only inside the functions, so
 declarations and the Airflow DAG files read settings and columns without them.
 
     base.py               what a processor is (Processor), its settings and columns
+    own.py                a team's own processor class (transformWithStateInPandas): its base
     rack_status.py        a rack's status changes, from runs of high readings
     spending_sessions.py  spending sessions with an event-time timeout
 
-Adding one: a module like rack_status.py, and its PROCESSOR in the tuple below.
+Adding one to the product: a module like rack_status.py, and its PROCESSOR in the tuple
+below. A team adds its own in its declarations folder instead (own.py, docs/python.md).
 """
 
 from jobs.processors import rack_status, spending_sessions

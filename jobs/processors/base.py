@@ -35,7 +35,8 @@ class Processor:
     state: Columns  # what it keeps per key
     event_time_timeout: bool  # True: it closes things when the watermark passes them
     inputs: Callable[[Any], list[str]]  # the event fields it reads, given the settings
-    function: Callable[[Any, list[str]], GroupFunction]  # (settings, keys) -> the group function
+    function: Callable[[Any, list[str]], GroupFunction] | None  # (settings, keys) -> the group function
+    own: type | None = None  # a team's own class (jobs/processors/own.py), run by transformWithStateInPandas
 
     def output_columns(self, settings: ProcessorSettings, keys: list[str]) -> list[str]:
         return [*keys, *(name for name, _ in self.output(settings))]

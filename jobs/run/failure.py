@@ -9,6 +9,9 @@ from typing import NamedTuple
 from urllib.parse import unquote
 
 from jobs.accounting.checkpoint import CheckpointLog
+from jobs.accounting.ledger import IncompatibleCheckpoint
+from jobs.declare import PipelineBase
+from jobs.declare.code import fingerprint
 from jobs.declare.rules import RULE_FAILED
 from jobs.flow.conditions import spark_conditions
 from jobs.lake.faults import root_cause
@@ -182,6 +185,26 @@ def _files_of(checkpoint_log: CheckpointLog, batch: int, source: int) -> list[st
         return checkpoint_log.source_files(batch, source)
     except (OSError, StorageError, IndexError, ValueError):
         return []
+
+
+# Spark's refusal of a state whose key or value now has another shape than the checkpoint's.
+_STATE_SHAPE = re.compile(r"\[(STATE_STORE_(?:KEY|VALUE)_SCHEMA_NOT_COMPATIBLE)\][^\n]*")
+
+
+def state_reshaped(error: BaseException, pipeline: PipelineBase) -> IncompatibleCheckpoint | None:
+    """A query that stopped because the state it keeps changed shape (a processor of the team's
+    own whose code now keeps other state): the checkpoint cannot resume, a rebuild can."""
+    found = _STATE_SHAPE.search(whole_text(error))
+    if found is None:
+        return None
+    process = getattr(pipeline, "process", None)
+    code = f"processor {process.processor!r} ({fingerprint(process.processor)})" if process else "the query"
+    rebuild = jobs_command("rebuild", pipeline.name)
+    return IncompatibleCheckpoint(
+        f"{code} keeps its state in another shape than the checkpoint holds ({found.group(0).strip()}): "
+        f"the checkpoint cannot resume under it; to make the table again with it: {rebuild} (docs/changes.md), "
+        "or put back the code the checkpoint was written with"
+    )
 
 
 def failure_cause(error: BaseException, checkpoint_log: CheckpointLog, report: RunReport, uses_s3: bool) -> str:

@@ -46,15 +46,18 @@ def progress_line(progress: StreamingQueryProgress, pattern: Pattern) -> str:
 class ProgressWatch:
     """Follows a running query: logs each new batch's progress as it completes, and keeps
     each batch's metrics: the lines each source read (what the query's own count must add up
-    to, jobs/accounting/batches.py) and what only Spark counted."""
+    to, jobs/accounting/batches.py) and what only Spark counted. A query Spark would run
+    without end (`Pattern.stops_itself`) is stopped once a batch of this run read nothing new."""
 
-    def __init__(self, query: StreamingQuery, pattern: Pattern, log: logging.Logger):
+    def __init__(self, query: StreamingQuery, pattern: Pattern, log: logging.Logger, redone: int | None = None):
         self.query = query
         self.pattern = pattern
         self.log = log
         self.metrics: dict[int, dict[str, Any]] = {}  # of each batch seen and not yet forgotten
         self.last_seen = -1  # batch
         self.last_state_rows: int | None = None
+        self.drained = False  # a batch without new rows ran: every file the run may take is read
+        self.redone = -1 if redone is None else redone  # the batches up to it were planned by an earlier run
 
     def poll(self) -> None:
         for progress in self.query.recentProgress:
@@ -67,7 +70,12 @@ class ProgressWatch:
             counted = spark_counts(progress)
             metrics = {name: counted[name] for name in self.pattern.spark_counts}
             self.metrics[progress.batchId] = metrics | {"lines_read": [s.numInputRows for s in progress.sources]}
+            news = progress.batchId > self.redone
+            self.drained = self.drained or (news and not any(s.numInputRows for s in progress.sources))
             self.log.info("%s", progress_line(progress, self.pattern))
+        if self.drained and not self.pattern.stops_itself and self.query.isActive:
+            self.log.info("  stop: every file is read, and a batch without new rows has run the timers and TTL")
+            self.query.stop()  # the batch in flight, if any, is redone by the next run
 
     def forget_through(self, batch_id: int) -> None:
         """Drop the metrics of batches up to `batch_id` (accounted: no longer needed)."""

@@ -55,7 +55,7 @@ from jobs.run.events import (
     RunStoppedOnData,
     Started,
 )
-from jobs.run.failure import data_condition, failure_cause, one_line
+from jobs.run.failure import data_condition, failure_cause, one_line, state_reshaped
 from jobs.run.pending import Pending, pending_input
 from jobs.run.preflight import before_spark, check_table, context_with_spark, context_without_spark, nowhere
 from jobs.run.progress import ProgressWatch
@@ -163,8 +163,9 @@ def _execute(run: RunContext, report: RunReport, pending: Pending) -> None:
         partial(account_batches, run), run, partial(_counted, run, report), store_as_it_goes=store_as_it_goes
     )
     _recover(run, report, accounting)
+    redone = run.checkpoint_log.batch_in_flight()  # read again as planned: its rows are no news
     query = _start(run, report, pending)
-    watch = ProgressWatch(query, pattern_of(run.pipeline), run.log)
+    watch = ProgressWatch(query, pattern_of(run.pipeline), run.log, redone)
     interrupted = _watch(run, query, watch, accounting)
     try:
         _settle(run, report, watch, accounting)
@@ -174,7 +175,7 @@ def _execute(run: RunContext, report: RunReport, pending: Pending) -> None:
             raise
         run.log.warning("  could not account the committed batches (%s); the next run will", one_line(error))
     if interrupted is not None:
-        raise interrupted
+        raise state_reshaped(interrupted, run.pipeline) or interrupted
 
 
 def _counted(run: RunContext, report: RunReport, accounts: list[BatchAccount]) -> None:

@@ -6,7 +6,6 @@ name of its own: a module stays imported in the test worker's Python."""
 from __future__ import annotations
 
 import json
-import secrets
 import textwrap
 from datetime import datetime
 from importlib import resources
@@ -22,7 +21,7 @@ from jobs.cli import main
 from jobs.lake.builds import in_use
 from jobs.lake.layout import Locations
 from jobs.run.runner import RunFailed, RunRefused, RunRefusedDeclaration
-from tests.helpers import event, land_in_order, run_closed_range, run_pipeline
+from tests.helpers import event, land_in_order, own_module, run_closed_range, run_pipeline
 
 # Tags each event internal or external (a lookup a team has), and drops the bots' events.
 TAG_INTERNAL = """
@@ -32,14 +31,6 @@ def tag_internal(events):
     team = F.when(F.col("user_id").startswith("staff-"), "internal").otherwise("external")
     return events.withColumn("team", team).where(~F.col("user_id").startswith("bot-"))
 """
-
-
-def own_module(folder: Path, source: str) -> str:
-    """A module of a team's own, in its declarations folder, under a fresh name; its name."""
-    name = f"team_{secrets.token_hex(4)}"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{name}.py").write_text(textwrap.dedent(source))
-    return name
 
 
 def declare_own(folder: Path, monkeypatch, **changes: object) -> declare.PipelineBase:

@@ -128,7 +128,7 @@ class Pattern(ABC):
             parts |= {f"{side}where": computed.where} if computed.where else {}
             parts |= {f"{side}columns": unheld} if unheld else {}
         if self.pipeline.transform:  # its code too: what it makes, the table's columns say (a run checks them)
-            from jobs.flow.transform import fingerprint
+            from jobs.declare.code import fingerprint
 
             parts |= {"transform": self.pipeline.transform, "transform_source": fingerprint(self.pipeline.transform)}
         return parts
@@ -201,6 +201,10 @@ class Pattern(ABC):
         """Whether source `index`'s events go through the declaration's transform (the
         pipeline's own source's: a join's second has none)."""
         return index == 0 and self.pipeline.transform is not None
+
+    # False: Spark runs its query's batches without end, each batch with no new rows too
+    # (transformWithState in processing time): the run stops it once one such batch has run.
+    stops_itself: ClassVar[bool] = True
 
     def late_at(self, event_time: Column) -> Column | None:
         """The time at or before which the batch's watermark makes a usable event at

@@ -14,6 +14,7 @@ quarantined before (event_time_out_of_range), rather than failing the batch.
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from jobs.columns import EVENT_TIME
@@ -24,7 +25,7 @@ from jobs.processors.base import ddl
 from jobs.units import spark_duration
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, SparkSession
 
     from jobs.flow.tally import Tally
 # What pandas' datetime64[ns] holds: 1677-09-21T00:12:43.145224192 to 2262-04-11T23:47:16.854775807.
@@ -33,7 +34,7 @@ PANDAS_TIMES = ("1677-09-22 00:00:00", "2262-04-11 00:00:00")
 
 class ProcessPattern(Pattern):
     pipeline: ProcessPipeline
-    python_workers = True  # the processor runs in pandas (applyInPandasWithState)
+    python_workers = True  # the processor runs in pandas (applyInPandasWithState, transformWithStateInPandas)
 
     @property
     def processor(self):
@@ -56,7 +57,16 @@ class ProcessPattern(Pattern):
 
     def contract(self) -> dict[str, Any]:
         # The processor's state layout is fixed; its settings may change.
-        return super().contract() | {"keys": [str(key) for key in self.pipeline.keys], "processor": self.processor.name}
+        contract = {"keys": [str(key) for key in self.pipeline.keys], "processor": self.processor.name}
+        if self.processor.own is not None:  # its output is the team's to change: the table's columns
+            contract["processor_output"] = ddl(self.processor.output(self.pipeline.process.settings))
+        return super().contract() | contract
+
+    def outlived(self) -> dict[str, Any]:
+        from jobs.declare.code import fingerprint
+
+        own = self.processor.own is not None  # its code changes, and a run resumes across a body's change
+        return super().outlived() | ({"processor_source": fingerprint(self.processor.name)} if own else {})
 
     def held_paths(self) -> list[str]:
         return [str(key) for key in self.pipeline.keys]  # the processor's state is keyed by them
@@ -96,14 +106,48 @@ class ProcessPattern(Pattern):
         inputs = prepared(self, inputs, EVENT_TIME, tally)  # what `where` keeps, through the transform
         inputs = inputs.select(*keys, EVENT_TIME, *processor.inputs(settings), *where)
         keys_ddl = ", ".join(f"`{key}` {inputs.schema[key].dataType.simpleString()}" for key in self.key_columns)
+        output = f"{keys_ddl}, {ddl(processor.output(settings))}"
+        if processor.own is not None:
+            return self._own(inputs, tally if len(where) == 3 else None, output)
         function = processor.function(settings, self.key_columns)
         return inputs.groupBy(*self.key_columns).applyInPandasWithState(
             Guarded(function, processor.name, tally) if tally is not None and len(where) == 3 else function,
-            f"{keys_ddl}, {ddl(processor.output(settings))}",
+            output,
             ddl(processor.state),
             "append",
             timeout,
         )
+
+    def _own(self, inputs: DataFrame, tally: Tally | None, output: str) -> DataFrame:
+        """A team's own processor, from its declarations folder, on transformWithStateInPandas."""
+        from jobs.flow.guard import guarded_processor
+        from jobs.flow.transform import by_value, ship_folder
+        from jobs.processors.own import TIME_MODES
+
+        processor = self.processor
+        ship_folder(inputs.sparkSession)  # its module, to the Python workers
+        by_value(processor.own)  # and to the driver's Python that Spark asks for its state's schema
+        stateful = guarded_processor(
+            processor.own, self.pipeline.process.settings, processor.name, inputs.columns, tally
+        )
+        mode = TIME_MODES[processor.own.time_mode]
+        return inputs.groupBy(*self.key_columns).transformWithStateInPandas(stateful, output, "Append", mode)
+
+    @property
+    def stops_itself(self) -> bool:
+        own = self.processor.own
+        return own is None or own.time_mode != "processing_time"
+
+    def state_rows(self, spark: SparkSession, checkpoint: str) -> int:
+        if self.processor.own is None:
+            return super().state_rows(spark, checkpoint)
+        # transformWithState keeps each of its state variables apart; its timers are not rows of state.
+        (properties,) = spark.read.format("state-metadata").load(checkpoint).select("operatorProperties").first()
+        names = [
+            v["stateName"] for v in json.loads(properties)["stateVariables"] if v["stateVariableType"] != "TimerState"
+        ]
+        reader = spark.read.format("statestore")
+        return sum(reader.option("stateVarName", name).load(checkpoint).count() for name in names)
 
     def late_at(self, event_time: Column) -> Column | None:
         return event_time if self.processor.event_time_timeout else None
