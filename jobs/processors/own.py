@@ -60,6 +60,36 @@ class StatefulProcessor:
         """Once per task, at its end."""
 
 
+class _Recorder:
+    """A state handle that records what `init` asks for, and gives nothing: its shape."""
+
+    def __init__(self):
+        self.state: dict[str, str] = {}
+
+    def getValueState(self, name: str, schema: Any, ttlDurationMs: int | None = None) -> None:
+        self.state[name] = f"value {schema}" + (" with TTL" if ttlDurationMs else "")
+
+    def getListState(self, name: str, schema: Any, ttlDurationMs: int | None = None) -> None:
+        self.state[name] = f"list {schema}" + (" with TTL" if ttlDurationMs else "")
+
+    def getMapState(self, name: str, userKeySchema: Any, valueSchema: Any, ttlDurationMs: int | None = None) -> None:
+        self.state[name] = f"map {userKeySchema} -> {valueSchema}" + (" with TTL" if ttlDurationMs else "")
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args, **kwargs: None  # timers, the query's info: not state
+
+
+def state_of(own: type, settings: ProcessorSettings) -> dict[str, str] | None:
+    """What a class keeps, as its `init` asks Spark for it (name -> kind, schema, TTL or not),
+    learnt without Spark from a handle that records; None: its `init` needs more than that."""
+    recorder = _Recorder()
+    try:
+        own(settings).init(recorder)
+    except Exception:  # noqa: BLE001 - an init that reads what only Spark gives: Spark checks its state itself
+        return None
+    return dict(sorted(recorder.state.items()))
+
+
 def _plain(column: object) -> bool:
     try:
         TypeAdapter(ColumnName).validate_python(column)

@@ -24,6 +24,7 @@ from jobs.cli import main
 from jobs.flow.patterns import pattern_of
 from jobs.lake.builds import in_use
 from jobs.lake.layout import Locations
+from jobs.run.failure import state_reshaped
 from jobs.run.runner import RunFailed, RunRefused
 from tests.helpers import REPO, land_in_order, own_module, run_pipeline
 
@@ -281,11 +282,15 @@ def test_an_own_processor_forgets_after_its_ttl_its_changes_are_planned_and_rebu
         ('"first timestamp", ttl_ms', '"first timestamp, n long", ttl_ms'),
         ("self.seen.update((first.to_pydatetime(),))", "self.seen.update((first.to_pydatetime(), 1))"),
     )
+    reshaped = loaded(tmp_path)
+    planned = plan(spark, reshaped, built)
+    assert planned.verdict == REPROCESS
+    assert planned.changes == [
+        f"processor_state: {processor} seen value first timestamp with TTL -> value first timestamp, n long with TTL"
+    ]
     land_in_order(built.landing, {"d.json": [visit("u4", "13:00:00")]})
-    with pytest.raises(
-        RunRefused, match=rf"processor '{processor}' \({module}.py sha256:\w+\) keeps its state in another shape"
-    ):
-        run_pipeline(spark, loaded(tmp_path), built)
+    with pytest.raises(RunRefused, match=rf"processor_state: {processor} seen .*rebuild team_process"):
+        run_pipeline(spark, reshaped, built)
 
 
 def test_an_own_processors_declaration_is_checked_when_it_loads_without_spark(tmp_path, monkeypatch):
@@ -303,6 +308,12 @@ def test_an_own_processors_declaration_is_checked_when_it_loads_without_spark(tm
         declare.DeclarationError, match=r"'nope' is not one of 'rack_status', 'spending_sessions', 'module:Class'"
     ):
         declare_process(tmp_path, monkeypatch, "nope")
+
+    # State of another shape that only Spark finds (an init that needs Spark's handle): refused, named.
+    pipeline = declare_process(tmp_path, monkeypatch, processor)
+    spark_said = RuntimeError("[STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE] Provided value schema does not match")
+    refusal = str(state_reshaped(spark_said, pipeline))
+    assert refusal.startswith(f"processor '{processor}' ({module}.py sha256:") and "rebuild team_process" in refusal
 
     # Loading it (as a DAG file does) imports the team's module, never Spark.
     declare_process(

@@ -22,6 +22,7 @@ from jobs.declare import ProcessPipeline
 from jobs.flow.guard import WHERE, Guarded
 from jobs.flow.patterns.base import Pattern, prepared
 from jobs.processors.base import ddl
+from jobs.processors.own import state_of
 from jobs.units import spark_duration
 
 if TYPE_CHECKING:
@@ -59,7 +60,10 @@ class ProcessPattern(Pattern):
         # The processor's state layout is fixed; its settings may change.
         contract = {"keys": [str(key) for key in self.pipeline.keys], "processor": self.processor.name}
         if self.processor.own is not None:  # its output is the team's to change: the table's columns
-            contract["processor_output"] = ddl(self.processor.output(self.pipeline.process.settings))
+            settings = self.pipeline.process.settings
+            contract["processor_output"] = ddl(self.processor.output(settings))
+            state = state_of(self.processor.own, settings) or {}  # Spark checks it too, as the query starts
+            contract["processor_state"] = {f"{self.processor.name} {name}": kept for name, kept in state.items()}
         return super().contract() | contract
 
     def outlived(self) -> dict[str, Any]:
