@@ -74,14 +74,33 @@ class _StateWrites:
             getattr(self._state, name)(*args)
 
 
-def guarded_processor(own: type, settings: Any, name: str, columns: list[str], tally: Tally | None) -> Any:
+class ProcessorCodeError(RuntimeError):
+    """A team's processor that fails whatever the rows: the batch fails, naming it, and the
+    run after a fix redoes it (no file to quarantine: jobs/run/failure.py tells it apart)."""
+
+
+def guarded_processor(
+    own: type, settings: Any, name: str, columns: list[str], output: list[str], tally: Tally | None
+) -> Any:
     """A team's own processor class (jobs/processors/own.py) as Spark's StatefulProcessor, one
-    instance per task with the declaration's settings. Each key's events (`columns`) reach it without the
-    product's columns of where they were read; when it raises for a key, with a tally, the
-    key's rows of this batch are counted as quarantined (processor_error, with the exception)
-    and it emits nothing for them. What it wrote to the state before raising stays: Spark's
-    state handle applies each write as it is made (write the state last)."""
+    instance per task with the declaration's settings. Each key's events (`columns`) reach it
+    without the product's columns of where they were read; when it raises for a key, with a
+    tally, the key's rows of this batch are counted as quarantined (processor_error, with the
+    exception) and it emits nothing for them. What it wrote to the state before raising
+    stays: Spark's state handle applies each write as it is made (write the state last). A
+    frame it yields without its `output` columns, and a timer handler that raises, fail the
+    batch (ProcessorCodeError)."""
     from pyspark.sql.streaming import StatefulProcessor
+
+    def checked(frames: Iterator[Any], key: tuple) -> Iterator[Any]:
+        for frame in frames:
+            missing = [c for c in output if c not in frame.columns]
+            if missing:
+                raise ProcessorCodeError(
+                    f"processor {name} yielded a frame without {missing} for key {list(key)}: each frame holds "
+                    f"{output} (the keys, then its output); fix its code, and the next run redoes the batch"
+                )
+            yield frame[output]
 
     class Guarded(StatefulProcessor):
         def init(self, handle: Any) -> None:
@@ -92,7 +111,7 @@ def guarded_processor(own: type, settings: Any, name: str, columns: list[str], t
             frames = [frame.set_axis(columns, axis=1) for frame in rows]  # pyspark 4.2 renames '_x' to '_3'
             given = (frame.drop(columns=[c for c in WHERE if c in columns]) for frame in frames)
             if tally is None:
-                yield from self.processor.handleInputRows(key, given, timerValues)
+                yield from checked(self.processor.handleInputRows(key, given, timerValues), key)
                 return
             try:
                 out = list(self.processor.handleInputRows(key, given, timerValues))
@@ -100,10 +119,18 @@ def guarded_processor(own: type, settings: Any, name: str, columns: list[str], t
                 detail = f"{name} failed for key {list(key)}: {type(error).__name__}: {str(error)[:300]}"
                 tally.add(quarantined_rows(frames, "processor_error", detail))
                 return
-            yield from out
+            yield from checked(iter(out), key)
 
         def handleExpiredTimer(self, key: tuple, timerValues: Any, expiredTimerInfo: Any) -> Iterator[Any]:
-            yield from self.processor.handleExpiredTimer(key, timerValues, expiredTimerInfo)
+            try:
+                out = list(self.processor.handleExpiredTimer(key, timerValues, expiredTimerInfo))
+            except Exception as error:  # noqa: BLE001 - whatever a team's timer handler raises
+                raise ProcessorCodeError(
+                    f"processor {name} failed in handleExpiredTimer for key {list(key)} "
+                    f"({type(error).__name__}: {str(error)[:300]}): no row to quarantine; fix its code, "
+                    "and the next run redoes the batch"
+                ) from None
+            yield from checked(iter(out), key)
 
         def close(self) -> None:
             self.processor.close()

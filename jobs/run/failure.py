@@ -87,9 +87,13 @@ def _sized(limits: dict) -> str:
 # Errors a record's values cause, by Spark's error condition: SQLSTATE class 22 is "data
 # exception" (overflow, a cast, a date out of range); a raise_error of the flow (a
 # declaration's `fail`), and an exception in a Python worker (the decoder, a processor),
-# unless it is the worker's environment that failed (a missing module, memory, I/O).
+# unless it is the worker's environment that failed (a missing module, memory, I/O), or a
+# team's processor whatever the rows (jobs/flow/guard.py ProcessorCodeError).
 _DATA_CONDITIONS = ("USER_RAISED_EXCEPTION", "PYTHON_EXCEPTION")
-_ENVIRONMENT = re.compile(r"^(ImportError|ModuleNotFoundError|MemoryError|OSError|\w*ConnectionError|EOFError)\b", re.M)
+_ENVIRONMENT = re.compile(
+    r"^(ImportError|ModuleNotFoundError|MemoryError|OSError|\w*ConnectionError|EOFError|[\w.]*ProcessorCodeError)\b",
+    re.M,
+)
 
 
 def data_condition(error: BaseException) -> tuple[str, str] | None:
@@ -187,6 +191,7 @@ def _files_of(checkpoint_log: CheckpointLog, batch: int, source: int) -> list[st
         return []
 
 
+_PROCESSOR_CODE = re.compile(r"ProcessorCodeError: (.*)")  # jobs/flow/guard.py
 # Spark's refusal of a state whose key or value now has another shape than the checkpoint's.
 _STATE_SHAPE = re.compile(r"\[(STATE_STORE_(?:KEY|VALUE)_SCHEMA_NOT_COMPATIBLE)\][^\n]*")
 
@@ -212,5 +217,8 @@ def failure_cause(error: BaseException, checkpoint_log: CheckpointLog, report: R
     data = _data_failure(error, checkpoint_log, report)
     if data:
         return data
+    code = _PROCESSOR_CODE.search(whole_text(error))
+    if code:  # a team's processor, whatever the rows: its own words
+        return code.group(1).strip()
     cause = _jvm_death(error, checkpoint_log, report) or root_cause(whole_text(error), uses_s3)
     return f"{cause} ({one_line(error)})" if cause else one_line(error)

@@ -197,7 +197,7 @@ def test_an_own_processor_closes_sessions_on_its_timers_and_a_failed_run_is_run_
         locations.landing,
         {"b.json": [payment("u1", "10:40:00", 9), payment("u2", "13:00:00", 1)]},  # u1's is late (<= 11:20)
     )
-    with pytest.raises(RunFailed, match="timer"):
+    with pytest.raises(RunFailed, match=r"failed in handleExpiredTimer for key \['u1'\] \(RuntimeError: timer\)"):
         run_pipeline(spark, pipeline, locations)
     assert len(table(spark, locations.output, *columns)) == 2
     (tmp_path / "pipelines" / f"{module}.py").write_text(source + "\n# fixed\n")

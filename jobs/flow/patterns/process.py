@@ -131,9 +131,9 @@ class ProcessPattern(Pattern):
         processor = self.processor
         ship_folder(inputs.sparkSession)  # its module, to the Python workers
         by_value(processor.own)  # and to the driver's Python that Spark asks for its state's schema
-        stateful = guarded_processor(
-            processor.own, self.pipeline.process.settings, processor.name, inputs.columns, tally
-        )
+        settings = self.pipeline.process.settings
+        emitted = processor.output_columns(settings, self.key_columns)
+        stateful = guarded_processor(processor.own, settings, processor.name, inputs.columns, emitted, tally)
         mode = TIME_MODES[processor.own.time_mode]
         return inputs.groupBy(*self.key_columns).transformWithStateInPandas(stateful, output, "Append", mode)
 
