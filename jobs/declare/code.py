@@ -17,6 +17,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
+from jobs.declare.problems import did_you_mean
 from jobs.settings import settings
 
 _imported: dict[str, str] = {}  # module -> its fingerprint when this process imported it
@@ -92,5 +93,9 @@ def imported(name: str, what: str, noun: str) -> object:
             f"{what} {name!r}: module {module_name!r} does not import{found} ({type(error).__name__}: {error})"
         ) from None
     if not hasattr(module, attribute):
-        raise ValueError(f"{what} {name!r}: module {module_name!r} ({module.__file__}) has no {noun} {attribute!r}")
+        known = [n for n in vars(module) if not n.startswith("_")]
+        raise ValueError(
+            f"{what} {name!r}: module {module_name!r} ({module.__file__}) has no {noun} {attribute!r}"
+            + did_you_mean(attribute, known)
+        )
     return getattr(module, attribute)

@@ -278,9 +278,8 @@ class OwnProcessorChoice(ProcessorChoice):
         except (TypeError, KeyError, ValidationError):
             return raw  # the field's own check says what is wrong with it
         found = own_definition(name)
-        checked = create_model(
-            "own_settings", settings=(found.settings, found.settings())
-        )  # its errors name `settings`
+        # Required: a Settings field without a default must be declared; its errors name `settings`.
+        checked = create_model("own_settings", settings=(found.settings, ...))
         return {**raw, "settings": checked.model_validate({"settings": raw.get("settings") or {}}).settings}
 
     @property
@@ -291,6 +290,22 @@ class OwnProcessorChoice(ProcessorChoice):
 def own_definition(name: str) -> Processor:
     """The processor `name` (module:Class) names, imported; ValueError naming what is wrong."""
     return definition(name, imported(name, "processor", "class"))
+
+
+def rocksdb_for_own(raw: Any) -> Any:
+    """A team's own processor runs on transformWithStateInPandas, which keeps its state only
+    in RocksDB: a raw declaration's state store is rocksdb unless declared (hdfs is refused)."""
+    process, spark = (raw.get(k) if isinstance(raw, dict) else None for k in ("process", "spark"))
+    name = process.get("processor") if isinstance(process, dict) else None
+    if not (isinstance(name, str) and ":" in name) or (spark is not None and not isinstance(spark, dict)):
+        return raw
+    store = (spark or {}).get("state_store", "rocksdb")
+    if store != "rocksdb":
+        raise ValueError(
+            f"spark state_store {store!r}: a processor of your own ({name}) runs on Spark's "
+            "transformWithStateInPandas, whose state only RocksDB keeps; leave state_store out (rocksdb)"
+        )
+    return {**raw, "spark": {**(spark or {}), "state_store": "rocksdb"}}
 
 
 def _processor_tag(raw: Any) -> Any:

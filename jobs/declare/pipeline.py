@@ -22,7 +22,7 @@ from pydantic import Discriminator, Field, PositiveInt, PrivateAttr, Tag, field_
 from jobs.columns import EVENT_TIME
 from jobs.declare.computing import Aggregate, Computes, Join, Key, Window
 from jobs.declare.operations import Arrival, Orchestration, Retention, SparkSettings
-from jobs.declare.parts import Enrichment, Output, Part, Process, Source
+from jobs.declare.parts import Enrichment, Output, Part, Process, Source, rocksdb_for_own
 from jobs.declare.problems import did_you_mean, refuse
 from jobs.declare.rules import Rule, rule_problems
 from jobs.units import ON_ARRIVAL, CodeName, Duration, FieldPath, Name, Schedule
@@ -244,19 +244,7 @@ class ProcessPipeline(PipelineBase):
     @model_validator(mode="before")
     @classmethod
     def _rocksdb_for_own(cls, raw: Any) -> Any:
-        """A team's own processor runs on transformWithStateInPandas, which keeps its state
-        only in RocksDB: the state store is rocksdb unless declared (hdfs is refused)."""
-        process, spark = (raw.get(k) if isinstance(raw, dict) else None for k in ("process", "spark"))
-        name = process.get("processor") if isinstance(process, dict) else None
-        if not (isinstance(name, str) and ":" in name) or (spark is not None and not isinstance(spark, dict)):
-            return raw
-        store = (spark or {}).get("state_store", "rocksdb")
-        if store != "rocksdb":
-            raise ValueError(
-                f"spark state_store {store!r}: a processor of your own ({name}) runs on Spark's "
-                "transformWithStateInPandas, whose state only RocksDB keeps; leave state_store out (rocksdb)"
-            )
-        return {**raw, "spark": {**(spark or {}), "state_store": "rocksdb"}}
+        return rocksdb_for_own(raw)
 
     def read_by_pattern(self) -> dict[str, list[str]]:
         reads = self.process.definition.inputs(self.process.settings)
@@ -267,8 +255,16 @@ class ProcessPipeline(PipelineBase):
         problems = super()._problems()
         if not self.keys:
             problems.append("a process needs 'keys': the processor keeps state per key")
-        if self.process.definition.event_time_timeout:
-            problems += self._watermark_needed()
+        found = self.process.definition
+        if found.event_time_timeout and self.watermark_s is None:
+            own = f"; or, if {self.process.processor} registers no event-time timers, its time_mode = 'processing_time'"
+            problems.append(WATERMARK_NEEDED + (own if found.own else ""))
+        keys = {k.name for k in self.keys}
+        problems += [
+            f"processor output {c!r} is named like a key: a processor emits the keys, then its own columns"
+            for c, _ in found.output(self.process.settings)
+            if c in keys
+        ]
         return problems + self.refused_fields()
 
 

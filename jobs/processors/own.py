@@ -22,6 +22,7 @@ inside its methods. At run time the product wraps the class in Spark's StatefulP
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -90,6 +91,45 @@ def state_of(own: type, settings: ProcessorSettings) -> dict[str, str] | None:
     return dict(sorted(recorder.state.items()))
 
 
+_SCALARS = re.compile(
+    r"(boolean|tinyint|byte|smallint|short|int|integer|bigint|long|float|real|double|date|string|binary|variant"
+    r"|timestamp|timestamp_ltz|timestamp_ntz|(decimal|dec|numeric)(\(\d+(,\d+)?\))?|(var)?char\(\d+\))",
+    re.IGNORECASE,
+)
+
+
+def _split(inner: str) -> list[str]:
+    """`inner` split at its top-level commas (not those inside <...> or (...))."""
+    parts, depth, start = [], 0, 0
+    for at, char in enumerate(inner):
+        depth += (char in "<(") - (char in ">)")
+        if char == "," and depth == 0:
+            parts.append(inner[start:at])
+            start = at + 1
+    return [*parts, inner[start:]]
+
+
+def _typed(text: str) -> bool:
+    """Whether `text` is a Spark SQL type, as Spark's DDL writes one (checked here, where
+    Spark is not: a wrong one would otherwise fail the first run, after it started)."""
+    text = re.sub(r"\s*([<>(),:])\s*", r"\1", text.strip()) if isinstance(text, str) else ""
+    if _SCALARS.fullmatch(text):
+        return True
+    outer, _, inner = text.partition("<")
+    if not inner.endswith(">"):
+        return False
+    parts = _split(inner[:-1])
+    match outer.lower():
+        case "array":
+            return len(parts) == 1 and _typed(parts[0])
+        case "map":
+            return len(parts) == 2 and all(_typed(p) for p in parts)
+        case "struct":
+            fields = [p.partition(":") if ":" in p else p.partition(" ") for p in parts]  # `a: int` or `a int`
+            return all(name and _typed(kind) for name, _, kind in fields)
+    return False
+
+
 def _plain(column: object) -> bool:
     try:
         TypeAdapter(ColumnName).validate_python(column)
@@ -112,6 +152,12 @@ def definition(name: str, found: object) -> Processor:
         problems.append("its output must list the columns it emits after the keys, as (name, type) pairs")
     else:
         problems += [f"{column!r} is not a plain column name" for column, _ in found.output if not _plain(column)]
+        problems += [
+            f"{column!r} has type {kind!r}, which is not a Spark SQL type (string, bigint, double, "
+            "timestamp, decimal(p,s), array<...>, map<...,...>, struct<name:type,...>)"
+            for column, kind in found.output
+            if not _typed(kind)
+        ]
     if found.time_mode not in TIME_MODES:
         problems.append(f"its time_mode must be one of {sorted(TIME_MODES)}, not {found.time_mode!r}")
     if problems:

@@ -92,6 +92,26 @@ PAGE = (REPO / "docs" / "python.md").read_text()
 DOCUMENTED = re.findall(r"```python\n(.*?)```", PAGE.split("### Worked example: payment sessions", 1)[1], re.S)[0]
 
 
+MISTAKES = """
+
+class NotOurs:
+    pass
+
+
+class Regional(FirstSeen):
+    class Settings(ProcessorSettings):
+        region: str  # no default: a declaration must say it
+
+
+class Mistyped(FirstSeen):
+    output = [("first_seen", "timestmp"), ("visits", "long")]
+
+
+class Keyed(FirstSeen):
+    output = [("user_id", "string"), ("visits", "long")]
+"""
+
+
 def payment(user: str, clock: str, amount: float) -> str:
     return json.dumps({"user_id": user, "ts": f"2024-05-01T{clock}Z", "amount": amount})
 
@@ -294,8 +314,23 @@ def test_an_own_processor_forgets_after_its_ttl_its_changes_are_planned_and_rebu
 
 
 def test_an_own_processors_declaration_is_checked_when_it_loads_without_spark(tmp_path, monkeypatch):
-    module = own_module(tmp_path / "pipelines", DOCUMENTED + "\n\nclass NotOurs:\n    pass\n")
+    module = own_module(tmp_path / "pipelines", DOCUMENTED + MISTAKES)
     processor = f"{module}:FirstSeen"
+    # A newcomer's mistakes, each refused as the declaration loads, naming it.
+    required = {"processor": f"{module}:Regional", "settings": {"region": "eu"}}
+    assert (
+        declare_process(tmp_path, monkeypatch, required["processor"], process=required).process.settings.region == "eu"
+    )
+    with pytest.raises(declare.DeclarationError, match=r"process settings: missing 'region'"):
+        declare_process(tmp_path, monkeypatch, required["processor"])
+    with pytest.raises(declare.DeclarationError, match=r"'first_seen' has type 'timestmp', which is not a Spark SQL"):
+        declare_process(tmp_path, monkeypatch, f"{module}:Mistyped")
+    with pytest.raises(declare.DeclarationError, match=r"processor output 'user_id' is named like a key"):
+        declare_process(tmp_path, monkeypatch, f"{module}:Keyed")
+    with pytest.raises(declare.DeclarationError, match=r"missing 'watermark'.*Sessions registers no event-time timers"):
+        declare_process(tmp_path, monkeypatch, f"{module}:Sessions")
+    with pytest.raises(declare.DeclarationError, match=r"has no class 'Fristseen' \(did you mean 'FirstSeen'\?\)"):
+        declare_process(tmp_path, monkeypatch, f"{module}:Fristseen")
     with pytest.raises(declare.DeclarationError, match="process settings: unknown setting 'forget'"):
         declare_process(tmp_path, monkeypatch, processor, process={"processor": processor, "settings": {"forget": 1}})
     with pytest.raises(declare.DeclarationError, match=r"not a subclass of jobs\.processors\.own\.StatefulProcessor"):
