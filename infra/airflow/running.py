@@ -27,6 +27,7 @@ from infra.airflow import local
 
 POLL_S = 0.5  # often enough for a figure in seconds; the API server shares the 2 cores
 RUN_TIMEOUT_S = 1800
+DAG_TIMEOUT_S = 180  # the DAG processor parses every DAG file within this, even on a busy machine
 
 
 class Scheduler:
@@ -59,7 +60,22 @@ class Scheduler:
     def start(self, dag_ids: list[str]) -> None:
         self._local("start")
         for dag_id in dag_ids:  # paused at creation; unscheduled here (JOBS_GROUP_BY_SCHEDULE), so no run of its own
+            self._wait_for(dag_id)
             self._call("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False})
+
+    def _wait_for(self, dag_id: str) -> None:
+        """Until the DAG processor has parsed the file of `dag_id`: `start` returns once it
+        lists any DAG, and it parses the DAG files one after another (a DAG of another file
+        can be unknown for a while: a 404)."""
+        deadline = time.monotonic() + DAG_TIMEOUT_S
+        while True:
+            try:
+                self._call("GET", f"/api/v2/dags/{dag_id}")
+                return
+            except urllib.error.HTTPError as error:
+                if error.code != 404 or time.monotonic() > deadline:
+                    raise
+            time.sleep(1)
 
     def stop(self) -> None:
         self._local("stop")
