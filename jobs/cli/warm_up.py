@@ -7,6 +7,7 @@ Parquet and (when the jar lock's Delta jars are fetched) into Delta.
 
 from __future__ import annotations
 
+import os
 import tempfile
 
 from jobs.jvm.archive import CLASS_PATH
@@ -64,4 +65,5 @@ def _end_the_jvm() -> None:
 
 
 if __name__ == "__main__":
+    os.environ["OPENLINEAGE_DISABLED"] = "true"  # a warm-up's runs are no one's lineage
     load_classes()

@@ -25,6 +25,7 @@ from jobs.run import runner
 from jobs.run.context import run_log
 from jobs.run.events import Emit, Event, Finished
 from jobs.run.failure import one_line
+from jobs.run.lineage import listeners
 from jobs.run.report import RunReport, RunStatus, save
 from jobs.units import printable
 
@@ -37,7 +38,7 @@ def execute(
 ) -> Iterator[Event]:
     """Run `request`; its events, `Finished` last. `pipeline`: the declaration to run, when
     not the one its name loads (a rebuild's, with its retention kept)."""
-    return events_of(partial(finished, request, pipeline=pipeline, spark=spark))
+    return events_of(partial(finished, request, pipeline=pipeline, spark=spark), listeners([request], pipeline))
 
 
 def finished_of(events: Iterator[Event]) -> Finished:
@@ -47,16 +48,22 @@ def finished_of(events: Iterator[Event]) -> Finished:
     return ended
 
 
-def events_of(work: Callable[[Emit], Finished | list[Finished]]) -> Iterator[Event]:
-    """The events `work` emits, as they come, from a thread of its own; its `Finished`s last."""
+def events_of(work: Callable[[Emit], Finished | list[Finished]], listen: Emit | None = None) -> Iterator[Event]:
+    """The events `work` emits, as they come, from a thread of its own; its `Finished`s last.
+    `listen` hears each as it is said (the runs' lineage: jobs/run/lineage.py)."""
     said: queue.SimpleQueue = queue.SimpleQueue()
     done, failure = object(), []
 
+    def say(event: Event) -> None:
+        if listen is not None:
+            listen(event)
+        said.put(event)
+
     def run() -> None:
         try:
-            ended = work(said.put)
+            ended = work(say)
             for each in ended if isinstance(ended, list) else [ended]:
-                said.put(each)
+                say(each)
         except BaseException as error:  # noqa: BLE001 - raised again in the caller's thread
             failure.append(error)
         finally:

@@ -26,13 +26,14 @@ from jobs.launch.execute import events_of, finished
 from jobs.request import RunRequest
 from jobs.run.application import Application
 from jobs.run.events import Emit, Event, Finished
+from jobs.run.lineage import listeners
 
 
 def execute_group(requests: list[RunRequest], *, at_once: int | None = None) -> Iterator[Event]:
     """Run the requests in one application, `at_once` at a time (all of them by default);
     their events as they come, then each one's `Finished` in the requests' order. Spark
     starts only if one has something to read (and the requests' `start_spark` allows it)."""
-    return events_of(lambda emit: _run_group(requests, emit, at_once))
+    return events_of(lambda emit: _run_group(requests, emit, at_once), listeners(requests))
 
 
 def _run_group(requests: list[RunRequest], emit: Emit, at_once: int | None) -> list[Finished]:

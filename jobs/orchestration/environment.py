@@ -93,5 +93,22 @@ def task_environment(log, spark_conn_id: str | None = None) -> Iterator[None]:
     if credentials:
         log.info("S3 credentials from the Airflow connection %r", conn_id)
     values.update(credentials)
+    values.update(lineage_parent())
     with s3.environment(values):
         yield
+
+
+def lineage_parent() -> dict[str, str]:
+    """The running task's OpenLineage run, as the OpenLineage provider's macros name it: a
+    run's lineage events name it as their parent (jobs/run/lineage.py). Empty outside a task."""
+    try:
+        from airflow.providers.openlineage.plugins.macros import lineage_parent_id, lineage_root_parent_id
+        from airflow.sdk import get_current_context
+
+        task = get_current_context()["ti"]
+        return {
+            "OPENLINEAGE_PARENT_ID": lineage_parent_id(task),
+            "OPENLINEAGE_ROOT_PARENT_ID": lineage_root_parent_id(task),
+        }
+    except Exception:  # noqa: BLE001 - no task running (a test, a command), or no provider: no parent to name
+        return {}

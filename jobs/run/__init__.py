@@ -6,6 +6,8 @@ application.py      the Spark application of some run requests or a command: whe
 arrivals.py         what an on-arrival watcher says, and when: (listing, cursor, now) -> (event, cursor)
 context.py          what a run works with (RunContext, built once from its request: jobs/request.py)
 events.py           what a run says as it goes: started, batch committed, report stored, finished
+lineage.py          whether a run says it in OpenLineage too: a transport configured (OpenLineage's ways)
+lineage_events.py   the OpenLineage events of a run: start, complete, fail or abort, its datasets as OpenLineage names them
 stop.py             a stop request (Ctrl-C, SIGTERM), read by every run in progress
 preflight.py        the declaration against the checkpoint, then the schema and the dimension
 progress.py         a line per batch as it completes (StreamingQueryProgress)

@@ -58,6 +58,7 @@ class BatchCommitted:
 class ReportStored:
     pipeline: str
     uri: str
+    report: RunReport | None = None
 
 
 @dataclass(frozen=True)

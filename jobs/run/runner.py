@@ -344,7 +344,7 @@ def _store(report: RunReport, request: RunRequest, emit: Emit) -> None:
     try:
         uri = save(report, request.locations.runs, request.report_path)
         log.info("  report: %s", uri)
-        emit(ReportStored(report.pipeline, uri))
+        emit(ReportStored(report.pipeline, uri, report))
     except StorageError as error:
         # The run's outcome matters more than its report: say so, and keep the run's error.
         log.error("  the run report could not be stored: %s", error)

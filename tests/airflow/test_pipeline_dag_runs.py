@@ -3,6 +3,7 @@ checkpoint, a second run on new files, and the data quality DAG over that table.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -32,7 +33,13 @@ def pipeline_runs(airflow_home, tmp_path_factory, spark):
     first.table = table_rows(spark, str(root / "tables" / "clickstream"))
     first.reports = load_reports(Locations.resolve("clickstream", root=str(root)).runs)
     land_in_order(landing, second_files)
-    second = dags_test(airflow_home, str(root), "jobs_clickstream", {"max_files_per_trigger": 1})
+    # The second with lineage: Airflow's OpenLineage provider and the run send to one file.
+    lineage = {
+        "OPENLINEAGE__TRANSPORT__TYPE": "file",
+        "OPENLINEAGE__TRANSPORT__LOG_FILE_PATH": str(root.parent / "lineage.jsonl"),
+        "OPENLINEAGE__TRANSPORT__APPEND": "true",
+    }
+    second = dags_test(airflow_home, str(root), "jobs_clickstream", {"max_files_per_trigger": 1}, **lineage)
     return root, first_files, second_files, first, second, killed
 
 
@@ -82,6 +89,17 @@ def test_a_second_dag_run_processes_only_the_new_files(pipeline_runs, spark):
     spark_log = Path(report.spark_log)
     assert spark_log.parts[-4:-2] == ("airflow", "jobs_clickstream") and spark_log.name == "run.1.log"
     assert spark_log.is_file() and str(spark_log) not in {r.spark_log for r in first.reports}
+
+    # Its lineage: the run (through spark-submit) is the child of the task's OpenLineage run.
+    sent = [json.loads(line) for line in (root.parent / "lineage.jsonl").read_text().splitlines()]
+    ours = [e for e in sent if e["job"]["name"] == "clickstream"]
+    assert [e["eventType"] for e in ours] == ["START", "COMPLETE"]
+    assert ours[1]["run"]["facets"]["triggerOnce_account"]["runId"] == published["run_id"]
+    parent = ours[1]["run"]["facets"]["parent"]
+    assert (parent["job"]["name"], parent["root"]["job"]["name"]) == ("jobs_clickstream.run", "jobs_clickstream")
+    # The provider's own events of the task name the same run: a lineage server nests ours in it.
+    (task,) = {e["run"]["runId"] for e in sent if e["job"]["name"] == "jobs_clickstream.run"}
+    assert parent["run"]["runId"] == task
 
 
 def test_the_data_quality_dag_fails_on_a_broken_table_and_still_rebuilds_the_docs(pipeline_runs, airflow_home, spark):
