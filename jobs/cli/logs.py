@@ -55,13 +55,17 @@ def name_pipelines_in_logs() -> None:
 
 @contextlib.contextmanager
 def logs_on_stdout() -> Iterator[None]:
-    """The product's log lines on stdout, while the command runs."""
-    logger, handler = logging.getLogger("jobs"), _Stdout()
-    level = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
+    """The product's log lines on stdout, while the command runs; and the OpenLineage events
+    a `console` transport logs (jobs/run/lineage.py), which asked for them there."""
+    handler = _Stdout()
+    loggers = [logging.getLogger(name) for name in ("jobs", "openlineage.client.transport.console")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
     try:
         yield
     finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.removeHandler(handler)
+            logger.setLevel(level)

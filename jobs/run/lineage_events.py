@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -27,6 +26,7 @@ from openlineage.client.uuid import generate_new_uuid
 from jobs import declare
 from jobs.lake.landing import source_landings
 from jobs.lake.layout import join, normalize
+from jobs.run.context import run_log
 from jobs.run.events import Finished, ReportStored, Started
 
 if TYPE_CHECKING:
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from jobs.run.events import Event
     from jobs.run.report import RunReport
 
-log = logging.getLogger(__name__)
 
 PRODUCER = f"urn:trigger-once-pipelines:{version('trigger-once-pipelines')}"
 FACET = "triggerOnce_account"  # the run facet of the row account (docs/lineage.md)
@@ -79,7 +78,7 @@ class Lineage:
             elif isinstance(event, Finished) and self.run_uuid:
                 self._finished(event)
         except Exception as error:  # noqa: BLE001 - a transport's trouble: lineage never fails a run
-            log.warning("%s: an OpenLineage event was not sent: %s", self.request.pipeline, error)
+            run_log(self.request.pipeline).warning("  lineage: an OpenLineage event was not sent: %s", error)
 
     def _started(self) -> None:
         self.pipeline = self.pipeline or declare.load(self.request.pipeline)

@@ -134,7 +134,7 @@ def test_the_same_events_reach_an_http_receiver_and_none_are_sent_unconfigured(
     monkeypatch.setenv("OPENLINEAGE_URL", "http://127.0.0.1:9")  # the discard port: nothing listens
     land_in_order(locations.landing, {"b.json": [event("u2", "2023-07-30T10:05:00Z")]})
     assert finished_of(execute(request, pipeline=clickstream, spark=spark)).code == ExitCode.OK
-    assert "clickstream: an OpenLineage event was not sent" in caplog.text
+    assert "lineage: an OpenLineage event was not sent" in caplog.text
 
     # The file transport and the HTTP one (the client's composite) get the same events.
     monkeypatch.delenv("OPENLINEAGE_URL")
