@@ -4,6 +4,7 @@ each result against the independent model (tests/model.py) or a separate run."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -63,7 +64,13 @@ def group_runs(spark, tmp_path_factory):
             locations = _prepare(apart, name, number)
             run_pipeline(spark, declare.load(name), locations)
             separate[name] = table(spark, declare.load(name), locations)
-        process = cli("run", *GROUP, "--root", together)
+        # The last arrival's runs send their lineage too (jobs/run/lineage.py), to a file.
+        lineage = {
+            "OPENLINEAGE__TRANSPORT__TYPE": "file",
+            "OPENLINEAGE__TRANSPORT__LOG_FILE_PATH": str(Path(together) / "lineage.jsonl"),
+            "OPENLINEAGE__TRANSPORT__APPEND": "true",
+        }
+        process = cli("run", *GROUP, "--root", together, env=lineage if number == ARRIVALS else None)
         outputs.append(process)
         assert process.returncode == 0, f"arrival {number}: {process.stdout}{process.stderr}"
         for history in histories.values():
@@ -100,6 +107,33 @@ def test_a_group_of_four_patterns_matches_the_model_and_the_separate_runs(group_
     assert all(", exit 0" in line and "succeeded" in line for line in summary)
     # The runs' own lines, interleaved, each name their pipeline.
     assert "clickstream_enriched: lock:" in outputs[-1].stdout
+
+
+def test_each_member_of_a_group_sends_its_own_lineage(group_runs):
+    histories, _, _ = group_runs
+    root = Path(histories[GROUP[0]].locations.landing).parents[1]
+    sent = [json.loads(line) for line in (root / "lineage.jsonl").read_text().splitlines()]
+    for name, history in histories.items():
+        start, end = [e for e in sent if e["job"]["name"] == name]
+        report = history.runs[-1].report
+        assert (start["eventType"], end["eventType"]) == ("START", "COMPLETE")
+        assert start["run"]["runId"] == end["run"]["runId"]
+        account = end["run"]["facets"]["triggerOnce_account"]
+        assert (account["runId"], account["inputRows"], account["outputRows"]) == (
+            report.run_id,
+            report.input_rows,
+            report.output_rows,
+        )
+        inputs = sorted(i["name"] for i in end["inputs"])
+        pipeline, locations = history.pipeline, history.locations
+        landings = (
+            [locations.landing]
+            if len(pipeline.sources) == 1
+            else [f"{locations.landing}/{s.name}" for s in pipeline.sources]
+        )
+        dimension = [f"{locations.dimensions}/{pipeline.enrich.path}"] if pipeline.enrich else []
+        assert inputs == sorted(landings + dimension)
+        assert [o["name"] for o in end["outputs"]] == [locations.output]
 
 
 def test_a_refused_and_a_failing_member_leave_the_others_exact(tmp_path):
