@@ -24,6 +24,7 @@ from jobs import schema
 from jobs.columns import reserved
 from jobs.declare.code import imported
 from jobs.declare.problems import did_you_mean, refuse
+from jobs.lake.layout import join, normalize
 from jobs.processors import PROCESSORS
 from jobs.processors.base import Processor, ProcessorSettings
 from jobs.processors.own import definition
@@ -235,6 +236,12 @@ class Enrichment(Part):
     key: FieldPath  # the event field (or path) that matches the dimension's column of its column_name
     columns: tuple[ColumnName, ...] = Field(min_length=1)
     unmatched: Literal["keep", "quarantine"] = "keep"  # keep (with nulls) or quarantine
+
+    def location(self, dimensions: str) -> str:
+        """Where the table is: a relative path is under the dimensions folder (<root>/dimensions/);
+        a full path or URI as it is."""
+        full = self.path.startswith("/") or "://" in self.path
+        return normalize(self.path) if full else join(dimensions, self.path)
 
     @model_validator(mode="after")
     def _key_is_not_added(self) -> Enrichment:

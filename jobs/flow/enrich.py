@@ -15,20 +15,13 @@ from jobs.columns import INTERNAL, QUARANTINE_REASON
 from jobs.declare.parts import Enrichment
 from jobs.flow.fields import field
 from jobs.lake import fs
-from jobs.lake.layout import StorageError, join, literal, normalize
+from jobs.lake.layout import StorageError, literal
 from jobs.units import column_name
-
-
-def dimension_uri(enrichment: Enrichment, dimensions: str) -> str:
-    """A relative path is under the dimensions folder (<root>/dimensions/); a full path or URI as it is."""
-    if enrichment.path.startswith("/") or "://" in enrichment.path:
-        return normalize(enrichment.path)
-    return join(dimensions, enrichment.path)
 
 
 def read_dimension(spark: SparkSession, enrichment: Enrichment, dimensions: str) -> DataFrame:
     """The dimension table as declared: CSV with a header line (every column a string) or Parquet."""
-    uri = dimension_uri(enrichment, dimensions)
+    uri = enrichment.location(dimensions)
     if not fs.exists(uri):
         raise StorageError(f"dimension table {enrichment.table} not found at {uri}; put it there, or fix enrich.path")
     if enrichment.format == "csv":

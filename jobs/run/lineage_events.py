@@ -25,7 +25,6 @@ from openlineage.client.uuid import generate_new_uuid
 
 from jobs import declare
 from jobs.lake.landing import source_landings
-from jobs.lake.layout import join, normalize
 from jobs.run.context import run_log
 from jobs.run.events import Finished, ReportStored, Started
 
@@ -85,7 +84,7 @@ class Lineage:
         self.client, self.run_uuid = OpenLineageClient(), str(generate_new_uuid())
         self._emit("START", self._run_facets(None), None)
 
-    def _finished(self, finished: Any) -> None:
+    def _finished(self, finished: Finished) -> None:
         state = {"succeeded": "COMPLETE", "failed": "FAIL"}.get(str(finished.status), "ABORT")
         report = finished.report or self.report
         facets = self._run_facets(report, finished.validation)
@@ -136,12 +135,8 @@ class Lineage:
                 rowCount=report.input_rows, fileCount=report.input_files, producer=PRODUCER
             )
         inputs = [InputDataset(*dataset(landing), inputFacets=read) for landing in landings]
-        enrich = self.pipeline.enrich
-        if enrich is not None:  # jobs/flow/enrich.py's dimension_uri, without importing Spark
-            full = enrich.path.startswith("/") or "://" in enrich.path
-            inputs.append(
-                InputDataset(*dataset(normalize(enrich.path) if full else join(locations.dimensions, enrich.path)))
-            )
+        if self.pipeline.enrich is not None:
+            inputs.append(InputDataset(*dataset(self.pipeline.enrich.location(locations.dimensions))))
         return inputs
 
     def _output(self, report: RunReport | None) -> Any:

@@ -20,7 +20,7 @@ from jobs.accounting.ledger import (
 )
 from jobs.columns import reserved
 from jobs.declare import PipelineBase
-from jobs.flow.enrich import check_dimension, dimension_uri, read_dimension
+from jobs.flow.enrich import check_dimension, read_dimension
 from jobs.flow.patterns import pattern_of
 from jobs.flow.source import check_inferred, infer_schema, schema_outline
 from jobs.flow.tally import Tally
@@ -113,7 +113,7 @@ def _infer_schema(spark: SparkSession, pipeline: PipelineBase, ledger: Ledger, l
 def _dimension(spark: SparkSession, pipeline: PipelineBase, locations: Locations) -> DataFrame:
     dimension = read_dimension(spark, pipeline.enrich, locations.dimensions)
     rows = check_dimension(dimension, pipeline.enrich)
-    uri = dimension_uri(pipeline.enrich, locations.dimensions)
+    uri = pipeline.enrich.location(locations.dimensions)
     run_log(pipeline.name).info("  dimension %s: %d rows from %s", pipeline.enrich.table, rows, uri)
     return dimension
 

@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from jobs.accounting.checkpoint import CheckpointLog
 from jobs.accounting.ledger import Ledger, with_recorded_schema
 from jobs.declare import PipelineBase
-from jobs.flow.enrich import dimension_uri, read_dimension
+from jobs.flow.enrich import read_dimension
 from jobs.flow.patterns import pattern_of
 from jobs.flow.query import output_schema
 from jobs.flow.sink import read_committed
@@ -67,7 +67,7 @@ def committed_table(
 ) -> DataFrame:
     """The committed output (the given files, or the whole table), with the output's schema."""
     dimension = None
-    if pipeline.enrich is not None and fs.exists(dimension_uri(pipeline.enrich, locations.dimensions)):
+    if pipeline.enrich is not None and fs.exists(pipeline.enrich.location(locations.dimensions)):
         dimension = read_dimension(spark, pipeline.enrich, locations.dimensions).limit(0)
     return read_committed(spark, output_schema(spark, pipeline, dimension), locations.output, files)
 
