@@ -256,9 +256,9 @@ class ProcessPipeline(PipelineBase):
         if not self.keys:
             problems.append("a process needs 'keys': the processor keeps state per key")
         found = self.process.definition
-        if found.event_time_timeout and self.watermark_s is None:
+        if found.event_time_timeout:
             own = f"; or, if {self.process.processor} registers no event-time timers, its time_mode = 'processing_time'"
-            problems.append(WATERMARK_NEEDED + (own if found.own else ""))
+            problems += [needed + (own if found.own else "") for needed in self._watermark_needed()]
         keys = {k.name for k in self.keys}
         problems += [
             f"processor output {c!r} is named like a key: a processor emits the keys, then its own columns"

@@ -58,7 +58,7 @@ class BatchCommitted:
 class ReportStored:
     pipeline: str
     uri: str
-    report: RunReport | None = None
+    report: RunReport
 
 
 @dataclass(frozen=True)

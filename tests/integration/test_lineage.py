@@ -16,6 +16,7 @@ from typing import ClassVar
 import pytest
 
 from jobs.exit_codes import ExitCode
+from jobs.lake.locks import checkpoint_lock
 from jobs.launch import execute, finished_of
 from jobs.request import RunRequest
 from jobs.run.lineage import configured
@@ -85,8 +86,8 @@ def test_a_run_says_its_start_and_end_with_its_datasets_and_its_account(
     assert (start["eventType"], end["eventType"]) == ("START", "COMPLETE")
     assert start["run"]["runId"] == end["run"]["runId"] != report.run_id  # OpenLineage's is a UUID
     assert uuid.UUID(start["run"]["runId"])
-    assert start["job"] == end["job"] | {"facets": start["job"]["facets"]}
-    assert (end["job"]["namespace"], end["job"]["name"]) == ("team", "clickstream")
+    for one in (start, end):
+        assert (one["job"]["namespace"], one["job"]["name"]) == ("team", "clickstream")
     parent = end["run"]["facets"]["parent"]
     assert [parent["job"]["namespace"], parent["job"]["name"], parent["run"]["runId"]] == PARENT.split("/")
     assert [parent["root"]["job"]["namespace"], parent["root"]["job"]["name"], parent["root"]["run"]["runId"]] == (
@@ -117,6 +118,14 @@ def test_a_run_says_its_start_and_end_with_its_datasets_and_its_account(
     again = said(sent)[2:]
     assert [e["eventType"] for e in again] == ["START", "COMPLETE"]
     assert again[1]["run"]["facets"]["triggerOnce_account"]["inputRows"] == 0
+
+    # A run refused (another holds the checkpoint's lock) changed nothing: ABORT, with why.
+    with checkpoint_lock(locations.ledger, "clickstream"):
+        refused = finished_of(execute(request, pipeline=clickstream, spark=spark))
+    assert refused.code == ExitCode.REFUSED
+    start, end = said(sent)[4:]
+    assert (start["eventType"], end["eventType"]) == ("START", "ABORT")
+    assert end["run"]["facets"]["errorMessage"]["message"] == refused.error
 
 
 def test_the_same_events_reach_an_http_receiver_and_none_are_sent_unconfigured(
