@@ -108,6 +108,32 @@ def dags_and_errors() -> tuple[list[str], list[dict]]:
     return sorted(dags), errors
 
 
+def _parse_here(airflow: str, env: dict[str, str]) -> subprocess.Popen:
+    """The DAG folder parsed by this machine's Airflow, as the DAG processor will: which DAGs
+    and how many import errors to wait for (the processor parses one file at a time)."""
+    script = (
+        "import json; from airflow.dag_processing.dagbag import DagBag; bag = DagBag(); "
+        "print(json.dumps({'dags': sorted(bag.dags), 'errors': len(bag.import_errors)}))"
+    )
+    python = str(Path(airflow).parent / "python")
+    return subprocess.Popen(
+        [python, "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+
+
+def _expected(parsing: subprocess.Popen) -> tuple[set[str], int] | None:
+    """What `_parse_here` found, once it has ended; None if it could not tell."""
+    if parsing.poll() is None:
+        return None
+    lines = (parsing.stdout.read() if parsing.stdout else "").strip().splitlines()
+    try:
+        found = json.loads(lines[-1])
+        return set(found["dags"]), int(found["errors"])
+    except (IndexError, ValueError, KeyError, TypeError):
+        print("note: the DAG folder did not parse here; the DAGs listed below may be the first files only")
+        return set(), 0
+
+
 def start() -> int:
     if running_pid():
         print(f"Airflow already running (pid {running_pid()}): {URL}")
@@ -126,9 +152,11 @@ def start() -> int:
     with LOG.open("ab") as log:
         process = subprocess.Popen(["sh", "-c", script], env=env, stdout=log, stderr=log, start_new_session=True)
     PID_FILE.write_text(str(process.pid))
+    parsing, expected = _parse_here(airflow, env), None
     deadline = time.monotonic() + START_TIMEOUT_S
     dags: list[str] = []
     while time.monotonic() < deadline:
+        expected = expected or _expected(parsing)
         if not processes.group_alive(process.pid):
             sys.exit(f"error: Airflow exited; see {LOG}")
         try:
@@ -136,10 +164,12 @@ def start() -> int:
             dags, errors = dags_and_errors() if healthy and PASSWORDS.exists() else ([], [])
         except (urllib.error.URLError, OSError, KeyError, ValueError):
             dags, errors = [], []
-        if dags:
+        # Every DAG and import error this machine finds, not just the first file parsed.
+        if dags and expected and expected[0] <= set(dags) and len(errors) >= expected[1]:
             break
         time.sleep(2)
     else:
+        parsing.kill()
         sys.exit(f"error: Airflow did not list the DAGs within {START_TIMEOUT_S}s; see {LOG} (make airflow-stop)")
     print(f"Airflow UI: {URL}  (pid {process.pid}, log {LOG})")
     username = next(iter(json.loads(PASSWORDS.read_text())), "admin")

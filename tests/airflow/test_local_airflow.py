@@ -4,6 +4,7 @@ no import errors, and `make airflow-stop` says what it does and leaves no proces
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -18,9 +19,28 @@ from tests.helpers import REPO, free_port
 pytestmark = pytest.mark.slow
 
 
+SLOW_DAG = """
+import time
+from airflow.sdk import DAG
+
+time.sleep(8)
+with DAG("slow_to_parse", schedule=None):
+    pass
+"""
+
+
 def test_local_airflow_serves_the_dags_on_loopback_only_and_stops_cleanly(tmp_path):
     port = free_port()
-    env = {**os.environ, "AIRFLOW_HOME": str(tmp_path / "home"), "AIRFLOW_PORT": str(port), "JOBS_ROOT": str(tmp_path)}
+    # The project's DAG files and one slow to parse: `start` lists every DAG, not the first files parsed.
+    dags = shutil.copytree(REPO / "dags", tmp_path / "dags", ignore=shutil.ignore_patterns("__pycache__"))
+    (dags / "slow_to_parse.py").write_text(SLOW_DAG)
+    env = {
+        **os.environ,
+        "AIRFLOW_HOME": str(tmp_path / "home"),
+        "AIRFLOW_PORT": str(port),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+        "JOBS_ROOT": str(tmp_path),
+    }
     script = [sys.executable, "-m", "infra.airflow.local"]
     started = subprocess.run([*script, "start"], cwd=REPO, env=env, capture_output=True, text=True, timeout=400)
     try:
@@ -31,6 +51,7 @@ def test_local_airflow_serves_the_dags_on_loopback_only_and_stops_cleanly(tmp_pa
             "jobs_data_quality",
             "jobs_maintenance",
             "jobs_rebuild",
+            "slow_to_parse",
             *(f"jobs_{name}" for name in declare.load_all()),
         ]
         assert f"DAGs: {', '.join(sorted(dag_ids))}; import errors: none" in started.stdout
