@@ -78,13 +78,13 @@ def spelled(kind: Kind) -> str:
     """A type in Spark's DDL spelling (which also reads `long` and `int`), names quoted
     where they need it."""
     if isinstance(kind, Struct):
-        return "struct<" + ",".join(f"{_quoted(name)}:{spelled(field)}" for name, field in kind.fields) + ">"
+        return "struct<" + ",".join(f"{quoted(name)}:{spelled(field)}" for name, field in kind.fields) + ">"
     if isinstance(kind, Array):
         return f"array<{spelled(kind.element)}>"
     return kind
 
 
-def _quoted(name: str) -> str:
+def quoted(name: str) -> str:
     return name if _PLAIN.match(name) else "`" + name.replace("`", "``") + "`"
 
 

@@ -221,6 +221,19 @@ class CheckpointLog:
         logs = _log_files(folder)
         return _sink_entries_through(folder, logs, max(logs)) if logs else {}
 
+    def committing_batches(self) -> dict[str, int | None]:
+        """Path -> the batch of this (Parquet) table that committed it, for every file its sink
+        log still names: None for a file only a compact log file names (its batch is no
+        longer told apart). What a reader of the table names as the upstream's batch."""
+        folder = join(self.output, "_spark_metadata")
+        logs, found = _log_files(folder), {}
+        for batch_id in sorted(logs):
+            compact = logs[batch_id].endswith(".compact")
+            for entry in _log_entries(join(folder, logs[batch_id])):
+                if entry.get("action") == "add":
+                    found.setdefault(from_spark(entry["path"]), None if compact else batch_id)
+        return found
+
     def uncommitted_output_files(self) -> list[str]:
         """Files in the output folder that the sink log does not list: what a batch wrote
         before its run died, and never committed. Spark redoes the batch into new files and

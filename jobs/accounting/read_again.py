@@ -11,7 +11,7 @@ from jobs.accounting.accounts import counts_that_add_up
 from jobs.accounting.run_view import RunView
 from jobs.flow.conditions import spark_conditions
 from jobs.flow.query import usable_events
-from jobs.flow.source import read_lines
+from jobs.flow.source import read_lines, read_table
 from jobs.flow.tally import Files, for_batch
 from jobs.lake import fs
 
@@ -55,10 +55,18 @@ def _count(run: RunView, batch_id: int, paths: list[list[str]], batch_time_ms: i
     for source, files in enumerate(paths):
         read = Observation(f"lines-{batch_id}-{source}")
         if files:
-            lines = read_lines(run.spark, files).observe(read, F.count(F.lit(1)).alias("lines"))
+            lines = _read(run, source, files).observe(read, F.count(F.lit(1)).alias("lines"))
             batch_time = F.timestamp_millis(F.lit(batch_time_ms))
             events = usable_events(run.pipeline, source, lines, run.dimension, run.tally, batch_time)
             with for_batch(run.spark, batch_id):
                 events.write.format("noop").mode("overwrite").save()
         lines_read.append(read.get["lines"] if files else 0)
     return counts_that_add_up(run.tally.take(batch_id), [dict.fromkeys(files, 0) for files in paths], lines_read)
+
+
+def _read(run: RunView, index: int, files: list[str]):
+    """Source `index`'s lines from these files: landed lines, or a table's rows as lines."""
+    source = run.pipeline.sources[index]
+    if source.table is None:
+        return read_lines(run.spark, files)
+    return read_table(run.spark, run.locations.landing, source, files)

@@ -206,6 +206,9 @@ def _backfilled(name: Any, pipelines: dict[str, declare.PipelineBase]) -> declar
     if name not in pipelines:
         raise BackfillError(f"pipeline {name!r}: not declared; declared pipelines: {sorted(pipelines)}")
     refusal = pattern_of(pipelines[name]).backfill_refusal
+    if pipelines[name].source.table is not None:
+        refusal = f"it reads table {pipelines[name].source.table!r}, not landed files (not built yet: issue 74)"
+        raise BackfillError(f"pipeline {name!r}: a backfill replaces a range of landed files; {refusal}")
     if refusal:
         raise BackfillError(f"pipeline {name!r}: backfills cover window and events pipelines; {refusal}")
     return pipelines[name]

@@ -7,10 +7,14 @@ import argparse
 import os
 import sys
 from datetime import UTC, date, datetime
+from typing import TYPE_CHECKING
 
 from jobs.exit_codes import ExitCode
 from jobs.lake.layout import DEFAULT_ROOT, Locations
 from jobs.units import UsageError, printable
+
+if TYPE_CHECKING:
+    from jobs.declare import PipelineBase
 
 
 def fail(code: ExitCode, message: str) -> int:
@@ -35,14 +39,15 @@ def parse_moment(text: str | None, option: str) -> datetime | None:
     return moment.replace(tzinfo=UTC) if moment and moment.tzinfo is None else moment
 
 
-def locations_of(args: argparse.Namespace, pipeline_name: str) -> Locations:
+def locations_of(args: argparse.Namespace, pipeline: PipelineBase) -> Locations:
     """The pipeline's locations: under --root, the build in use's (jobs/lake/builds.py), each
     as an option gives it."""
     from jobs.lake.builds import in_use
 
     return in_use(
-        pipeline_name,
+        pipeline.name,
         args.root,
+        reads=pipeline.source.table,
         landing=getattr(args, "landing", None),
         output=getattr(args, "output", None),
         checkpoint=getattr(args, "checkpoint", None),

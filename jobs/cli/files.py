@@ -46,7 +46,7 @@ def handle(args: argparse.Namespace) -> int:
     from jobs.accounting.ledger import Ledger
 
     pipeline = declare.load(args.pipeline)
-    where = in_use(pipeline.name, args.root, output=args.table, checkpoint=args.checkpoint)
+    where = in_use(pipeline.name, args.root, pipeline.source.table, output=args.table, checkpoint=args.checkpoint)
     checkpoint_log = CheckpointLog.of(where)
     if args.output:
         listed = file_ledger.table_files(checkpoint_log)
@@ -57,6 +57,10 @@ def handle(args: argparse.Namespace) -> int:
         after = parse_moment(args.since, "--since")
         listed = file_ledger.taken_files(Ledger(where.ledger), checkpoint_log, args.run, after)
         columns = _ledger_columns(pipeline)
+        if pipeline.source.table:  # a reader: which of the upstream's batches committed each file
+            committed = CheckpointLog("", where.landing).committing_batches()
+            listed = [{**entry, "upstream_batch": committed.get(entry["path"])} for entry in listed]
+            columns = {f"{pipeline.source.table} batch": "upstream_batch", **columns}
     if args.json:
         sys.stdout.writelines(json.dumps(entry) + "\n" for entry in listed)
         return ExitCode.OK

@@ -51,12 +51,15 @@ def _describe(pipeline: declare.PipelineBase, suite) -> None:
 
     source = pipeline.source
     fields = "inferred by the first run" if source.infer_schema else f"{len(source.fields)} fields"
+    if source.table:  # another pipeline's table (docs/graph.md)
+        fields = f"table {source.table}, its schema recorded by the first run"
     severities = [e.severity for e in suite.expectations]
     run_checks = [c for c in (suite.run_checks.rows_balance, suite.run_checks.quarantine_share) if c]
     watermark = f"{pipeline.watermark_s}s" if pipeline.watermark_s else "none (no state kept by event time)"
     print(f"{pipeline.name}: {pipeline.description}")
     print(f"  pattern    {pipeline.pattern}")
-    print(f"  source     {source.format}, {fields}, event time {source.event_time.column}")
+    kind = "" if source.table else f"{source.format}, "
+    print(f"  source     {kind}{fields}, event time {source.event_time.column}")
     print(f"  computes   {pattern_of(pipeline).describe()}")
     print(f"  watermark  {watermark}")
     for number, rule in enumerate(pipeline.rules):

@@ -34,7 +34,7 @@ def handle(args: argparse.Namespace) -> int:
     from jobs.run.maintain import maintain, refuse_unless_maintainable
 
     pipeline = declare.load(args.pipeline)
-    locations = locations_of(args, pipeline.name)
+    locations = locations_of(args, pipeline)
     try:
         refuse_unless_maintainable(pipeline, locations)  # before Spark starts
         spark = Application.for_command(f"jobs-maintain-{pipeline.name}", [pipeline], [locations]).session()

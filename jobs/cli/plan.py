@@ -37,7 +37,7 @@ def handle(args: argparse.Namespace) -> int:
 
     pipeline = declare.load(args.pipeline)
     load_suite(pipeline)  # what the next run would refuse, plan refuses too
-    locations = locations_of(args, pipeline.name)
+    locations = locations_of(args, pipeline)
     spark = Application.for_command(f"jobs-plan-{pipeline.name}", [pipeline], [locations]).session()
     found = plan(spark, pipeline, locations)
     print(json.dumps(found.as_dict()) if args.json else "\n".join(found.lines()))

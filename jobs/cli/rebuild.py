@@ -54,6 +54,10 @@ def handle(args: argparse.Namespace) -> int:
     from jobs.run.application import Application
 
     pipeline = declare.load(args.pipeline)
+    if pipeline.source.table is not None:
+        return fail(
+            ExitCode.USAGE, f"{pipeline.name} reads table {pipeline.source.table!r}: a rebuild of it is not built yet"
+        )
     if not args.rollback:
         from jobs.validate.suite import load_suite
 

@@ -81,10 +81,11 @@ def _chosen_pipelines(args: argparse.Namespace) -> list[str]:
 
 
 def _request(args: argparse.Namespace, name: str) -> RunRequest:
-    request = from_args(args, name, locations_of(args, name))
+    pipeline = declare.load(name)
+    request = from_args(args, name, locations_of(args, pipeline))
     request.listed()  # a bad pattern or date is a usage error
     if request.validate:
-        load_suite(declare.load(name))  # a broken suite stops the run before it starts
+        load_suite(pipeline)  # a broken suite stops the run before it starts
     return request
 
 

@@ -37,7 +37,7 @@ def handle(args: argparse.Namespace) -> int:
 
     pipeline = declare.load(args.pipeline)
     suite = load_suite(pipeline)
-    locations = locations_of(args, pipeline.name)
+    locations = locations_of(args, pipeline)
     check_java()
     try:
         report = None if args.all else latest_report(locations.runs, args.run)

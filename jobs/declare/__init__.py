@@ -10,6 +10,7 @@ how it runs              operations.py (Spark sizes and state store, Airflow ret
 groups of pipelines      groups.py (declared, or by schedule: run together in one Spark application)
 the whole, by pattern    pipeline.py (a union over window, process, join, events)
 reading YAML             load.py
+pipelines that read pipelines  graph.py (`source: {table: ...}`: the table exists, no cycle, its event time)
 every problem at once    problems.py (several problems of one check together, "did you mean")
 """
 

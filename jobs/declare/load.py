@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails
 
+from jobs.declare import graph
 from jobs.declare.parts import OWN
 from jobs.declare.pipeline import PATTERNS, Pipeline, PipelineBase
 from jobs.declare.problems import did_you_mean
@@ -250,9 +251,27 @@ def _key_given_twice(root: yaml.Node | None) -> tuple[str, int] | None:
     return None
 
 
-def load_file(path: Path | Traversable) -> PipelineBase:
+def load_file(
+    path: Path | Traversable, directory: Path | Traversable | None = None, chain: tuple[str, ...] = ()
+) -> PipelineBase:
+    """The declaration in `path`, with the table it reads, if any, checked among the
+    declarations of `directory` (jobs/declare/graph.py); `chain`: the pipelines loading it."""
     text = path.read_text()
     raw = read_yaml(text, str(path))
+    if graph.source_table(raw) is not None:
+        directory = directory or pipelines_dir()
+        declared = [f.name.removesuffix(".yaml") for f in _files(directory)]
+
+        def upstream(name: str, readers: tuple[str, ...]) -> PipelineBase:
+            return load_file(directory / f"{name}.yaml", directory, readers)
+
+        try:
+            raw = graph.with_upstream(raw, chain, declared, upstream)
+        except graph.GraphError as error:
+            if chain:  # a cycle or a missing table further up: said once, by the first to load
+                raise
+            where = f"pipeline {raw['name']!r}" if isinstance(raw.get("name"), str) else str(path)
+            raise DeclarationError(f"{where}: {error}") from None
     pipeline = from_mapping(raw, where=str(path))
     if pipeline.name != path.name.removesuffix(".yaml"):
         raise DeclarationError(
@@ -308,7 +327,7 @@ def load_each(directory: Path | Traversable | None = None) -> Declarations:
     directory = directory or pipelines_dir()
     for path in _files(directory):
         try:
-            pipeline = load_file(path)
+            pipeline = load_file(path, directory)
         except DeclarationError as error:
             loaded.broken[path.name.removesuffix(".yaml")] = str(error)
             loaded.problems.extend(error.problems)
@@ -328,4 +347,4 @@ def load(name: str, directory: Path | Traversable | None = None) -> PipelineBase
         raise DeclarationError(
             f"unknown pipeline {name!r}{did_you_mean(name, known)}; declared pipelines: {', '.join(known) or 'none'}"
         )
-    return load_file(path)
+    return load_file(path, directory)

@@ -22,6 +22,7 @@ from pydantic import (
 
 from jobs import schema
 from jobs.columns import reserved
+from jobs.declare import graph
 from jobs.declare.code import imported
 from jobs.declare.problems import did_you_mean, refuse
 from jobs.lake.layout import join, normalize
@@ -84,9 +85,12 @@ def _declared_types(value: Any) -> dict[str, str]:
 
 class Source(Part):
     """Newline-delimited JSON landed in a folder. With a stream-stream join each source
-    lands in a folder of its own, <landing>/<name>/."""
+    lands in a folder of its own, <landing>/<name>/. Or another pipeline's table
+    (`table: <pipeline>`): its rows as they were committed, its schema the table's."""
 
     name: Name | None = None
+    # The pipeline whose table this source reads (jobs/declare/graph.py); None: a landing.
+    table: Name | None = None
     format: Literal["json"]
     # field -> type (objects and arrays nest: jobs/schema.py), or "infer": inferred from
     # what has landed by the first run, then recorded with the checkpoint (with_recorded_fields).
@@ -109,6 +113,11 @@ class Source(Part):
     shared: bool = False
     _recorded: dict[str, str] | None = PrivateAttr(default=None)
     _quarantined_files: tuple[tuple[str, str], ...] = PrivateAttr(default=())
+
+    @model_validator(mode="before")
+    @classmethod
+    def _a_table_says_its_schema(cls, raw: Any) -> Any:
+        return graph.table_says(raw)
 
     @field_validator("declared_schema", mode="before")
     @classmethod

@@ -113,6 +113,10 @@ class PipelineBase(Computes):
                 "retention.output_after is for a Parquet table's sink log; a Delta table keeps its rows "
                 "(leave it out, and see retention.time_travel)"
             )
+        if self.source.table is not None and self.retention.landed != "keep":
+            problems.append(f"retention.landed removes landed files; this source reads table {self.source.table!r}")
+        if self.source.table is not None and self.schedule == ON_ARRIVAL:
+            problems.append(f"schedule {ON_ARRIVAL} watches a landing; this source reads table {self.source.table!r}")
         if self.output.format == "parquet" and "time_travel_s" in self.retention.model_fields_set:
             problems.append("retention.time_travel is for a Delta table (output format: delta)")
         if "on_arrival" in self.model_fields_set and self.schedule != ON_ARRIVAL:

@@ -1,6 +1,6 @@
 """The whole flow for one pipeline, from landed lines to output rows:
 
-    lines (line, source_file)   one DataFrame per source             jobs/flow/source.py
+    lines (line, source_file)   one DataFrame per source: a landing's, or a table's rows  jobs/flow/source.py
       -> parse_events          declared fields, event_time, quarantine_reason   parse.py
                                and the declared rules, each record tested        rules.py
       -> enrich                a dimension's columns, when declared             enrich.py
@@ -30,7 +30,7 @@ from jobs.flow.enrich import dimension_key, enrich
 from jobs.flow.expressions import filtered, with_computed
 from jobs.flow.parse import parse_events, usable
 from jobs.flow.patterns import pattern_of
-from jobs.flow.source import stream_lines
+from jobs.flow.source import stream_lines, stream_table
 from jobs.flow.tally import Tally, counted
 from jobs.request import Trigger
 
@@ -112,7 +112,10 @@ def start_query(
 ) -> StreamingQuery:
     """Start the streaming query of `pipeline`: each source's landing (at most `limits` per
     batch), the flow (its rows counted in `tally`), the sink."""
-    lines = [stream_lines(spark, landing, limits) for landing in landings]
+    lines = [
+        stream_table(spark, landing, source, limits) if source.table else stream_lines(spark, landing, limits)
+        for source, landing in zip(pattern_of(pipeline).sources, landings, strict=True)
+    ]
     table = pipeline_table(pipeline, lines, dimension, tally)
     retention_s = pipeline.retention.output_after_s
     return sink.start(

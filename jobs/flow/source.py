@@ -11,9 +11,10 @@ from pyspark.sql import functions as F
 
 from jobs.columns import BLOCK_START, FILE_SIZE, LINE, SOURCE_FILE
 from jobs.declare import PipelineBase
+from jobs.declare.parts import Source
 from jobs.flow.admission import Limits
 from jobs.lake.layout import StorageError, literal
-from jobs.schema import kind_of, of_spark, outline, spelled
+from jobs.schema import kind_of, of_spark, outline, quoted, spelled
 
 _CORRUPT_RECORD = "_corrupt_record"  # what inference calls lines it could not read
 
@@ -67,6 +68,45 @@ def read_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
     """The same rows from given files, as a batch DataFrame (through the landing's file
     system, as the stream read them: a name with a ':' is read too)."""
     return _with_file(spark.read.format("text").options(**LANDING_OPTIONS).load([literal(path) for path in paths]))
+
+
+def stream_table(spark: SparkSession, table: str, source: Source, limits: Limits | None = None) -> DataFrame:
+    """Another pipeline's Parquet table as the streaming source (`source: {table: ...}`):
+    Spark's file source reads a folder with a sink log (`_spark_metadata`) through that log,
+    never its listing, so a batch takes exactly the files a committed batch of the upstream
+    wrote, and each once. Its rows reach the flow as lines (`_as_lines`)."""
+    reader = spark.readStream.format("parquet").schema(_ddl(source))
+    if limits and limits.max_files:
+        reader = reader.option("maxFilesPerTrigger", limits.max_files)
+    if limits and limits.max_bytes:
+        reader = reader.option("maxBytesPerTrigger", limits.max_bytes)
+    return _as_lines(reader.load(table))
+
+
+def read_table(spark: SparkSession, table: str, source: Source, paths: list[str]) -> DataFrame:
+    """The same rows from given files of the table, as a batch DataFrame (its partition
+    folders read as the stream reads them, from the table's own folder)."""
+    reader = spark.read.format("parquet").schema(_ddl(source)).option("basePath", table)
+    return _as_lines(reader.load(paths))
+
+
+def _ddl(source: Source) -> str:
+    """The table's columns as recorded, by their names in the table (a source may read one
+    under another name: Source.renamed)."""
+    return ", ".join(f"{quoted(source.key_of(name))} {kind}" for name, kind in source.fields.items())
+
+
+def _as_lines(rows: DataFrame) -> DataFrame:
+    """A table's rows as the lines a landing gives: each row a JSON object (what the strict
+    decoder then reads against the same schema: one path for every source, one account), in
+    the data file it was read from, numbered in it from 1 (`_metadata.row_index`)."""
+    row = F.to_json(F.struct(*(F.col(quoted(name)) for name in rows.columns)))
+    return rows.select(
+        row.alias(LINE),
+        F.col("_metadata.file_path").alias(SOURCE_FILE),
+        F.lit(0).cast("long").alias(BLOCK_START),
+        F.col("_metadata.file_size").alias(FILE_SIZE),
+    )
 
 
 def _with_file(text: DataFrame) -> DataFrame:

@@ -41,9 +41,12 @@ def built_locations(build: Pointer) -> dict[str, str]:
     return {k: build.path if k == "output" else build.about[k] for k in BUILT}
 
 
-def in_use(pipeline_name: str, root: str, **given: str | None) -> Locations:
+def in_use(pipeline_name: str, root: str, reads: str | None = None, **given: str | None) -> Locations:
     """The pipeline's locations under `root` as runs use them: the build in use's, except
-    those given (`Locations.resolve`'s keywords)."""
+    those given (`Locations.resolve`'s keywords). `reads`: the pipeline whose table its
+    source reads (`source: {table: ...}`), in use under the same root, is its landing."""
+    if reads is not None and not given.get("landing"):
+        given = {**given, "landing": in_use(reads, root).output}
     layout = Locations.resolve(pipeline_name, root=root, **given)
     build = current_build(root, pipeline_name)
     if build is None:

@@ -105,7 +105,7 @@ class JobsSubmitOperator(SparkSubmitOperator):
         names = self.pipeline_names if self.pipeline_names is not None else self.application_args[1:2]
         declared = declare.load_each().pipelines
         pipelines = [declared[name] for name in names if name in declared]  # an unknown one: the command refuses it
-        located = [in_use(p.name, self.root) for p in pipelines] if self.root else []
+        located = [in_use(p.name, self.root, p.source.table) for p in pipelines] if self.root else []
         return Application.for_command(self.name, pipelines, located)
 
     def submit_conf(self, application: Any, context: Any) -> dict[str, str]:

@@ -39,11 +39,13 @@ class RunPipelineOperator(JobsSubmitOperator):
 
     def run_request(self, context: Any):
         """This task's run request: the build in use, the DAG run's params."""
+        from jobs import declare
         from jobs.lake.builds import in_use
         from jobs.request import RunRequest
 
         with environment.task_environment(self.log):
-            locations = in_use(self.pipeline_name, self.root)  # the build a rebuild switched to, if any
+            reads = declare.load(self.pipeline_name).source.table  # another pipeline's table, if any
+            locations = in_use(self.pipeline_name, self.root, reads)  # the build a rebuild switched to, if any
         request = RunRequest(
             self.pipeline_name, locations, validate=self.validate, run_id=self.run_id, link=context["ti"].log_url
         )
@@ -166,10 +168,11 @@ class GroupRunOperator(JobsSubmitOperator):
         self.run_id = new_run_id(datetime.now(UTC))
         link = context["ti"].log_url
         with environment.task_environment(self.log):
+            pipelines = [declare.load(name) for name in self.pipeline_names]
             self.requests = [
-                RunRequest(name, in_use(name, self.root), run_id=self.run_id, link=link) for name in self.pipeline_names
+                RunRequest(p.name, in_use(p.name, self.root, p.source.table), run_id=self.run_id, link=link)
+                for p in pipelines
             ]
-            pipelines = [declare.load(r.pipeline) for r in self.requests]
             self._application = Application.for_runs(self.name, pipelines, self.requests)
             if not self._application.needs_spark:  # no Spark application: each run here, in this process
                 self.log.info("nothing new for any member: running them here, without Spark")

@@ -73,7 +73,7 @@ def new_files(pipeline: PipelineBase, root: str) -> Listing:
     from jobs.request import RunRequest
     from jobs.run.pending import pending_input
 
-    locations = in_use(pipeline.name, root)
+    locations = in_use(pipeline.name, root, pipeline.source.table)
     pending = pending_input(pipeline, RunRequest(pipeline.name, locations))  # what a run of it would read
     if pending.nothing_new:
         return None

@@ -134,15 +134,15 @@ class Lineage:
             read["inputStatistics"] = InputStatisticsInputDatasetFacet(
                 rowCount=report.input_rows, fileCount=report.input_files, producer=PRODUCER
             )
-        inputs = [InputDataset(*dataset(landing), inputFacets=read) for landing in landings]
+        upstream = self.pipeline.source.table  # another pipeline's table: its output, as it named it
+        facets = {"symlinks": _table_symlink(upstream)} if upstream else {}
+        inputs = [InputDataset(*dataset(landing), facets=facets, inputFacets=read) for landing in landings]
         if self.pipeline.enrich is not None:
             inputs.append(InputDataset(*dataset(self.pipeline.enrich.location(locations.dimensions))))
         return inputs
 
     def _output(self, report: RunReport | None) -> Any:
-        # The table's folder is a build's (a rebuild writes another); the symlink, the table it is.
-        table = Identifier(namespace=namespace(), name=self.pipeline.name, type="TABLE")
-        facets: dict[str, Any] = {"symlinks": SymlinksDatasetFacet(identifiers=[table], producer=PRODUCER)}
+        facets: dict[str, Any] = {"symlinks": _table_symlink(self.pipeline.name)}
         columns = _columns(self.request) if report is not None else None
         if columns:
             fields = [SchemaDatasetFacetFields(name=name, type=kind) for name, kind in columns.items()]
@@ -153,6 +153,12 @@ class Lineage:
                 rowCount=report.output_rows, producer=PRODUCER
             )
         return OutputDataset(*dataset(self.request.locations.output), facets=facets, outputFacets=written)
+
+
+def _table_symlink(pipeline_name: str) -> Any:
+    """The table a pipeline writes, by name (its folder is a build's: a rebuild writes another)."""
+    table = Identifier(namespace=namespace(), name=pipeline_name, type="TABLE")
+    return SymlinksDatasetFacet(identifiers=[table], producer=PRODUCER)
 
 
 def _columns(request: RunRequest) -> dict[str, str] | None:

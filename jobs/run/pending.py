@@ -75,6 +75,8 @@ def pending_input(pipeline: PipelineBase, request: RunRequest) -> Pending:
     why = _only_spark_can_tell(request, checkpoint_log)
     if why:
         return Pending(0, 0, why)
+    if pipeline.source.table is not None:
+        return _new_in_table(request.locations.landing, checkpoint_log)
     files = size = 0
     gzipped: list[tuple[str, int]] = []
     named: list[tuple[str, ...]] = []
@@ -103,6 +105,17 @@ def pending_input(pipeline: PipelineBase, request: RunRequest) -> Pending:
         inflation=inflation,
         not_files=not_files,
     )
+
+
+def _new_in_table(table: str, checkpoint_log: CheckpointLog) -> Pending:
+    """What a source reading another pipeline's table would take: the data files its sink
+    log lists that the source has not taken (the upstream's own run may be adding more)."""
+    committed = CheckpointLog("", table).committed_output_files()
+    if committed is None:
+        return Pending(0, 0, f"part of the sink log of table {table} is missing: Spark says what it can read")
+    taken = checkpoint_log.recorded_files(0)
+    new = [path for path in committed if path not in taken]
+    return Pending(len(new), sum(int(committed[path].get("size") or 0) for path in new))
 
 
 def _only_spark_can_tell(request: RunRequest, checkpoint_log: CheckpointLog) -> str | None:

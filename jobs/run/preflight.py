@@ -25,11 +25,12 @@ from jobs.flow.patterns import pattern_of
 from jobs.flow.source import check_inferred, infer_schema, schema_outline
 from jobs.flow.tally import Tally
 from jobs.lake import fs, s3
-from jobs.lake.layout import Locations, StorageError, is_s3, split_bucket
+from jobs.lake.layout import DEFAULT_ROOT, Locations, StorageError, is_s3, normalize, split_bucket
 from jobs.lake.locks import WriterLock
 from jobs.request import RunRequest
 from jobs.run import readers
 from jobs.run.context import RunContext, run_log
+from jobs.schema import TypeSpellingError, kind_of, spelled
 from jobs.units import jobs_command, printable
 
 
@@ -62,7 +63,7 @@ def before_spark(pipeline: PipelineBase, locations: Locations, *, incremental: b
     contract = checkpoint_contract(pipeline, locations)
     started = ledger.recorded_contract() is not None
     check_contract(pipeline.name, contract, ledger, checkpoint_log, locations.quarantine)
-    if incremental:
+    if incremental and pipeline.source.table is None:  # a table's reader retires none of its files
         readers.check_and_record(pipeline, locations)
     _outlived(pipeline, ledger, started)
     if started:
@@ -85,6 +86,12 @@ def nowhere(pipeline: PipelineBase, locations: Locations) -> str | None:
 
 def _no_landing(pipeline: PipelineBase, locations: Locations, ledger: Ledger) -> str:
     """Why a run cannot read its landing, and the landing its checkpoint reads if that is another."""
+    if pipeline.source.table is not None:
+        root = locations.reports.removesuffix("/reports")  # the root's own folder, whatever the build
+        run_it = jobs_command(
+            "run", pipeline.source.table, *(["--root", root] if root != normalize(DEFAULT_ROOT) else [])
+        )
+        return f"table {locations.landing}, which this pipeline reads, does not exist yet: run its pipeline first ({run_it})"
     missing = f"landing location {locations.landing} does not exist"
     if is_s3(locations.landing) and not s3.bucket_exists(bucket := split_bucket(locations.landing)[0]):
         return f"{missing}: bucket {bucket} does not exist ({s3.describe_endpoint()}); create it first"
@@ -110,6 +117,27 @@ def _infer_schema(spark: SparkSession, pipeline: PipelineBase, ledger: Ledger, l
         log.warning("  field %s is read as %s: %s", printable(key), column, reserved(key))
 
 
+def _schema_of_table(pipeline: PipelineBase, ledger: Ledger, table: str) -> None:
+    """A first run of a pipeline reading another's table: the table's schema, recorded as an
+    inferred one is (a column the product names itself, such as `event_time`, is read under
+    another name: Source.renamed)."""
+    columns = table_schema(CheckpointLog("", table))
+    if columns is None:
+        raise StorageError(f"table {table} has no committed rows to take a schema from yet")
+    try:
+        fields = {name: spelled(kind_of(kind)) for name, kind in columns.items()}
+    except TypeSpellingError as error:
+        raise StorageError(f"table {table}: a column's type is not one a source reads ({error})") from None
+    source = pipeline.source.with_recorded_fields(fields)
+    check_inferred(pipeline.model_copy(update={"source": source}))
+    ledger.record_schema(fields, table)
+    log = run_log(pipeline.name)
+    upstream = pipeline.source.table
+    log.info("  recorded the schema of table %s (%d columns): %s", upstream, len(fields), schema_outline(fields))
+    for key, column in source.renamed.items():
+        log.warning("  column %s of table %s is read as %s: %s", printable(key), upstream, column, reserved(key))
+
+
 def _dimension(spark: SparkSession, pipeline: PipelineBase, locations: Locations) -> DataFrame:
     dimension = read_dimension(spark, pipeline.enrich, locations.dimensions)
     rows = check_dimension(dimension, pipeline.enrich)
@@ -133,7 +161,9 @@ def context_with_spark(
         spark, {"spark.sql.shuffle.partitions": str(pipeline.state_partitions)} | pipeline.spark_settings.sql_conf()
     )
     ledger = Ledger(locations.ledger)
-    if pipeline.source.infer_schema and ledger.recorded_schema() is None:
+    if pipeline.source.table is not None and ledger.recorded_schema() is None:
+        _schema_of_table(pipeline, ledger, locations.landing)
+    elif pipeline.source.infer_schema and ledger.recorded_schema() is None:
         _infer_schema(spark, pipeline, ledger, request.listed())
     dimension = _dimension(spark, pipeline, locations) if pipeline.enrich is not None else None
     ledger.record_contract(checkpoint_contract(pipeline, locations), pipeline.as_written)

@@ -37,8 +37,9 @@ def progress_line(progress: StreamingQueryProgress, pattern: Pattern) -> str:
     watermark = (progress.eventTime or {}).get("watermark", "-")
     counted = spark_counts(progress)
     extra = "".join(f", {name.replace('_', ' ')} {counted[name]}" for name in pattern.spark_counts)
+    read = "rows" if pattern.pipeline.source.table else "lines"  # a table's, or a landing's
     return (
-        f"  batch {progress.batchId}: {progress.numInputRows} lines read, {rate:.0f} lines/s, "
+        f"  batch {progress.batchId}: {progress.numInputRows} {read} read, {rate:.0f} {read}/s, "
         f"watermark {shown(watermark)}, state rows {state_rows_of(progress)}{extra}"
     )
 

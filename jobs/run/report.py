@@ -115,6 +115,9 @@ class RunReport(BaseModel):
     quarantine_reasons: dict[str, QuarantineReason] | None = Field(default_factory=dict)
     duplicates_dropped: int | None = 0  # None: some batch's count is unknown
     output_rows: int | None = 0  # None: some batch's count is unknown
+    # A reader of another pipeline's table: that pipeline's batch -> the rows this run read of
+    # it ("?": a batch its sink log no longer tells apart); None for a landing's reader.
+    upstream_batches: dict[str, int] | None = None
     watermark: str | None = None
     state_rows: int | None = None
     # Admission control: at most this much new input per batch, and what set it (jobs/flow/admission.py).
@@ -152,6 +155,17 @@ class RunReport(BaseModel):
         return {**raw, "quarantine_reasons": None} if stored_before else raw
 
     _accounts: list[BatchAccount] = PrivateAttr(default_factory=list)  # the batches this run accounted
+
+    def read_upstream(self, committed_by: dict[str, int | None]) -> None:
+        """The rows this run read of each batch of the upstream's table, `committed_by` telling
+        which batch committed each of its files (CheckpointLog.committing_batches)."""
+        read: dict[int | None, int] = {}
+        for account in self._accounts:
+            for file in account.files or []:
+                batch = committed_by.get(file.path)
+                read[batch] = read.get(batch, 0) + file.input_rows
+        told = {str(batch): rows for batch, rows in sorted((b, n) for b, n in read.items() if b is not None)}
+        self.upstream_batches = told | ({"?": read[None]} if None in read else {})
 
     def add_batches(self, accounts: list[BatchAccount]) -> None:
         self._accounts += accounts
@@ -240,9 +254,14 @@ class RunReport(BaseModel):
                     else []
                 ),
                 *([f"  rules: {self.describe_rules()}"] if self.rules else []),
+                *([f"  read of the upstream table: {self._upstream_read()}"] if self.upstream_batches else []),
                 *skipped,
             ]
         )
+
+    def _upstream_read(self) -> str:
+        said = [f"batch {batch} {rows} rows" for batch, rows in (self.upstream_batches or {}).items()]
+        return ", ".join(said[:5]) + (f" and {len(said) - 5} more batches" if len(said) > 5 else "")
 
     def _said_of_files(self) -> list[str]:
         """The summary's lines on its warnings and the files it passed over, tied or lost."""

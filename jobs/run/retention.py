@@ -34,7 +34,7 @@ def apply_retention(run: RunContext, *, now: datetime | None = None) -> Retentio
     the previous builds kept long enough; returns what it did."""
     now = now or datetime.now(UTC)
     done = RetentionDone(archive=run.locations.archive if run.pipeline.retention.landed == "archive" else None)
-    if run.pipeline.retention.landed != "keep":
+    if run.pipeline.retention.landed != "keep" and run.pipeline.source.table is None:  # a table's files are its own
         _landed_files(run, now, done)
     _previous_builds(run, now, done)
     _quarantine(run, now, done)

@@ -59,9 +59,9 @@ from jobs.run.failure import data_condition, failure_cause, one_line, state_resh
 from jobs.run.pending import Pending, pending_input
 from jobs.run.preflight import before_spark, check_table, context_with_spark, context_without_spark, nowhere
 from jobs.run.progress import ProgressWatch
-from jobs.run.report import RuleCount, RunReport, RunStatus, last_state_rows, recent_reports, save
+from jobs.run.report import RuleCount, RunReport, RunStatus, last_state_rows, save
 from jobs.run.retention import apply_retention
-from jobs.run.warnings import HISTORY_RUNS, run_warnings
+from jobs.run.warnings import warnings_of
 from jobs.session import spark_log_file
 from jobs.units import new_run_id
 
@@ -87,7 +87,8 @@ def run(
     if elsewhere:
         log.error("%s: refused: %s", pipeline.name, elsewhere)
         raise RunRefused(elsewhere)
-    log.info("%s: run %s, trigger %s, landing %s", pipeline.name, report.run_id, request.trigger, locations.landing)
+    reads = f"table {pipeline.source.table} at" if pipeline.source.table else "landing"
+    log.info("%s: run %s, trigger %s, %s %s", pipeline.name, report.run_id, request.trigger, reads, locations.landing)
     emit(Started(pipeline.name, report.run_id))
     stop.begin()
     try:
@@ -96,7 +97,7 @@ def run(
             log.info("  lock: %s%s", lock.describe(), waited)
             _under_lock(pipeline, request, report, lock, spark, emit)
         report.finish(RunStatus.SUCCEEDED)
-        report.warnings = _warnings(report, locations)
+        report.warnings = warnings_of(report, locations.runs)
     except (Exception, KeyboardInterrupt) as error:
         raise _ended(error, report, locations, spark is not None or report.spark_log is not None) from error
     finally:
@@ -181,6 +182,8 @@ def _execute(run: RunContext, report: RunReport, pending: Pending) -> None:
 def _counted(run: RunContext, report: RunReport, accounts: list[BatchAccount]) -> None:
     """Batches accounted: in the report, and said."""
     report.add_batches(accounts)
+    if run.pipeline.source.table:  # a reader: the upstream's batches it read, and their rows
+        report.read_upstream(CheckpointLog("", run.locations.landing).committing_batches())
     for account in accounts:
         run.emit(BatchCommitted(report.pipeline, account.batch_id, account.input_rows, account.output_rows or 0))
 
@@ -218,7 +221,7 @@ def _start(run: RunContext, report: RunReport, pending: Pending) -> StreamingQue
     return start_query(
         run.spark,
         run.pipeline,
-        landings=pending.source_paths(landed, listed),
+        landings=landed if run.pipeline.source.table else pending.source_paths(landed, listed),  # a table: its sink log
         output=run.locations.output,
         checkpoint=run.locations.checkpoint,
         trigger=options.trigger,
@@ -297,7 +300,7 @@ def _audit(run: RunContext, report: RunReport, pending: Pending, *, with_retenti
     """What the folders hold that Spark's logs do not say (jobs/run/audit.py), and retention."""
     stray = remove_stray_output(run.checkpoint_log, run.pipeline.retention.output_after_s, log=run.log)
     report.uncommitted_files_removed, report.expired_output_files_removed = stray
-    if run.request.lists_all:  # what a run does not list is not skipped
+    if run.request.lists_all and run.pipeline.source.table is None:  # what a run does not list is not skipped
         landed = source_landings(run.locations.landing, [s.name for s in run.pipeline.sources])
         report.skipped_files = skipped_files(
             landed, run.checkpoint_log, pending.listed, pending.taken, pending.not_files
@@ -306,15 +309,6 @@ def _audit(run: RunContext, report: RunReport, pending: Pending, *, with_retenti
         report.retention = apply_retention(run)
     passed_over = len(report.skipped_files.too_old) + len(report.skipped_files.overwritten)
     run.log.info("  audit: %d stray output file(s) removed, %d landed file(s) passed over", sum(stray), passed_over)
-
-
-def _warnings(report: RunReport, locations: Locations) -> list[str]:
-    """What this run got wrong though it succeeded, against the runs before it."""
-    try:
-        earlier = recent_reports(locations.runs, HISTORY_RUNS)
-    except (StorageError, ValueError) as error:
-        return [f"earlier run reports could not be read to compare this run with ({one_line(error)})"]
-    return run_warnings([*earlier, report], datetime.now(UTC))
 
 
 def _ended(error: BaseException, report: RunReport, locations: Locations, with_spark: bool) -> RuntimeError:

@@ -12,10 +12,12 @@ report's overview calls a pipeline with any of them `warning`, not healthy. No S
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
+from jobs.lake.layout import StorageError
 from jobs.run.audit import file_names
-from jobs.run.report import RunReport
+from jobs.run.failure import one_line
+from jobs.run.report import RunReport, recent_reports
 from jobs.units import duration
 
 LATE_SHARE = 0.5  # more than half of the last runs' rows dropped as late
@@ -24,6 +26,15 @@ JUMP_ABOVE = 0.10  # a quarantine share this much over the earlier runs' ...
 JUMP_TIMES = 2  # ... and this many times it
 JUMP_MIN_ROWS = 10  # quarantined rows, at least, for a jump to count
 HISTORY_RUNS = 20  # earlier runs the quarantine share is held against
+
+
+def warnings_of(report: RunReport, runs: str) -> list[str]:
+    """What this run got wrong though it succeeded, against the runs before it (their reports in `runs`)."""
+    try:
+        earlier = recent_reports(runs, HISTORY_RUNS)
+    except (StorageError, ValueError) as error:
+        return [f"earlier run reports could not be read to compare this run with ({one_line(error)})"]
+    return run_warnings([*earlier, report], datetime.now(UTC))
 
 
 def run_warnings(runs: list[RunReport], now: datetime) -> list[str]:
