@@ -137,12 +137,13 @@ def _column(value: str) -> str:
 # Airflow's own presets (airflow.utils.dates.cron_presets, and the two of its own timetables).
 SCHEDULE_PRESETS = ("@hourly", "@daily", "@weekly", "@monthly", "@quarterly", "@yearly", "@once", "@continuous")
 ON_ARRIVAL = "on_arrival"  # the product's own: a run when files land (jobs/orchestration/arrival.py)
+ON_UPSTREAM = "on_upstream"  # a run when the table a pipeline reads gets rows (docs/graph.md)
 
 
 def _schedule(value: str) -> str:
     """A schedule Airflow takes: one of its presets, or a cron expression croniter reads, as
     Airflow checks it when it bags a DAG (a schedule it refuses would fail the DAG file)."""
-    if value in SCHEDULE_PRESETS or value == ON_ARRIVAL:
+    if value in SCHEDULE_PRESETS or value in (ON_ARRIVAL, ON_UPSTREAM):
         return value
     from croniter import CroniterError, croniter
 
@@ -151,7 +152,7 @@ def _schedule(value: str) -> str:
     except (CroniterError, ValueError) as error:
         presets = ", ".join(SCHEDULE_PRESETS)
         raise ValueError(
-            f"{value!r} is not a schedule Airflow reads: {ON_ARRIVAL}, a preset ({presets}) or a cron "
+            f"{value!r} is not a schedule Airflow reads: {ON_ARRIVAL}, {ON_UPSTREAM}, a preset ({presets}) or a cron "
             f"expression like '0 * * * *' ({error})"
         ) from None
     return value

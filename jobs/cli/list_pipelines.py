@@ -7,7 +7,7 @@ import argparse
 from jobs import declare
 from jobs.declare.load import pipelines_dir
 from jobs.exit_codes import ExitCode
-from jobs.units import ON_ARRIVAL, duration_words
+from jobs.units import ON_ARRIVAL, ON_UPSTREAM, duration_words
 from jobs.validate.suite import load_suite
 
 
@@ -29,6 +29,9 @@ def handle(args: argparse.Namespace) -> int:
             continue
         if args.verbose:
             _describe(pipeline, suite)
+            readers = [p.name for p in loaded.pipelines.values() if p.source.table == name]
+            if readers:  # the graph, from this table on (docs/graph.md)
+                print(f"  read by    {', '.join(readers)}")
         else:
             print(name)
     if problems:
@@ -77,6 +80,8 @@ def _describe(pipeline: declare.PipelineBase, suite) -> None:
             f" (quiet {duration_words(arrival.quiet_period_s)}, at least every "
             f"{duration_words(arrival.at_least_every_s)}{', S3 notifications' if arrival.queue else ''})"
         )
+    if schedule == ON_UPSTREAM:
+        schedule += f" (when table {pipeline.source.table} gets rows)"
     print(f"  schedule   {schedule}{f', group {pipeline.group}' if pipeline.group else ''}")
     kept = pipeline.retention
     landed = (

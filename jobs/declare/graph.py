@@ -13,7 +13,7 @@ from typing import Any
 
 from jobs.columns import reserved
 from jobs.declare.problems import did_you_mean
-from jobs.units import column_name
+from jobs.units import ON_ARRIVAL, ON_UPSTREAM, column_name
 
 # What a source reading another pipeline's table may not say: the table says it.
 TABLE_SAYS = ("format", "schema", "hints", "types", "on_type_mismatch", "shared")
@@ -90,6 +90,11 @@ def with_upstream(raw: dict, chain: tuple[str, ...], declared: list[str], load: 
         raise GraphError(
             f"source table {table!r} is {upstream.output.format}: a table source reads Parquet tables so far"
         )
+    if upstream.retention.output_after_s is not None:
+        raise GraphError(
+            f"source table {table!r} drops its output files after a while (its retention.output_after): "
+            "a reader could lose rows it has not read yet; leave that out of its declaration"
+        )
     source = raw["source"]
     given = source.get("event_time")
     column = given.get("column") if isinstance(given, dict) else None
@@ -109,3 +114,18 @@ def with_upstream(raw: dict, chain: tuple[str, ...], declared: list[str], load: 
             )
         raw = {**raw, "source": {**source, "event_time": time}}
     return raw
+
+
+def reader_problems(table: str | None, schedule: str | None, landed_retention: str) -> list[str]:
+    """What the other parts of a pipeline whose source reads `table` (None: a landing) may not say."""
+    if table is None:
+        landing = f"schedule {ON_UPSTREAM} runs a reader of another pipeline's table; this source is a landing"
+        return [landing] if schedule == ON_UPSTREAM else []
+    problems = []
+    if landed_retention != "keep":
+        problems.append(f"retention.landed removes landed files; this source reads table {table!r}")
+    if schedule == ON_ARRIVAL:
+        problems.append(
+            f"schedule {ON_ARRIVAL} watches a landing; this source reads table {table!r} (see {ON_UPSTREAM})"
+        )
+    return problems

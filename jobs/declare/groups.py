@@ -20,7 +20,7 @@ from jobs.declare.load import DeclarationError
 from jobs.declare.operations import Orchestration
 from jobs.declare.pipeline import PipelineBase
 from jobs.settings import settings
-from jobs.units import ON_ARRIVAL, parse_size
+from jobs.units import ON_ARRIVAL, ON_UPSTREAM, parse_size
 
 
 def schedule_group(schedule: str) -> str:
@@ -33,7 +33,7 @@ def schedule_group(schedule: str) -> str:
 def group_of(pipeline: PipelineBase) -> str | None:
     if pipeline.group:
         return pipeline.group
-    if settings().group_by_schedule and pipeline.schedule and pipeline.schedule != ON_ARRIVAL:
+    if settings().group_by_schedule and pipeline.schedule and pipeline.schedule not in (ON_ARRIVAL, ON_UPSTREAM):
         return schedule_group(pipeline.schedule)
     return None
 

@@ -20,6 +20,7 @@ from typing import Annotated, Any, ClassVar, Literal, Union
 from pydantic import Discriminator, Field, PositiveInt, PrivateAttr, Tag, field_validator, model_validator
 
 from jobs.columns import EVENT_TIME
+from jobs.declare import graph
 from jobs.declare.computing import Aggregate, Computes, Join, Key, Window
 from jobs.declare.operations import Arrival, Orchestration, Retention, SparkSettings
 from jobs.declare.parts import Enrichment, Output, Part, Process, Source, rocksdb_for_own
@@ -113,10 +114,7 @@ class PipelineBase(Computes):
                 "retention.output_after is for a Parquet table's sink log; a Delta table keeps its rows "
                 "(leave it out, and see retention.time_travel)"
             )
-        if self.source.table is not None and self.retention.landed != "keep":
-            problems.append(f"retention.landed removes landed files; this source reads table {self.source.table!r}")
-        if self.source.table is not None and self.schedule == ON_ARRIVAL:
-            problems.append(f"schedule {ON_ARRIVAL} watches a landing; this source reads table {self.source.table!r}")
+        problems += graph.reader_problems(self.source.table, self.schedule, self.retention.landed)
         if self.output.format == "parquet" and "time_travel_s" in self.retention.model_fields_set:
             problems.append("retention.time_travel is for a Delta table (output format: delta)")
         if "on_arrival" in self.model_fields_set and self.schedule != ON_ARRIVAL:

@@ -22,15 +22,23 @@ from jobs.declare import PipelineBase
 from jobs.declare.groups import own_schedule
 from jobs.lake.layout import Locations
 from jobs.orchestration.arrival_watcher import LandingArrivals
-from jobs.orchestration.reports import location_asset
-from jobs.units import ON_ARRIVAL
+from jobs.orchestration.reports import location_asset, table_asset
+from jobs.units import ON_ARRIVAL, ON_UPSTREAM
 
 
-def schedule(pipeline: PipelineBase, root: str) -> str | AssetOrTimeSchedule | None:
+def schedule(pipeline: PipelineBase, root: str) -> str | AssetOrTimeSchedule | AssetAny | None:
     """The DAG's schedule: the declared one, or for `on_arrival` the landing's Asset (its
-    watcher) or `at_least_every`, whichever comes first."""
+    watcher) or `at_least_every`, whichever comes first, or for `on_upstream` the Asset of
+    the table it reads (its events: a run that appended rows, jobs/orchestration/reports.py)."""
     own = own_schedule(pipeline)
+    if own == ON_UPSTREAM:
+        return upstream_schedule([pipeline], root)
     return members_schedule([pipeline], root) if own == ON_ARRIVAL else own
+
+
+def upstream_schedule(members: list[PipelineBase], root: str) -> AssetAny:
+    """When any member's upstream table gets rows: a group's DAG, or one pipeline's."""
+    return AssetAny(*(table_asset(name, root) for name in dict.fromkeys(m.source.table for m in members)))
 
 
 def members_schedule(members: list[PipelineBase], root: str) -> AssetOrTimeSchedule:

@@ -28,7 +28,7 @@ from jobs.orchestration.factory import DAG_PREFIX, START_DATE, broken_dag, built
 from jobs.orchestration.reports import run_summary, table_asset
 from jobs.orchestration.retries import retry_args
 from jobs.orchestration.run_operators import GroupRunOperator, RunPipelineOperator
-from jobs.units import ON_ARRIVAL
+from jobs.units import ON_ARRIVAL, ON_UPSTREAM
 from jobs.validate.suite import with_suites
 
 log = logging.getLogger(__name__)
@@ -88,13 +88,21 @@ def group_alias(group: str) -> AssetAlias:
     return AssetAlias(f"jobs-group-{group}")
 
 
+def _schedule(members: list[declare.PipelineBase], root: str) -> Any:
+    """The members' one schedule: declared, or on arrival at any landing, or on rows in any upstream table."""
+    own = members[0].schedule
+    if own == ON_UPSTREAM:
+        return arrival.upstream_schedule(members, root)
+    return arrival.members_schedule(members, root) if own == ON_ARRIVAL else own
+
+
 def group_dag(group: str, members: list[declare.PipelineBase], root: str) -> DAG:
     names = [member.name for member in members]
     with DAG(
         dag_id=f"{GROUP_DAG_PREFIX}{group}",
         auto_register=False,
         description=f"{len(names)} pipelines in one Spark application: {', '.join(names)}",
-        schedule=arrival.members_schedule(members, root) if members[0].schedule == ON_ARRIVAL else members[0].schedule,
+        schedule=_schedule(members, root),
         start_date=START_DATE,
         catchup=False,
         max_active_runs=1,

@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 
 from jobs.run.report import RunReport, RunStatus
 from jobs.run.warnings import run_warnings
-from jobs.units import ON_ARRIVAL, duration
+from jobs.units import ON_ARRIVAL, ON_UPSTREAM, duration
 from jobs.validate.result import ValidationResult, unvalidated
 
 STATUSES = ("failing", "not validated", "stale", "warning", "healthy", "never run")  # worst first: the overview's order
@@ -38,7 +38,7 @@ def schedule_interval_s(schedule: str | None, at_least_every_s: float | None = N
     arrival: its `at_least_every`); None for a pipeline run only by hand."""
     if schedule == ON_ARRIVAL:
         return at_least_every_s
-    if not schedule or schedule in ("@once", "@continuous"):
+    if not schedule or schedule in ("@once", "@continuous", ON_UPSTREAM):  # on_upstream: as often as the table it reads
         return None
     if schedule in _PRESETS:
         return _PRESETS[schedule]

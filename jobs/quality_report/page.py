@@ -200,6 +200,29 @@ def sections(
     return sorted(found, key=lambda s: (s["health"].rank, s["pipeline"].name))
 
 
+def table_graph(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tables that read or are read by another (`source: {table: ...}`), each upstream
+    before its readers: what it reads, what reads it, and its section (health, last verdict)."""
+    by_name = {s["pipeline"].name: s for s in found}
+    reads = {name: s["pipeline"].source.table for name, s in by_name.items()}
+    linked = [name for name in by_name if reads[name] in by_name or name in reads.values()]
+    depth = {}
+    for name in linked:  # declarations are refused on a cycle (jobs/declare/graph.py): this ends
+        chain, above = 0, reads[name]
+        while above in by_name:
+            chain, above = chain + 1, reads[above]
+        depth[name] = chain
+    return [
+        {
+            "name": name,
+            "reads": reads[name],
+            "read_by": [r for r in linked if reads[r] == name],
+            "section": by_name[name],
+        }
+        for name in sorted(linked, key=lambda n: (depth[n], n))
+    ]
+
+
 def render(root: str, reports: str | None = None, found: list[dict[str, Any]] | None = None) -> str:
     """The summary page's HTML, from the run reports and validation results under `root`
     (or the sections already read from them)."""
@@ -209,6 +232,7 @@ def render(root: str, reports: str | None = None, found: list[dict[str, Any]] | 
     # A pipeline shows when it ran, or has backfills (what they published is news too).
     shown = [s for s in found if s["health"].status != "never run" or s["backfills"]]
     return _TEMPLATES.get_template("report.html.j2").render(
+        graph=table_graph(found),
         broken=declared.broken,
         ran=shown,
         never_ran=[s["pipeline"] for s in found if s not in shown],

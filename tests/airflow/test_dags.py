@@ -361,3 +361,29 @@ def test_a_tasks_spark_submit_runs_the_executors_python_its_master_calls_for(mon
     with environment.task_environment(logging.getLogger("test"), "spark_test"):
         assert (os.environ["PYSPARK_DRIVER_PYTHON"], os.environ["PYSPARK_PYTHON"]) == (sys.executable, executors_python)
     assert "PYSPARK_PYTHON" not in os.environ
+
+
+def test_a_reader_on_upstream_is_scheduled_on_the_table_it_reads(tmp_path, monkeypatch):
+    """`schedule: on_upstream`: the reader's DAG runs on its upstream's table Asset, the one the
+    upstream's DAG updates when a run appended rows (its `table_updated` task's outlet)."""
+    import yaml
+
+    from jobs.orchestration.factory import pipeline_dag
+
+    folder = tmp_path / "pipelines"
+    from jobs.declare.load import pipelines_dir
+
+    folder.mkdir()
+    raw = yaml.safe_load((pipelines_dir() / "device_steps.yaml").read_text())
+    (folder / "device_steps.yaml").write_text(yaml.safe_dump(raw))
+    reader = {"name": "steps_per_hour", "source": {"table": "device_steps"}, "schedule": "on_upstream", "output": {}}
+    (folder / "steps_per_hour.yaml").write_text(yaml.safe_dump(reader))
+    monkeypatch.setenv("JOBS_PIPELINES_DIR", str(folder))
+    upstream, pipeline = declare.load("device_steps", folder), declare.load("steps_per_hour", folder)
+    (asset,) = pipeline_dag(pipeline, str(tmp_path)).timetable.asset_condition.objects
+    updated = pipeline_dag(upstream, str(tmp_path)).get_task("table_updated")
+    assert asset.uri == f"file://{tmp_path}/tables/device_steps" == updated.outlets[0].uri
+    with pytest.raises(
+        declare.DeclarationError, match="schedule on_upstream runs a reader of another pipeline's table"
+    ):
+        declare.from_mapping({**raw, "schedule": "on_upstream"})

@@ -142,6 +142,14 @@ def test_a_window_pipeline_reads_an_events_table_each_committed_row_once(spark, 
     assert read["facets"]["symlinks"]["identifiers"][0]["name"] == "raw_clicks"
     assert read["inputFacets"]["inputStatistics"]["rowCount"] == 13
 
+    # The data quality report's graph: each table, what it reads, what reads it.
+    from jobs.quality_report.page import render
+
+    page = render(root)
+    graph = page[page.index('id="graph"') :]
+    assert graph.index('data-table="raw_clicks"') < graph.index('data-table="clicks_per_minute"')
+    assert "&rarr; clicks_per_minute" in graph and "&larr; raw_clicks" in graph
+
     # The file ledger names each upstream data file with the upstream's batch that committed it.
     assert main(["files", per_minute.name, "--root", root, "--json"]) == 0
     listed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]

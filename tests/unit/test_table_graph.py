@@ -82,6 +82,11 @@ def test_a_chain_loads_each_level_taking_the_time_of_the_table_it_reads(tmp_path
             "as 'event_time_1'; or leave event_time out: the table's own is 'ts'",
         ),
         (
+            [{**RAW, "retention": {"output_after": "30 days"}}, reading("behind", "raw")],
+            "behind",
+            "source table 'raw' drops its output files after a while (its retention.output_after)",
+        ),
+        (
             [RAW, {**reading("on_arrival", "raw"), "schedule": "on_arrival"}],
             "on_arrival",
             "schedule on_arrival watches a landing; this source reads table 'raw'",
@@ -100,6 +105,7 @@ def test_a_chain_loads_each_level_taking_the_time_of_the_table_it_reads(tmp_path
         "says-the-schema",
         "landed-retention",
         "product-time",
+        "output-retention",
         "on-arrival",
         "broken-upstream",
     ],
