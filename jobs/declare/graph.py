@@ -2,8 +2,8 @@
 
 When a declaration loads, the table it reads must be one a declared pipeline writes, in
 a format a source can read (Parquet: through its sink log), and not through a cycle; a
-source that declares no event time takes the upstream table's own (`time_of_table`: an
-events table's `event_time`, a window table's `window_end`).
+source that declares no event time takes the upstream table's own (`time_of_table`: a
+window table's `window_end`, an events or join table's time field).
 """
 
 from __future__ import annotations

@@ -98,8 +98,8 @@ def _ddl(source: Source) -> str:
 
 def _as_lines(rows: DataFrame) -> DataFrame:
     """A table's rows as the lines a landing gives: each row a JSON object (what the strict
-    decoder then reads against the same schema: one path for every source, one account), in
-    the data file it was read from, numbered in it from 1 (`_metadata.row_index`)."""
+    decoder then reads against the same schema: one path for every source, one account), with
+    the data file it was read from (its rows are numbered in the part of it Spark read)."""
     row = F.to_json(F.struct(*(F.col(quoted(name)) for name in rows.columns)))
     return rows.select(
         row.alias(LINE),
