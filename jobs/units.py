@@ -12,6 +12,7 @@ import secrets
 import shlex
 from collections.abc import Callable
 from datetime import UTC, datetime
+from difflib import get_close_matches
 from typing import Annotated
 
 from pydantic import AfterValidator, BeforeValidator
@@ -151,8 +152,11 @@ def _schedule(value: str) -> str:
         croniter(value)
     except (CroniterError, ValueError) as error:
         presets = ", ".join(SCHEDULE_PRESETS)
+        words = [ON_ARRIVAL, ON_UPSTREAM, *SCHEDULE_PRESETS]
+        close = get_close_matches(value, words, n=1, cutoff=0.7)
+        meant = f" (did you mean {close[0]!r}?)" if close else ""
         raise ValueError(
-            f"{value!r} is not a schedule Airflow reads: {ON_ARRIVAL}, {ON_UPSTREAM}, a preset ({presets}) or a cron "
+            f"{value!r} is not a schedule Airflow reads{meant}: {ON_ARRIVAL}, {ON_UPSTREAM}, a preset ({presets}) or a cron "
             f"expression like '0 * * * *' ({error})"
         ) from None
     return value

@@ -7,6 +7,7 @@ outside Spark counts them)."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from jobs.lake.builds import in_use
 from jobs.launch import execute, finished_of
 from jobs.request import RunRequest
 from jobs.run.runner import RunRefused
-from tests.helpers import event, land_in_order, run_pipeline, table_rows
+from tests.helpers import REPO, event, land_in_order, run_pipeline, table_rows
 from tests.integration.test_lineage import configure_file
 from tests.model import WindowModel, clickstream_reading
 
@@ -39,15 +40,8 @@ RAW = {
     },
     "output": {"format": "parquet"},
 }
-PER_MINUTE = {
-    "name": "clicks_per_minute",
-    "source": {"table": "raw_clicks"},  # its event time: the upstream's, eventtimestamp
-    "watermark": "5 minutes",
-    "window": {"duration": "1 minute"},
-    "keys": ["user_id"],
-    "aggregates": [{"name": "event_count", "function": "count"}],
-    "output": {"format": "parquet", "partition_by": "window_date"},
-}
+# The reader docs/graph.md declares, as the page shows it: the page's example is what runs here.
+PER_MINUTE = yaml.safe_load(re.search(r"```yaml\n(.*?)```", (REPO / "docs" / "graph.md").read_text(), re.S).group(1))
 
 
 def declared(folder: Path, monkeypatch, *raws: dict) -> dict[str, declare.PipelineBase]:

@@ -124,3 +124,10 @@ def test_a_processor_table_has_no_time_to_take(tmp_path):
     loaded = declare.load_each(folder_of(tmp_path, sessions, reading("after", "spending_sessions")))
     assert "spending_sessions" in loaded.pipelines
     assert "a process table has no time of its own; declare source.event_time" in loaded.broken["after"]
+
+
+def test_a_misspelt_table_setting_or_schedule_says_what_was_meant(tmp_path):
+    loaded = declare.load_each(folder_of(tmp_path, RAW, {**reading("typo", "raw"), "schedule": "on_upstraem"}))
+    assert "'on_upstraem' is not a schedule Airflow reads (did you mean 'on_upstream'?)" in loaded.broken["typo"]
+    with pytest.raises(declare.DeclarationError, match=r"unknown setting 'tabel' \(did you mean 'table'\?\)"):
+        declare.from_mapping({"name": "typo", "source": {"tabel": "raw"}, "output": {}})
