@@ -182,8 +182,6 @@ def _execute(run: RunContext, report: RunReport, pending: Pending) -> None:
 def _counted(run: RunContext, report: RunReport, accounts: list[BatchAccount]) -> None:
     """Batches accounted: in the report, and said."""
     report.add_batches(accounts)
-    if run.pipeline.source.table:  # a reader: the upstream's batches it read, and their rows
-        report.read_upstream(CheckpointLog("", run.locations.landing).committing_batches())
     for account in accounts:
         run.emit(BatchCommitted(report.pipeline, account.batch_id, account.input_rows, account.output_rows or 0))
 
@@ -284,6 +282,8 @@ def _settle(run: RunContext, report: RunReport, watch: ProgressWatch, accounting
     """Account every committed batch left; the watermark and the state the query ended with."""
     watch.poll()
     accounting.finish(watch.metrics)
+    if run.pipeline.source.table and report.batch_ids:  # a reader: the upstream's batches it read (one log read)
+        report.read_upstream(CheckpointLog("", run.locations.landing).committing_batches())
     committed = run.checkpoint_log.committed_batches()
     report.watermark = ms_to_iso(run.checkpoint_log.next_watermark_ms(committed[-1])) if committed else None
     report.state_rows = watch.last_state_rows
