@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from jobs.lake import delta, fs, listings
+from jobs.lake import delta, delta_source, fs, listings
 from jobs.lake.layout import Locations, from_spark, join
 
 
@@ -59,14 +59,15 @@ def _log_files(folder: str) -> dict[int, str]:
 class CheckpointLog:
     """A checkpoint's logs, and the sink log of the table it writes."""
 
-    def __init__(self, checkpoint: str, output: str):
+    def __init__(self, checkpoint: str, output: str, landing: str = ""):
         self.checkpoint = checkpoint
         self.output = output
+        self.landing = landing  # what its source reads: a Delta upstream's files are told from its log
 
     @classmethod
     def of(cls, locations: Locations) -> CheckpointLog:
         """The logs of a pipeline's (or a build's) checkpoint and table."""
-        return cls(locations.checkpoint, locations.output)
+        return cls(locations.checkpoint, locations.output, locations.landing)
 
     def has_started(self) -> bool:
         return bool(_log_files(join(self.checkpoint, "offsets")))
@@ -74,9 +75,13 @@ class CheckpointLog:
     def committed_batches(self) -> list[int]:
         return sorted(_log_files(join(self.checkpoint, "commits")))
 
+    def last_planned(self) -> int | None:
+        """The newest batch with offsets (None before the first)."""
+        return max(_log_files(join(self.checkpoint, "offsets")), default=None)
+
     def batch_in_flight(self) -> int | None:
         """The batch planned but not committed (a run that ended mid-batch), if any."""
-        planned = max(_log_files(join(self.checkpoint, "offsets")), default=None)
+        planned = self.last_planned()
         committed = max(self.committed_batches(), default=-1)
         return planned if planned is not None and planned > committed else None
 
@@ -133,6 +138,11 @@ class CheckpointLog:
         except (IndexError, ValueError, KeyError, TypeError):
             return -1
 
+    def delta_offset(self, batch_id: int, source: int = 0) -> delta_source.Offset | None:
+        """Where batch `batch_id` left Delta's source of a Delta upstream (None: another source's)."""
+        offsets = self._offsets(batch_id)
+        return delta_source.offset_of(offsets[2 + source]) if len(offsets) > 2 + source else None
+
     def source_files(self, batch_id: int, source: int = 0) -> list[str]:
         """The landed files batch `batch_id` read from source `source`."""
         return list(self.source_entries(batch_id, source))
@@ -145,6 +155,10 @@ class CheckpointLog:
         when new files arrive: a batch read the entries after the previous batch's offset
         up to its own.
         """
+        if self.delta_offset(batch_id, source) is not None:  # a Delta upstream's source
+            before = self.delta_offset(batch_id - 1, source) if batch_id > 0 else None
+            read = delta_source.files_read(self.landing, before, self.delta_offset(batch_id, source))
+            return {path: int(entry.get("modificationTime") or 0) for path, entry in read.items()}
         first = self._source_log_offset(batch_id - 1, source) + 1
         last = self._source_log_offset(batch_id, source)
         folder = join(self.checkpoint, "sources", str(source))
@@ -170,6 +184,12 @@ class CheckpointLog:
         """`recorded_files`, and the last of the source's log files they come from. With
         `known` (an earlier answer), only the log files written since are read, unless one
         of them is a compaction (which holds every entry: read alone)."""
+        planned = self.last_planned()
+        if planned is not None and self.delta_offset(planned, source) is not None:
+            # A Delta upstream's: the files of the table as its source has read it through.
+            through = self.delta_offset(planned, source).version - 1
+            files = delta.table_files(self.landing, through) if through >= 0 else {}
+            return {path: int(entry.get("modificationTime") or 0) for path, entry in files.items()}, planned
         folder = join(self.checkpoint, "sources", str(source))
         logs = _log_files(folder)
         last = max(logs, default=-1)
@@ -222,9 +242,12 @@ class CheckpointLog:
         return _sink_entries_through(folder, logs, max(logs)) if logs else {}
 
     def committing_batches(self) -> dict[str, int | None]:
-        """Path -> the batch of this (Parquet) table that committed it, for every file its sink
-        log still names: None for a file only a compact log file names (its batch is no
-        longer told apart). What a reader of the table names as the upstream's batch."""
+        """Path -> the batch of this table that committed it, for every file its sink log still
+        names: None for a file only a compact log file names (its batch is no longer told
+        apart); of a Delta table, the version that added it. What a reader of the table names
+        as the upstream's batch (or version)."""
+        if self.is_delta():
+            return dict(delta_source.adding_versions(self.output))
         folder = join(self.output, "_spark_metadata")
         logs, found = _log_files(folder), {}
         for batch_id in sorted(logs):

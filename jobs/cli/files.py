@@ -57,10 +57,12 @@ def handle(args: argparse.Namespace) -> int:
         after = parse_moment(args.since, "--since")
         listed = file_ledger.taken_files(Ledger(where.ledger), checkpoint_log, args.run, after)
         columns = _ledger_columns(pipeline)
-        if pipeline.source.table:  # a reader: which of the upstream's batches committed each file
-            committed = CheckpointLog("", where.landing).committing_batches()
+        if pipeline.source.table:  # a reader: which of the upstream's batches (versions) committed each file
+            upstream = CheckpointLog("", where.landing)
+            committed = upstream.committing_batches()
             listed = [{**entry, "upstream_batch": committed.get(entry["path"])} for entry in listed]
-            columns = {f"{pipeline.source.table} batch": "upstream_batch", **columns}
+            unit = "version" if upstream.is_delta() else "batch"
+            columns = {f"{pipeline.source.table} {unit}": "upstream_batch", **columns}
     if args.json:
         sys.stdout.writelines(json.dumps(entry) + "\n" for entry in listed)
         return ExitCode.OK

@@ -1,7 +1,7 @@
 """Pipelines that read pipelines: a source `table: <pipeline>` reads that pipeline's table.
 
-When a declaration loads, the table it reads must be one a declared pipeline writes, in
-a format a source can read (Parquet: through its sink log), and not through a cycle; a
+When a declaration loads, the table it reads must be one a declared pipeline writes (its
+format, Parquet or Delta, is the one that pipeline declares), and not through a cycle; a
 source that declares no event time takes the upstream table's own (`time_of_table`: a
 window table's `window_end`, an events or join table's time field).
 """
@@ -86,16 +86,14 @@ def with_upstream(raw: dict, chain: tuple[str, ...], declared: list[str], load: 
         raise
     except ValueError as error:  # its own problems, said when it loads on its own
         raise GraphError(f"source table {table!r}: its declaration does not load ({error})") from None
-    if upstream.output.format != "parquet":
-        raise GraphError(
-            f"source table {table!r} is {upstream.output.format}: a table source reads Parquet tables so far"
-        )
     if upstream.retention.output_after_s is not None:
         raise GraphError(
             f"source table {table!r} drops its output files after a while (its retention.output_after): "
             "a reader could lose rows it has not read yet; leave that out of its declaration"
         )
-    source = raw["source"]
+    if "table_format" in raw["source"]:
+        raise GraphError(f"source table {table!r}: its format is what its pipeline declares; leave out table_format")
+    source = {**raw["source"], "table_format": upstream.output.format}
     given = source.get("event_time")
     column = given.get("column") if isinstance(given, dict) else None
     if isinstance(column, str) and reserved(column.split(".")[0]):
@@ -112,8 +110,8 @@ def with_upstream(raw: dict, chain: tuple[str, ...], declared: list[str], load: 
                 f"source table {table!r}: a {upstream.pattern} table has no time of its own; "
                 "declare source.event_time (the column of its rows that is their event time)"
             )
-        raw = {**raw, "source": {**source, "event_time": time}}
-    return raw
+        source = {**source, "event_time": time}
+    return {**raw, "source": source}
 
 
 def reader_problems(table: str | None, schedule: str | None, landed_retention: str) -> list[str]:

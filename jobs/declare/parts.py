@@ -91,6 +91,8 @@ class Source(Part):
     name: Name | None = None
     # The pipeline whose table this source reads (jobs/declare/graph.py); None: a landing.
     table: Name | None = None
+    # That table's format, as its pipeline declares it: set on load, never written (graph.py).
+    table_format: Literal["parquet", "delta"] | None = None
     format: Literal["json"]
     # field -> type (objects and arrays nest: jobs/schema.py), or "infer": inferred from
     # what has landed by the first run, then recorded with the checkpoint (with_recorded_fields).

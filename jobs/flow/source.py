@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from pyspark.errors import AnalysisException
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobs.columns import BLOCK_START, FILE_SIZE, LINE, SOURCE_FILE
@@ -71,10 +71,17 @@ def read_lines(spark: SparkSession, paths: list[str]) -> DataFrame:
 
 
 def stream_table(spark: SparkSession, table: str, source: Source, limits: Limits | None = None) -> DataFrame:
-    """Another pipeline's Parquet table as the streaming source (`source: {table: ...}`):
-    Spark's file source reads a folder with a sink log (`_spark_metadata`) through that log,
-    never its listing, so a batch takes exactly the files a committed batch of the upstream
-    wrote, and each once. Its rows reach the flow as lines (`_as_lines`)."""
+    """Another pipeline's table as the streaming source (`source: {table: ...}`), its rows
+    reaching the flow as lines (`_as_lines`), each batch exactly what committed batches of the
+    upstream wrote since the last, and each once. A Parquet table: Spark's file source reads
+    a folder with a sink log (`_spark_metadata`) through that log, never its listing. A Delta
+    table: Delta's source, whole versions a batch (jobs/lake/delta_source.py tells their files),
+    passing over a version that rewrote rows (skipChangeCommits: what the reader owes)."""
+    if source.table_format == "delta":
+        reader = spark.readStream.format("delta").option("skipChangeCommits", "true")
+        rows = reader.option("maxFilesPerTrigger", str(2**31 - 1)).load(table)
+        read = rows.select(*(F.col(quoted(source.key_of(name))) for name in source.fields))
+        return _as_lines(read, F.input_file_name(), F.lit(None).cast("long"))
     reader = spark.readStream.format("parquet").schema(_ddl(source))
     if limits and limits.max_files:
         reader = reader.option("maxFilesPerTrigger", limits.max_files)
@@ -85,7 +92,8 @@ def stream_table(spark: SparkSession, table: str, source: Source, limits: Limits
 
 def read_table(spark: SparkSession, table: str, source: Source, paths: list[str]) -> DataFrame:
     """The same rows from given files of the table, as a batch DataFrame (its partition
-    folders read as the stream reads them, from the table's own folder)."""
+    folders read as the stream reads them, from the table's own folder; a Delta table's
+    data files are Parquet files too)."""
     reader = spark.read.format("parquet").schema(_ddl(source)).option("basePath", table)
     return _as_lines(reader.load(paths))
 
@@ -96,16 +104,17 @@ def _ddl(source: Source) -> str:
     return ", ".join(f"{quoted(source.key_of(name))} {kind}" for name, kind in source.fields.items())
 
 
-def _as_lines(rows: DataFrame) -> DataFrame:
+def _as_lines(rows: DataFrame, file: Column | None = None, size: Column | None = None) -> DataFrame:
     """A table's rows as the lines a landing gives: each row a JSON object (what the strict
     decoder then reads against the same schema: one path for every source, one account), with
-    the data file it was read from (its rows are numbered in the part of it Spark read)."""
+    the data file it was read from (its rows are numbered in the part of it Spark read). Delta's
+    source has no `_metadata` (delta-io/delta#2014): its file is `input_file_name()`."""
     row = F.to_json(F.struct(*(F.col(quoted(name)) for name in rows.columns)))
     return rows.select(
         row.alias(LINE),
-        F.col("_metadata.file_path").alias(SOURCE_FILE),
+        (F.col("_metadata.file_path") if file is None else file).alias(SOURCE_FILE),
         F.lit(0).cast("long").alias(BLOCK_START),
-        F.col("_metadata.file_size").alias(FILE_SIZE),
+        (F.col("_metadata.file_size") if size is None else size).alias(FILE_SIZE),
     )
 
 

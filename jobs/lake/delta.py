@@ -181,16 +181,17 @@ def storage_options() -> dict[str, str]:
     return options
 
 
-def read_outside_spark(output: str) -> DeltaTable:
-    """The table as delta-rs (the `deltalake` package, no Spark) opens it, local or in a bucket:
-    its log, schema and history. Read its rows with `arrow_dataset` or `read_table`."""
+def read_outside_spark(output: str, version: int | None = None) -> DeltaTable:
+    """The table as delta-rs (the `deltalake` package, no Spark) opens it, local or in a bucket,
+    at its newest version (or `version`): its log, schema and history. Read its rows with
+    `arrow_dataset` or `read_table`."""
     from deltalake import DeltaTable
 
     from jobs.lake.layout import is_s3
 
     if is_s3(output):
-        return DeltaTable(output.replace("s3a://", "s3://", 1), storage_options=storage_options())
-    return DeltaTable(output)
+        return DeltaTable(output.replace("s3a://", "s3://", 1), version=version, storage_options=storage_options())
+    return DeltaTable(output, version=version)
 
 
 def arrow_dataset(table: DeltaTable, output: str) -> pyarrow.dataset.Dataset:
@@ -211,13 +212,13 @@ def read_table(output: str, columns: list[str] | None = None) -> pyarrow.Table:
     return arrow_dataset(read_outside_spark(output), output).to_table(columns=columns)
 
 
-def table_files(output: str) -> dict[str, dict[str, Any]]:
-    """Path -> `size` and `modificationTime` of every data file the table's newest version holds:
-    what any reader of the table reads (delta-rs replays the log)."""
+def table_files(output: str, version: int | None = None) -> dict[str, dict[str, Any]]:
+    """Path -> `size` and `modificationTime` of every data file the table's newest version (or
+    `version`) holds: what any reader of the table reads (delta-rs replays the log)."""
     import pyarrow
 
     actions = pyarrow.table(
-        read_outside_spark(output).get_add_actions(flatten=True)
+        read_outside_spark(output, version).get_add_actions(flatten=True)
     ).to_pylist()  # delta-rs gives an Arrow stream
     return {
         join(output, unquote(a["path"])): {"size": a["size_bytes"], "modificationTime": _ms(a["modification_time"])}

@@ -74,7 +74,9 @@ class Application:
 
     @property
     def table_formats(self) -> set[str]:
-        return {pipeline.output.format for pipeline in self.pipelines}
+        """The formats of the tables its pipelines write, and of those they read (a Delta upstream)."""
+        read = {pipeline.source.table_format for pipeline in self.pipelines} - {None}
+        return {pipeline.output.format for pipeline in self.pipelines} | read
 
     def conf(self) -> dict[str, str]:
         """The settings its JVM starts with (spark-submit's --conf, or a session's builder)."""

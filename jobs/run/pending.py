@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from jobs.accounting.checkpoint import CheckpointLog, Recorded
 from jobs.accounting.ledger import Ledger
 from jobs.declare import PipelineBase
-from jobs.lake import gzip_size, listings
+from jobs.lake import delta, delta_source, gzip_size, listings
 from jobs.lake.landing import dated_folders, new_files_path, source_landings
 from jobs.lake.layout import join
 from jobs.request import RunRequest, TriggerKind
@@ -109,7 +109,13 @@ def pending_input(pipeline: PipelineBase, request: RunRequest) -> Pending:
 
 def _new_in_table(table: str, checkpoint_log: CheckpointLog) -> Pending:
     """What a source reading another pipeline's table would take: the data files its sink
-    log lists that the source has not taken (the upstream's own run may be adding more)."""
+    log lists that the source has not taken (the upstream's own run may be adding more); of
+    a Delta table, the files its versions since the source's last offset added."""
+    if delta.is_delta(table):
+        planned = checkpoint_log.last_planned()
+        before = None if planned is None else checkpoint_log.delta_offset(planned)
+        new_files = delta_source.files_read(table, before, delta_source.newest_end(table))
+        return Pending(len(new_files), sum(int(entry.get("size") or 0) for entry in new_files.values()))
     committed = CheckpointLog("", table).committed_output_files()
     if committed is None:
         return Pending(0, 0, f"part of the sink log of table {table} is missing: Spark says what it can read")

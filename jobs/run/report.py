@@ -11,7 +11,7 @@ Stored reports carry `report_version`; version 1 called them `aggregated_rows`, 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
@@ -115,9 +115,11 @@ class RunReport(BaseModel):
     quarantine_reasons: dict[str, QuarantineReason] | None = Field(default_factory=dict)
     duplicates_dropped: int | None = 0  # None: some batch's count is unknown
     output_rows: int | None = 0  # None: some batch's count is unknown
-    # A reader of another pipeline's table: that pipeline's batch -> the rows this run read of
-    # it ("?": a batch its sink log no longer tells apart); None for a landing's reader.
+    # A reader of another pipeline's table: that pipeline's batch (of a Delta table: version)
+    # -> the rows this run read of it ("?": one its log no longer tells apart); None for a
+    # landing's reader.
     upstream_batches: dict[str, int] | None = None
+    upstream_unit: Literal["batch", "version"] = "batch"
     watermark: str | None = None
     state_rows: int | None = None
     # Admission control: at most this much new input per batch, and what set it (jobs/flow/admission.py).
@@ -156,9 +158,10 @@ class RunReport(BaseModel):
 
     _accounts: list[BatchAccount] = PrivateAttr(default_factory=list)  # the batches this run accounted
 
-    def read_upstream(self, committed_by: dict[str, int | None]) -> None:
-        """The rows this run read of each batch of the upstream's table, `committed_by` telling
-        which batch committed each of its files (CheckpointLog.committing_batches)."""
+    def read_upstream(self, committed_by: dict[str, int | None], unit: Literal["batch", "version"]) -> None:
+        """The rows this run read of each batch (or version) of the upstream's table,
+        `committed_by` telling which committed each of its files (CheckpointLog.committing_batches)."""
+        self.upstream_unit = unit
         read: dict[int | None, int] = {}
         for account in self._accounts:
             for file in account.files or []:
@@ -260,8 +263,9 @@ class RunReport(BaseModel):
         )
 
     def _upstream_read(self) -> str:
-        said = [f"batch {batch} {rows} rows" for batch, rows in (self.upstream_batches or {}).items()]
-        return ", ".join(said[:5]) + (f" and {len(said) - 5} more batches" if len(said) > 5 else "")
+        unit = self.upstream_unit
+        said = [f"{unit} {batch} {rows} rows" for batch, rows in (self.upstream_batches or {}).items()]
+        return ", ".join(said[:5]) + (f" and {len(said) - 5} more {unit}s" if len(said) > 5 else "")
 
     def _said_of_files(self) -> list[str]:
         """The summary's lines on its warnings and the files it passed over, tied or lost."""

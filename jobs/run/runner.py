@@ -283,7 +283,8 @@ def _settle(run: RunContext, report: RunReport, watch: ProgressWatch, accounting
     watch.poll()
     accounting.finish(watch.metrics)
     if run.pipeline.source.table and report.batch_ids:  # a reader: the upstream's batches it read (one log read)
-        report.read_upstream(CheckpointLog("", run.locations.landing).committing_batches())
+        upstream = CheckpointLog("", run.locations.landing)
+        report.read_upstream(upstream.committing_batches(), "version" if upstream.is_delta() else "batch")
     committed = run.checkpoint_log.committed_batches()
     report.watermark = ms_to_iso(run.checkpoint_log.next_watermark_ms(committed[-1])) if committed else None
     report.state_rows = watch.last_state_rows

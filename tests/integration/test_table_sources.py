@@ -148,3 +148,46 @@ def test_a_window_pipeline_reads_an_events_table_each_committed_row_once(spark, 
     assert main(["files", per_minute.name, "--root", root, "--json"]) == 0
     listed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert sorted((f["upstream_batch"], f["input_rows"]) for f in listed) == [(n, 13) for n in range(4)]
+
+
+def test_a_reader_of_a_delta_table_reads_each_version_once(spark, tmp_path, monkeypatch, capsys):
+    """A Delta upstream through Delta's streaming source: each run reads the versions committed
+    since, whole, each file once; the run report and `files` name the upstream's versions."""
+    from jobs.lake import delta
+
+    raw_delta = {**RAW, "name": "raw_delta", "output": {"format": "delta"}}
+    reader = {**PER_MINUTE, "name": "delta_per_minute", "source": {"table": "raw_delta"}}
+    pipelines = declared(tmp_path / "pipelines", monkeypatch, raw_delta, reader)
+    raw, per_minute = pipelines["raw_delta"], pipelines["delta_per_minute"]
+    root = str(tmp_path / "root")
+    upstream, downstream = in_use(raw.name, root), in_use(per_minute.name, root, reads=raw.name)
+    model = WindowModel(
+        read=clickstream_reading,
+        finish=lambda values: (len(values),),
+        delay=timedelta(minutes=5),
+        window=timedelta(minutes=1),
+    )
+    for number in range(3):
+        lines = arrival(number)
+        land_in_order(upstream.landing, {f"part-{number}.json": lines})
+        up = run_pipeline(spark, raw, upstream)
+        down = run_pipeline(spark, per_minute, downstream)
+        version = delta.versions(upstream.output)[-1]  # the upstream's one batch of this run
+        expected = model.run([[line for line in lines if clickstream_reading(line)]])
+        assert down.rows_balance and down.input_rows == up.used_rows == 13, down
+        assert down.late_rows_dropped == expected.late_rows_dropped
+        assert table_rows(spark, downstream.output) == model.rows()
+        assert down.upstream_batches == {str(version): 13}, down.upstream_batches
+        # What the downstream took is what the table holds, file by file (rows as pyarrow counts them).
+        committed = delta.table_files(upstream.output)
+        taken = {
+            f["path"]: f["input_rows"] for f in taken_files(Ledger(downstream.ledger), CheckpointLog.of(downstream))
+        }
+        assert taken == rows_per_file(list(committed))
+
+    idle = run_pipeline(spark, per_minute, downstream)
+    assert idle.batch_ids == [] and idle.input_rows == 0
+    assert main(["files", per_minute.name, "--root", root, "--json"]) == 0
+    listed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert sorted(f["input_rows"] for f in listed) == [13, 13, 13]
+    assert {f["upstream_batch"] for f in listed} == set(delta.versions(upstream.output)[-3:])

@@ -1,6 +1,6 @@
 """Declarations that read other pipelines' tables (`source: {table: ...}`), checked when they
-load: the event time each takes, and a table no pipeline writes, a cycle, a Delta table, a
-source that says what the table says, a landed-file retention, each refused with why."""
+load: the event time and the table format each takes, and a table no pipeline writes, a cycle,
+a source that says what the table says, a landed-file retention, each refused with why."""
 
 from __future__ import annotations
 
@@ -42,12 +42,15 @@ def reading(name: str, table: str, **source: object) -> dict:
 def test_a_chain_loads_each_level_taking_the_time_of_the_table_it_reads(tmp_path):
     hourly = {**COUNTS, "name": "hourly", "source": {"table": "counts"}, "window": {"duration": "1 hour"}}
     own_time = reading("own_time", "raw", event_time={"column": "ts", "format": "epoch_seconds"})
-    pipelines = declare.load_all(folder_of(tmp_path, RAW, COUNTS, hourly, own_time))
+    delta = {**RAW, "name": "raw_delta", "output": {"format": "delta"}}
+    of_delta = reading("of_delta", "raw_delta")
+    pipelines = declare.load_all(folder_of(tmp_path, RAW, COUNTS, hourly, own_time, delta, of_delta))
     assert pipelines["raw"].source.table is None
     assert pipelines["counts"].source.table == "raw" and pipelines["counts"].source.infer_schema
     assert pipelines["counts"].source.event_time.column == "ts"  # an events table: its time field
     assert pipelines["hourly"].source.event_time.column == "window_end"  # a window table's
     assert pipelines["own_time"].source.event_time.format == "epoch_seconds"
+    assert (pipelines["counts"].source.table_format, pipelines["of_delta"].source.table_format) == ("parquet", "delta")
 
 
 @pytest.mark.parametrize(
@@ -61,9 +64,9 @@ def test_a_chain_loads_each_level_taking_the_time_of_the_table_it_reads(tmp_path
             "source tables make a cycle: loop_a reads loop_b reads loop_a",
         ),
         (
-            [{**RAW, "output": {"format": "delta"}}, reading("of_delta", "raw")],
+            [{**RAW, "output": {"format": "delta"}}, reading("of_delta", "raw", table_format="parquet")],
             "of_delta",
-            "source table 'raw' is delta: a table source reads Parquet tables so far",
+            "source table 'raw': its format is what its pipeline declares; leave out table_format",
         ),
         (
             [RAW, reading("says_more", "raw", format="json", schema={"ts": "string"})],
@@ -101,7 +104,7 @@ def test_a_chain_loads_each_level_taking_the_time_of_the_table_it_reads(tmp_path
         "unknown",
         "itself",
         "cycle",
-        "delta",
+        "says-the-format",
         "says-the-schema",
         "landed-retention",
         "product-time",
