@@ -13,6 +13,7 @@ class ExitCode(IntEnum):
     INVALID = 4  # the output failed a `fail` expectation
     DATA = 5  # a batch stopped on its data, as it will on every rerun (a `fail` rule, a record Spark cannot get past)
     UNUSED = 6  # the run read rows and used none: all quarantined (committed and accounted: nothing to redo)
+    OWES = 7  # a reader of a Delta table owes rows its upstream rewrote (committed and accounted; redo the range)
     STOPPED = 130  # stopped on request (Ctrl-C, SIGTERM)
 
     @classmethod
@@ -23,7 +24,7 @@ class ExitCode(IntEnum):
     @classmethod
     def worst(cls, codes: list[ExitCode]) -> ExitCode:
         """The exit code of several runs together (a group): the worst of theirs."""
-        order = [cls.STOPPED, cls.USAGE, cls.FAILED, cls.DATA, cls.INVALID, cls.UNUSED, cls.REFUSED]
+        order = [cls.STOPPED, cls.USAGE, cls.FAILED, cls.DATA, cls.INVALID, cls.UNUSED, cls.OWES, cls.REFUSED]
         return next((code for code in order if code in codes), cls.OK)
 
     @property
@@ -33,7 +34,7 @@ class ExitCode(IntEnum):
     @property
     def worth_retrying(self) -> bool:
         """Whether running the same command again can change the outcome."""
-        return self not in (ExitCode.USAGE, ExitCode.INVALID, ExitCode.DATA, ExitCode.UNUSED)
+        return self not in (ExitCode.USAGE, ExitCode.INVALID, ExitCode.DATA, ExitCode.UNUSED, ExitCode.OWES)
 
 
 _MEANINGS = {
@@ -51,6 +52,10 @@ _MEANINGS = {
     ExitCode.UNUSED: (
         "the run used none of its input: every row was quarantined (see the reason most were quarantined for); "
         "fix the declaration or what producers send: retrying will not help"
+    ),
+    ExitCode.OWES: (
+        "the run's table owes rows its upstream rewrote (a backfill or a rebuild of the table it reads): its report "
+        "says which versions; redo the range (python -m jobs backfill, or the upstream's with --with-downstream)"
     ),
     ExitCode.STOPPED: "stopped before it finished; the next run resumes from the checkpoint",
 }

@@ -75,6 +75,10 @@ class CheckpointLog:
     def committed_batches(self) -> list[int]:
         return sorted(_log_files(join(self.checkpoint, "commits")))
 
+    def first_planned(self) -> int | None:
+        """The oldest batch whose offsets Spark still keeps (None before the first)."""
+        return min(_log_files(join(self.checkpoint, "offsets")), default=None)
+
     def last_planned(self) -> int | None:
         """The newest batch with offsets (None before the first)."""
         return max(_log_files(join(self.checkpoint, "offsets")), default=None)
@@ -239,6 +243,9 @@ class CheckpointLog:
             return delta.table_files(self.output)
         folder = join(self.output, "_spark_metadata")
         logs = _log_files(folder)
+        if not logs and fs.exists(join(self.output, "_SUCCESS")):  # a folder a batch wrote whole: its files
+            found = listings.listing(self.output).files
+            return {uri: {"size": size, "modificationTime": ms} for uri, (size, ms) in found.items() if _is_data(uri)}
         return _sink_entries_through(folder, logs, max(logs)) if logs else {}
 
     def committing_batches(self) -> dict[str, int | None]:
@@ -279,6 +286,11 @@ class CheckpointLog:
         if self.has_started():
             return False
         return bool(_log_files(join(self.output, "_spark_metadata"))) or self.is_delta()
+
+
+def _is_data(uri: str) -> bool:
+    """Not one of the files Spark's readers pass over (_SUCCESS, a summary, a .crc)."""
+    return not uri.rsplit("/", 1)[-1].startswith(("_", "."))
 
 
 def _entries_of(folder: str, logs: dict[int, str], log_id: int) -> list[dict[str, Any]]:

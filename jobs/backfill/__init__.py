@@ -8,6 +8,8 @@
                                   production table in one commit; roll that back (replace.py)
 
 options.py: its params, defined once (the command line, the DAG, each step).
+readers.py: a reader of another pipeline's table: its range read from that table's rows (or,
+            with --with-downstream, from the upstream backfill's staged rows), what it redid.
 steps.py: the steps in their one order, run by the command line and the DAG alike.
 
 A backfill never touches the production checkpoint: it reads the production landing

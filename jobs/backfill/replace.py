@@ -140,7 +140,8 @@ def _replace_range(
     staged = spark.read.parquet(literal(request.stage))
     inside = staged.filter(predicate)
     rows, written = staged.count(), inside.count()
-    says = {"backfill": request.backfill_id}
+    # The range said with it: a reader of the table that passes over this version owes it (jobs/run/owed.py).
+    says = {"backfill": request.backfill_id, "range": {"since": request.since, "until": request.until}}
     done = Replaced(
         **asdict(_write(spark, inside, production.output, predicate, says, after)),
         backfill=request.backfill_id,
@@ -174,7 +175,7 @@ def _roll_back(spark: SparkSession, work_root: str, backfill_id: str, production
     if replaced.get("rolled_back"):
         done = replaced["rolled_back"]
         raise BackfillError(f"backfill {backfill_id} was rolled back already, in version {done['version']}")
-    says, after = {"rollback_of": backfill_id}, replaced["version"]
+    says, after = {"rollback_of": backfill_id, "range": replaced["range"]}, replaced["version"]
     later = [v for v in _later_replacements(production.output, after) if delta.said(production.output, v) != says]
     if later:
         raise BackfillError(

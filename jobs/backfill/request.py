@@ -54,6 +54,11 @@ class BackfillRequest:
     # A Delta table's range is replaced in the production table (jobs/backfill/replace.py),
     # unless publish_to was given: then, as for Parquet, a copy is published.
     into_table: bool = False
+    # A reader of another pipeline's table (jobs/backfill/readers.py): that pipeline, and where
+    # its rows of the range are read from: its own backfill's staged result in a cascade
+    # (--with-downstream); None: they are copied from its table into <work root>/input.
+    upstream: str | None = None
+    reads: str | None = None
 
     @property
     def stage(self) -> str:
@@ -64,6 +69,9 @@ class BackfillRequest:
 
     @property
     def landing(self) -> str:
+        """The landing it reads: a reader's, its upstream's rows of the range (`reads`)."""
+        if self.upstream is not None:
+            return self.reads or join(self.work_root, "input")
         return Locations.resolve(self.pipeline, root=self.root).landing
 
     @property
@@ -75,8 +83,10 @@ class BackfillRequest:
 
     @property
     def locations(self) -> Locations:
-        """The production landing location and dimensions; everything else under the work root."""
-        return Locations.resolve(self.pipeline, root=self.root).with_own_root(self.pipeline, self.work_root)
+        """The production landing location (a reader's: `landing`) and dimensions; everything
+        else under the work root."""
+        own = Locations.resolve(self.pipeline, root=self.root).with_own_root(self.pipeline, self.work_root)
+        return replace(own, landing=self.landing) if self.upstream is not None else own
 
     def to_params(self) -> dict[str, Any]:
         params: dict[str, Any] = {"pipeline": self.pipeline}
@@ -165,12 +175,19 @@ def backfill_request(
     backfill_id: str,
     pipelines: dict[str, declare.PipelineBase] | None = None,
     check_landing: bool = True,
+    reads: str | None = None,
 ) -> BackfillRequest:
-    """Check a backfill's params and turn them into a request; BackfillError says what is wrong."""
+    """Check a backfill's params and turn them into a request; BackfillError says what is wrong.
+    `reads`: a reader's in a cascade, its upstream backfill's staged result."""
     unknown = set(params) - set(BACKFILL_PARAMS)
     if unknown:
         raise BackfillError(f"unknown param(s) {sorted(unknown)}")
     pipeline = _backfilled(params.get("pipeline"), pipelines if pipelines is not None else declare.load_all())
+    if pipeline.source.table is not None and (params.get("since") is None or params.get("prefixes")):
+        raise BackfillError(
+            f"pipeline {pipeline.name!r} reads table {pipeline.source.table!r}: give a date range (since, until), "
+            "which names the dates of that table's rows it reads again"
+        )
     if not _BACKFILL_ID.match(backfill_id):
         raise BackfillError(f"backfill id {backfill_id!r}: letters, digits, '.', '_' and '-' only")
     since, until = _range(params.get("since"), params.get("until"), params.get("prefixes") or [])
@@ -197,8 +214,12 @@ def backfill_request(
         prefixes=prefixes,
         max_files_per_trigger=max_files,
         into_table=into_table,
+        upstream=pipeline.source.table,
+        reads=reads,
     )
-    return replace(request, warnings=_check_landed(request)) if check_landing else request
+    if pipeline.source.table is not None or not check_landing:  # a reader's range is its upstream's rows
+        return request
+    return replace(request, warnings=_check_landed(request))
 
 
 def _backfilled(name: Any, pipelines: dict[str, declare.PipelineBase]) -> declare.PipelineBase:
@@ -206,9 +227,6 @@ def _backfilled(name: Any, pipelines: dict[str, declare.PipelineBase]) -> declar
     if name not in pipelines:
         raise BackfillError(f"pipeline {name!r}: not declared; declared pipelines: {sorted(pipelines)}")
     refusal = pattern_of(pipelines[name]).backfill_refusal
-    if pipelines[name].source.table is not None:
-        refusal = f"it reads table {pipelines[name].source.table!r}, not landed files (not built yet: issue 74)"
-        raise BackfillError(f"pipeline {name!r}: a backfill replaces a range of landed files; {refusal}")
     if refusal:
         raise BackfillError(f"pipeline {name!r}: backfills cover window and events pipelines; {refusal}")
     return pipelines[name]

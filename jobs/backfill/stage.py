@@ -83,20 +83,29 @@ class Staged:
 
 def reprocess(request: BackfillRequest, pipeline: declare.PipelineBase) -> Finished:
     """Run `pipeline` over the request's range, in the backfill's own work root and checkpoint
-    (validated later, once staged), then the batch that closes the range; how it finished."""
+    (validated later, once staged), then the batch that closes the range; how it finished.
+    A reader's range is a plain Parquet folder of its upstream's rows (jobs/backfill/readers.py),
+    read as a table source reads a Parquet table."""
+    reader = request.upstream is not None
+    if reader:
+        pipeline = pipeline.model_copy(
+            update={"source": pipeline.source.model_copy(update={"table_format": "parquet"})}
+        )
+    dated = request.since is not None and not reader  # a landing's dt= folders
     run = RunRequest(
         request.pipeline,
         request.locations,
         mode=RunMode.RANGE_BACKFILL,
         max_files_per_trigger=request.max_files_per_trigger,
         landing_glob=request.landing_glob,
-        landing_since=date.fromisoformat(request.since) if request.since else None,
-        landing_until=date.fromisoformat(request.until) if request.until else None,
+        landing_since=date.fromisoformat(request.since) if dated else None,
+        landing_until=date.fromisoformat(request.until) if dated else None,
         validate=False,
     )
-    finished = finished_of(execute(run))
+    declared = pipeline if reader else None  # a landing's reader: the declaration its name loads
+    finished = finished_of(execute(run, pipeline=declared))
     if finished.code == ExitCode.OK and close_range(pipeline, request.locations):
-        finished = finished_of(execute(run))  # Spark runs the closing batch
+        finished = finished_of(execute(run, pipeline=declared))  # Spark runs the closing batch
     return finished
 
 

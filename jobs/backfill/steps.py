@@ -68,7 +68,7 @@ class Backfill:
     def of(cls, request: BackfillRequest, name: str | None = None) -> Backfill:
         from jobs.lake.builds import in_use
 
-        production = in_use(request.pipeline, request.root) if request.into_table else None
+        production = in_use(request.pipeline, request.root, request.upstream) if request.into_table else None
         return cls(request, declare.load(request.pipeline), production, name or f"jobs-backfill-{request.pipeline}")
 
     @property
@@ -107,8 +107,11 @@ class Backfill:
         return self._spark
 
     def _reprocess(self):
+        from jobs.backfill.readers import take_input
         from jobs.backfill.stage import reprocess, stage_closed_range
 
+        if self.request.upstream is not None:  # a reader: its upstream's rows of the range
+            take_input(self._session(), self.pipeline, self.request)
         finished = reprocess(self.request, self.pipeline)
         if finished.code == ExitCode.STOPPED:
             raise StepFailed(finished.code, None)
@@ -145,7 +148,16 @@ class Backfill:
     def _publish(self):
         from jobs.backfill.versions import publish
 
-        return publish(self.request)
+        published = publish(self.request)
+        self._redone()
+        return published
+
+    def _redone(self) -> None:
+        """A reader's range redone: what it owed of its upstream's rewrites there is paid."""
+        if self.request.upstream is not None:
+            from jobs.backfill.readers import record_redone
+
+            record_redone(self.pipeline, self.request)
 
     def _replace(self):
         from jobs.backfill.replace import replace_range
@@ -153,8 +165,10 @@ class Backfill:
 
         self._staged()
         try:
-            return replace_range(self._session(), self.pipeline, self.request, self.production)
+            replaced = replace_range(self._session(), self.pipeline, self.request, self.production)
         except AlreadyRunning as error:
             raise StepFailed(
                 ExitCode.REFUSED, f"{error}; the staged range is kept: run again with --step={Step.REPLACE}"
             ) from None
+        self._redone()
+        return replaced

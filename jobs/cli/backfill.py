@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 from jobs import declare
 from jobs.backfill.options import BACKFILL_OPTIONS
+from jobs.backfill.readers import downstream_of
 from jobs.backfill.steps import Backfill, Step, StepFailed
 from jobs.cli.common import add_pipeline, add_root, fail
 from jobs.exit_codes import ExitCode
@@ -52,6 +53,12 @@ def add_parser(commands) -> None:
         action="store_true",
         help="with --id: undo that backfill's replacement of a Delta table's range (within its time travel)",
     )
+    backfill.add_argument(
+        "--with-downstream",
+        action="store_true",
+        help="then each pipeline that reads its table (and theirs), the same range from the level above's staged "
+        "rows; every level validated before any is published; with --rollback: each undone, the lowest first",
+    )
     backfill.set_defaults(handler=handle)
 
 
@@ -61,32 +68,53 @@ def handle(args: argparse.Namespace) -> int:
 
     if args.rollback:
         return _roll_back(args)
+    if args.with_downstream and args.step:
+        return fail(ExitCode.USAGE, "--with-downstream runs every step of every level: leave out --step")
     params = {"pipeline": args.pipeline, **{option.name: getattr(args, option.name) for option in BACKFILL_OPTIONS}}
+    params = {k: v for k, v in params.items() if v is not None}
+    backfill_id = args.id or new_run_id(datetime.now(UTC))
     try:
-        request = backfill_request(
-            {k: v for k, v in params.items() if v is not None},
-            root=args.root,
-            allowed_roots=publish_roots(args.root),
-            backfill_id=args.id or new_run_id(datetime.now(UTC)),
-        )
+        request = backfill_request(params, args.root, publish_roots(args.root), backfill_id)
+        chain = [Backfill.of(request)]
+        for name in downstream_of(request.pipeline, declare.load_all()) if args.with_downstream else []:
+            upstream = next(b.request for b in chain if b.pipeline.name == declare.load(name).source.table)
+            level = {"pipeline": name, "since": request.since, "until": request.until}
+            if request.max_files_per_trigger:
+                level["max_files_per_trigger"] = request.max_files_per_trigger
+            reader = backfill_request(level, args.root, publish_roots(args.root), backfill_id, reads=upstream.stage)
+            chain.append(Backfill.of(reader))
     except BackfillError as error:
         return fail(ExitCode.USAGE, str(error))
-    backfill = Backfill.of(request)
-    load_suite(backfill.pipeline)  # a broken suite refused before any Spark work
-    for warning in request.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    print(f"{request.pipeline}: backfill {request.backfill_id} of {request.to_params()}")
-    print(f"  work root {request.work_root} (own checkpoint), staging {request.stage}")
+    for backfill in chain:
+        load_suite(backfill.pipeline)  # a broken suite refused before any Spark work
+        for warning in backfill.request.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
     check_java()
-    try:
-        backfill.check()
-    except BackfillError as error:
-        return fail(ExitCode.REFUSED, str(error))
-    if backfill.production is not None:
-        print(
-            f"  then replaces {request.since} .. {request.until} in the production table {backfill.production.output}"
-        )
-    return _run_steps(backfill, [Step(args.step)] if args.step else backfill.steps)
+    for backfill in chain:
+        request = backfill.request
+        print(f"{request.pipeline}: backfill {request.backfill_id} of {request.to_params()}")
+        print(f"  work root {request.work_root} (own checkpoint), staging {request.stage}")
+        if request.reads is not None:
+            print(f"  reads the staged rows of {request.upstream}: {request.reads}")
+        try:
+            backfill.check()
+        except BackfillError as error:
+            return fail(ExitCode.REFUSED, str(error))
+        if backfill.production is not None:
+            table = backfill.production.output
+            print(f"  then replaces {request.since} .. {request.until} in the production table {table}")
+    if len(chain) == 1:
+        return _run_steps(chain[0], [Step(args.step)] if args.step else chain[0].steps)
+    # Every level staged and validated before any is published: a level that fails leaves all as they were.
+    for backfill in chain:
+        code = _run_steps(backfill, backfill.steps[:-1])
+        if code != ExitCode.OK:
+            return code
+    for backfill in chain:
+        code = _run_steps(backfill, backfill.steps[-1:])
+        if code != ExitCode.OK:
+            return code
+    return ExitCode.OK
 
 
 def _run_steps(backfill: Backfill, steps: list[Step] | tuple[Step, ...]) -> int:
@@ -105,24 +133,35 @@ def _run_steps(backfill: Backfill, steps: list[Step] | tuple[Step, ...]) -> int:
 
 
 def _roll_back(args: argparse.Namespace) -> int:
-    """Undo backfill --id's replacement of the range, in one commit."""
+    """Undo backfill --id's replacement of the range, in one commit (with --with-downstream:
+    each level's, the lowest first)."""
     from jobs import backfill
     from jobs.backfill.replace import roll_back
+    from jobs.backfill.request import work_root_of
+    from jobs.backfill.versions import REPLACED
+    from jobs.lake import fs
+    from jobs.lake.layout import join, normalize
     from jobs.lake.locks import AlreadyRunning
     from jobs.run.application import Application
 
     if not args.id:
         return fail(ExitCode.USAGE, "--rollback needs the --id of the backfill to undo")
-    from jobs.backfill.request import work_root_of
-    from jobs.lake.layout import normalize
-
-    pipeline = declare.load(args.pipeline)
-    production = in_use(pipeline.name, args.root)
-    work_root = work_root_of(normalize(args.root), pipeline.name, args.id)
-    spark = Application.for_command(f"jobs-backfill-rollback-{pipeline.name}", [pipeline], [production]).session()
-    try:
-        done = roll_back(spark, pipeline, work_root, args.id, production)
-    except (backfill.BackfillError, AlreadyRunning) as error:
-        return fail(ExitCode.REFUSED, str(error))
-    print(f"{pipeline.name}: backfill {args.id} rolled back in {production.output}: version {done.version}")
+    pipelines = declare.load_all()
+    top = declare.load(args.pipeline)
+    levels = [pipelines[name] for name in downstream_of(top.name, pipelines)] if args.with_downstream else []
+    located = [(p, in_use(p.name, args.root, p.source.table)) for p in [top, *levels]]
+    name = f"jobs-backfill-rollback-{top.name}"
+    spark = Application.for_command(name, [p for p, _ in located], [where for _, where in located]).session()
+    for pipeline, production in reversed(located):
+        work_root = work_root_of(normalize(args.root), pipeline.name, args.id)
+        if pipeline is not top and not fs.exists(join(work_root, REPLACED)):
+            print(
+                f"{pipeline.name}: backfill {args.id} replaced nothing in production (a copy, or none): nothing to undo"
+            )
+            continue
+        try:
+            done = roll_back(spark, pipeline, work_root, args.id, production)
+        except (backfill.BackfillError, AlreadyRunning) as error:
+            return fail(ExitCode.REFUSED, f"{pipeline.name}: {error}")
+        print(f"{pipeline.name}: backfill {args.id} rolled back in {production.output}: version {done.version}")
     return ExitCode.OK

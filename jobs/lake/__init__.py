@@ -8,6 +8,7 @@ atomic landing. No Spark.
     listings.py what a folder holds: the one listing, a landing's regular files only (Spark lists alike)
     gzip_size.py  how large a gzip file is once decompressed (its trailer's estimate; every member's)
     delta.py    Delta tables: Spark's settings for them, what their transaction log says
+    delta_source.py  what Delta's streaming source read of a table (a reader's batches), from its offsets
     s3.py       S3 clients, Spark's s3a settings, S3 errors in one line
     locks.py    one writer of a pipeline's table at a time (a flock; lease.py: a lease in a bucket;
                 holders.py: the lock interface, who holds it, and how a writer waits)

@@ -138,6 +138,8 @@ def _status(
         return "failing", f"the last run failed: {last.error or 'see its report'}"
     if last_input is not None and last_input.used_none:  # its share check fails too: this says more
         return "failing", f"quality failed: run {last_input.run_id} {last_input.used_none_said()}"
+    if last.status == RunStatus.SUCCEEDED and last.owed:  # its table is stale where its upstream rewrote rows
+        return "failing", f"owes what its upstream rewrote: {'; '.join(last.owed)}"
     if verdict == "failed":
         return "failing", f"the latest validation ({latest.validation_id}) failed"
     if unchecked:

@@ -16,6 +16,7 @@ status.py           how a run ended (succeeded, failed, refused, stopped), as it
 audit.py            after a run: output no batch committed, landed files never read
 retention.py        landed files deleted or archived, as declared
 readers.py          which pipelines read a landing: one, unless each declares it shared
+owed.py             what a reader of a Delta table owes: the upstream's rewrites it passed over, until redone
 maintain.py         a Delta table's upkeep: compaction of closed partitions, vacuum
 failure.py          why a run failed, in one line (and, for a batch failing on its data, the way past it)
 messages.py         a message whole, and in brief where one line is wanted (the console, a report's cell)

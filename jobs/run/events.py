@@ -73,13 +73,15 @@ class Finished:
     def validated(self, verdict: str) -> Finished:
         """With its validation's verdict: exit 4 when a `fail` expectation failed, but a run that
         used none stays exit 6 (its share check fails too: the more precise word is kept)."""
-        failed = verdict == "failed" and self.code == ExitCode.OK
+        failed = verdict == "failed" and self.code in (ExitCode.OK, ExitCode.OWES)
         return replace(self, validation=verdict, code=ExitCode.INVALID if failed else self.code)
 
     @classmethod
     def ran(cls, report: RunReport) -> Finished:
-        """A run that ended: exit 6 when it used none of its input (not a success), else 0."""
-        return cls(report.pipeline, RunStatus.SUCCEEDED, ExitCode.UNUSED if report.used_none else ExitCode.OK, report)
+        """A run that ended: exit 6 when it used none of its input, 7 when its table owes an
+        upstream's rewrite (neither a success), else 0."""
+        code = ExitCode.UNUSED if report.used_none else ExitCode.OWES if report.owed else ExitCode.OK
+        return cls(report.pipeline, RunStatus.SUCCEEDED, code, report)
 
     def line(self, report_uri: str | None = None) -> str:
         """One line: how the run ended, what it read and wrote, its validation; an error in
@@ -93,7 +95,7 @@ class Finished:
         read = f"{report.input_files} file(s), {report.input_rows} rows in" if report.batch_ids else "nothing new"
         written = f", {report.output_rows} rows written" if report.batch_ids else ""
         checked = f", validation {self.validation}" if self.validation else ""
-        ended = report.used_none_said() if report.used_none else RunStatus.SUCCEEDED
+        ended = report.used_none_said() if report.used_none else report.ended_said()
         return f"{self.pipeline}: {ended} in {report.duration_s}s, {read}{written}{checked}, exit {int(self.code)}"
 
 
@@ -110,7 +112,9 @@ def reported_code(report: RunReport, validation: str | None = None) -> ExitCode:
         return ExitCode.FAILED
     if report.used_none:  # its share check fails too: the more precise word is kept
         return ExitCode.UNUSED
-    return ExitCode.INVALID if validation == "failed" else ExitCode.OK
+    if validation == "failed":
+        return ExitCode.INVALID
+    return ExitCode.OWES if report.owed else ExitCode.OK
 
 
 Event = Started | BatchCommitted | ReportStored | Finished

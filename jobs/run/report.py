@@ -120,6 +120,9 @@ class RunReport(BaseModel):
     # landing's reader.
     upstream_batches: dict[str, int] | None = None
     upstream_unit: Literal["batch", "version"] = "batch"
+    # A reader of a Delta table: the upstream's rewrites it passed over and has not redone
+    # (jobs/run/owed.py), each in a line. Not a success while there are any (exit 7).
+    owed: list[str] = Field(default_factory=list)
     watermark: str | None = None
     state_rows: int | None = None
     # Admission control: at most this much new input per batch, and what set it (jobs/flow/admission.py).
@@ -228,9 +231,15 @@ class RunReport(BaseModel):
             f", most for {top[0]} ({top[1].rows:,} rows)" if top else ""
         )
 
+    def ended_said(self) -> str:
+        """Its status; a reader that owes an upstream's rewrite says so ('succeeded, owes ...')."""
+        if self.status == RunStatus.SUCCEEDED and self.owed:
+            return f"succeeded, owes {len(self.owed)} upstream rewrite(s) (not a success until redone)"
+        return str(self.status)
+
     def summary(self) -> str:
         """A few lines for a person reading a terminal or a task log."""
-        ended = self.used_none_said() if self.status == RunStatus.SUCCEEDED and self.used_none else self.status
+        ended = self.used_none_said() if self.status == RunStatus.SUCCEEDED and self.used_none else self.ended_said()
         head = f"{self.pipeline} run {self.run_id}: {ended} in {self.duration_s}s ({self.trigger})"
         if self.error:
             return f"{head}\n  error: {self.error}"
@@ -268,8 +277,9 @@ class RunReport(BaseModel):
         return ", ".join(said[:5]) + (f" and {len(said) - 5} more {unit}s" if len(said) > 5 else "")
 
     def _said_of_files(self) -> list[str]:
-        """The summary's lines on its warnings and the files it passed over, tied or lost."""
+        """The summary's lines on its warnings, what it owes, and the files it passed over, tied or lost."""
         said = [f"  warning: {warning}" for warning in self.warnings]
+        said += [f"  owes: {line}" for line in self.owed]
         said += [f"  {self.skipped_files.describe()}"] if self.skipped_files else []
         said += [f"  {self.retention.describe()}"] if self.retention.deleted or self.retention.archived else []
         if self.tied_files:

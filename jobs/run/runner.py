@@ -39,7 +39,7 @@ from jobs.lake.landing import source_landings
 from jobs.lake.layout import Locations, StorageError, StorageUnavailable
 from jobs.lake.locks import AlreadyRunning, LeaseLost, WriterLock, checkpoint_lock
 from jobs.request import RunMode, RunRequest, TriggerKind
-from jobs.run import stop
+from jobs.run import owed, stop
 from jobs.run.application import Application
 from jobs.run.audit import remove_stray_output, skipped_files
 from jobs.run.context import RunContext, run_log
@@ -306,6 +306,9 @@ def _audit(run: RunContext, report: RunReport, pending: Pending, *, with_retenti
         report.skipped_files = skipped_files(
             landed, run.checkpoint_log, pending.listed, pending.taken, pending.not_files
         )
+    if run.pipeline.source.table_format == "delta":  # the upstream's rewrites passed over (jobs/run/owed.py)
+        owed.record_skipped(run.checkpoint_log, run.locations.ledger)
+        report.owed = owed.owed(run.locations.ledger)
     if with_retention:
         report.retention = apply_retention(run)
     passed_over = len(report.skipped_files.too_old) + len(report.skipped_files.overwritten)

@@ -184,8 +184,12 @@ class Pattern(ABC):
 
     def columns_known(self) -> bool:
         """Whether `output_columns` are all the table's, without Spark: not when a transform
-        may add some to a table of events (Spark knows them once it has run it on no rows)."""
-        return not (self.writes_events and self.pipeline.transform)
+        may add some to a table of events (Spark knows them once it has run it on no rows),
+        nor when its fields are a schema not inferred yet (another pipeline's table's, until
+        the first run records it)."""
+        source = self.pipeline.source
+        unknown_fields = source.infer_schema and not source.fields
+        return not (self.writes_events and (self.pipeline.transform or unknown_fields))
 
     def table_columns(self, before: DataFrame, table: DataFrame) -> list[str]:
         """The columns of a table of events (`table`, made of `before`, the events the

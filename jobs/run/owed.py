@@ -1,0 +1,92 @@
+"""What a reader of a Delta table owes: the upstream's rewrites its source passed over.
+
+Delta's source reads the versions that added rows and passes over one that removed some (a
+backfill's replacement of a range, its rollback, a rebuild's switch: skipChangeCommits,
+jobs/flow/source.py), so the reader never fails or counts a row twice; but its table still
+holds what it made of the rows that version replaced. Each such version is recorded in the
+reader's ledger when a run meets it, and owed until it is redone:
+
+    <ledger>/skipped.json   the upstream's versions passed over (or to be, by the next batch):
+                            version, what its writer said, when met; and how far the log was looked at
+    <ledger>/redone.json    the reader's backfills since: the range each redid, and through which
+                            upstream version (or, in a cascade, which upstream backfill it follows)
+
+A backfill run with its upstream's (`backfill --with-downstream`) redoes that backfill's
+replacement and its rollback; a backfill of the reader alone redoes the versions of its
+range up to the upstream's version it read. A rewrite of the whole table (a rebuild's
+switch, or a version whose writer named no range) is owed until the reader is started
+afresh. A run of a reader that owes is not a success: exit 7, its report's `owed` says what.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from jobs.accounting.checkpoint import CheckpointLog
+from jobs.lake import delta, delta_source, fs
+from jobs.lake.layout import join
+
+SKIPPED = "skipped.json"
+REDONE = "redone.json"
+
+
+def record_skipped(checkpoint_log: CheckpointLog, ledger_uri: str) -> None:
+    """Record the upstream's rewrites the source has passed over, or will on its next batch:
+    each version since its first batch's snapshot that removed rows, looked at once."""
+    planned = checkpoint_log.last_planned()
+    if planned is None:
+        return  # no batch yet: its first reads the table as it is, rewrites and all
+    table, uri = checkpoint_log.landing, join(ledger_uri, SKIPPED)
+    said = fs.read_json_if_there(uri) or {"looked_through": None, "skipped": []}
+    first = said["looked_through"]
+    if first is None:  # the versions the first batch's snapshot held are read, not skipped
+        first = checkpoint_log.delta_offset(checkpoint_log.first_planned()).version - 1
+    newest = delta_source.newest_end(table).version - 1
+    if newest <= first:
+        return
+    at = datetime.now(UTC).isoformat(timespec="seconds")
+    for version in range(first + 1, newest + 1):
+        if delta_source.rewrites(delta.commit(table, version)):
+            said["skipped"].append({"version": version, "said": delta.said(table, version), "met_at": at})
+    fs.write_json(uri, {"looked_through": newest, "skipped": said["skipped"]})
+
+
+def record_redone(ledger_uri: str, redone: dict[str, Any]) -> None:
+    """A backfill of the reader that replaced (or published) its range: `backfill` (its id),
+    `range` ({since, until}), and `through_version` (the upstream's version it read) or
+    `cascade` (the upstream backfill's id it followed)."""
+    done = fs.read_json_if_there(join(ledger_uri, REDONE)) or []
+    fs.write_json(join(ledger_uri, REDONE), [*done, redone])
+
+
+def owed(ledger_uri: str) -> list[str]:
+    """The upstream rewrites passed over and not redone, each said in a line."""
+    skipped = (fs.read_json_if_there(join(ledger_uri, SKIPPED)) or {}).get("skipped", [])
+    redone = fs.read_json_if_there(join(ledger_uri, REDONE)) or []
+    return [_said(entry) for entry in skipped if not any(_covers(r, entry) for r in redone)]
+
+
+def _covers(redone: dict[str, Any], skipped: dict[str, Any]) -> bool:
+    said = skipped.get("said") or {}
+    if redone.get("cascade") is not None:
+        return redone["cascade"] in (said.get("backfill"), said.get("rollback_of"))
+    span, through = said.get("range"), redone.get("through_version")
+    if span is None or through is None or skipped["version"] > through:
+        return False
+    return redone["range"]["since"] <= span["since"] and span["until"] <= redone["range"]["until"]
+
+
+def _said(skipped: dict[str, Any]) -> str:
+    said = skipped.get("said") or {}
+    span = said.get("range")
+    where = f"{span['since']} .. {span['until']}" if span else "the whole table"
+    if said.get("backfill"):
+        by = f"backfill {said['backfill']}"
+    elif said.get("rollback_of"):
+        by = f"the rollback of backfill {said['rollback_of']}"
+    elif said.get("rollback_from") or said.get("switch_to"):
+        by = "a rebuild's switch"
+    else:
+        by = "a writer that removed rows"
+    return f"version {skipped['version']} ({by}) rewrote {where}"

@@ -1,0 +1,122 @@
+"""Changes that follow the table graph (issue 74): a chain of three Delta tables (events ->
+events with a computed column -> windows), real availableNow runs at each level. A backfill of
+one day at the top with --with-downstream replaces that day at every level, each in one
+commit, and its rollback undoes them lowest first; the readers' runs after either read none
+of it again and owe nothing. A backfill of the top alone is a rewrite the next level passes
+over and owes (exit 7) until a backfill of that level redoes the day, which the level below
+then owes in turn. The bottom table equals the window model throughout."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from jobs.cli import main
+from jobs.exit_codes import ExitCode
+from jobs.lake import delta
+from jobs.lake.builds import in_use
+from jobs.run.events import Finished
+from tests.helpers import event, land_in_order, run_pipeline, table_rows
+from tests.integration.test_table_sources import RAW, declared
+from tests.model import WindowModel, clickstream_reading
+
+TOP = {**RAW, "name": "raw_events", "output": {"format": "delta", "partition_by": "event_date"}}
+MIDDLE = {
+    "name": "clean_events",
+    "source": {"table": "raw_events"},
+    "columns": {"shouted": "upper(event)"},
+    "output": {"format": "delta", "partition_by": "event_date"},
+}
+BOTTOM = {
+    "name": "clean_per_minute",
+    "source": {"table": "clean_events"},
+    "watermark": "5 minutes",
+    "window": {"duration": "1 minute"},
+    "keys": ["user_id"],
+    "aggregates": [{"name": "event_count", "function": "count"}],
+    "output": {"format": "delta", "partition_by": "window_date"},
+}
+DAY = "2023-07-30"
+
+
+def arrival(start: datetime, number: int) -> list[str]:
+    """Twelve events 17 s apart from `start`, and one a run of the top quarantines."""
+    stamp = "%Y-%m-%dT%H:%M:%SZ"
+    lines = [
+        event(f"u{j % 3}", (start + timedelta(seconds=17 * j)).strftime(stamp), f"e{number}-{j}") for j in range(12)
+    ]
+    return [*lines, event(None, start.strftime(stamp))]
+
+
+def with_suites(folder, monkeypatch, checked: dict[str, str]) -> None:
+    """A suite for each table (a backfill validates what it stages): its column is never null."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, column in checked.items():
+        check = f"  - expect: column_values_to_not_be_null\n    column: {column}\n    severity: fail\n"
+        (folder / f"{name}.yaml").write_text(f"table: {name}\nexpectations:\n{check}")
+    monkeypatch.setenv("JOBS_EXPECTATIONS_DIR", str(folder))
+
+
+def backfill(root: str, pipeline: str, backfill_id: str, *more: str) -> int:
+    return main(["backfill", pipeline, "--root", root, "--since", DAY, "--until", DAY, "--id", backfill_id, *more])
+
+
+def said_by(output: str, backfill_id: str) -> list[int]:
+    """The versions of a Delta table whose writer was backfill `backfill_id`, or its rollback."""
+    return [v for v in delta.versions(output) if backfill_id in delta.said(output, v).values()]
+
+
+@pytest.mark.slow
+def test_a_backfill_follows_the_graph_and_a_rewrite_not_followed_is_owed(spark, tmp_path, monkeypatch):
+    pipelines = declared(tmp_path / "pipelines", monkeypatch, TOP, MIDDLE, BOTTOM)
+    with_suites(tmp_path / "expectations", monkeypatch, dict.fromkeys(pipelines, "user_id"))
+    root = str(tmp_path / "root")
+    chain = [(pipelines[p["name"]], in_use(p["name"], root, p["source"].get("table"))) for p in (TOP, MIDDLE, BOTTOM)]
+    top, middle, bottom = (where for _, where in chain)
+    model = WindowModel(
+        read=clickstream_reading,
+        finish=lambda values: (len(values),),
+        delay=timedelta(minutes=5),
+        window=timedelta(minutes=1),
+    )
+
+    def run_chain() -> list:
+        return [run_pipeline(spark, pipeline, where) for pipeline, where in chain]
+
+    starts = [datetime(2023, 7, 30, 10, tzinfo=UTC), datetime(2023, 7, 30, 10, 4, tzinfo=UTC)]
+    starts.append(datetime(2023, 7, 31, 9, tzinfo=UTC))  # moves every watermark past the day
+    for number, start in enumerate(starts):
+        lines = arrival(start, number)
+        land_in_order(top.landing, {f"dt={start.date()}/part-{number}.json": lines})
+        reports = run_chain()
+        assert [r.input_rows for r in reports] == [13, 12, 12] and not any(r.owed for r in reports)
+        model.run([[line for line in lines if clickstream_reading(line)]])
+        assert table_rows(spark, bottom.output) == model.rows()
+
+    # The day again at every level, each replaced in one commit; the readers then read none of it.
+    assert backfill(root, "raw_events", "cascade", "--with-downstream") == ExitCode.OK
+    assert [len(said_by(where.output, "cascade")) for where in (top, middle, bottom)] == [1, 1, 1]
+    assert table_rows(spark, bottom.output) == model.rows()
+    after = run_chain()[1:]
+    assert [(r.input_rows, r.owed) for r in after] == [(0, []), (0, [])], after
+    # Undone lowest first, each in one commit more; still nothing owed.
+    assert main(["backfill", "raw_events", "--root", root, "--id", "cascade", "--rollback", "--with-downstream"]) == 0
+    assert [len(said_by(where.output, "cascade")) for where in (top, middle, bottom)] == [2, 2, 2]
+    assert [(r.input_rows, r.owed) for r in run_chain()[1:]] == [(0, []), (0, [])]
+    assert table_rows(spark, bottom.output) == model.rows()
+
+    # The top alone: the next level passes over its rewrite, and owes it until it redoes the day.
+    assert backfill(root, "raw_events", "alone") == ExitCode.OK
+    owing = run_pipeline(spark, *chain[1])
+    assert owing.input_rows == 0 and owing.owed == [
+        f"version {said_by(top.output, 'alone')[0]} (backfill alone) rewrote {DAY} .. {DAY}"
+    ]
+    assert Finished.ran(owing).code == ExitCode.OWES and "owes 1 upstream rewrite" in owing.summary()
+    assert backfill(root, "clean_events", "middle") == ExitCode.OK
+    assert run_pipeline(spark, *chain[1]).owed == []
+    # ... and the level below owes the middle's replacement, until it redoes the day too.
+    assert len(run_pipeline(spark, *chain[2]).owed) == 1
+    assert backfill(root, "clean_per_minute", "bottom") == ExitCode.OK
+    assert run_pipeline(spark, *chain[2]).owed == []
+    assert table_rows(spark, bottom.output) == model.rows()
