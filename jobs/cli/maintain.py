@@ -29,6 +29,7 @@ def add_parser(commands) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from jobs.lake.builds import in_use
     from jobs.lake.locks import AlreadyRunning
     from jobs.run.application import Application
     from jobs.run.maintain import maintain, refuse_unless_maintainable
@@ -38,7 +39,12 @@ def handle(args: argparse.Namespace) -> int:
     try:
         refuse_unless_maintainable(pipeline, locations)  # before Spark starts
         spark = Application.for_command(f"jobs-maintain-{pipeline.name}", [pipeline], [locations]).session()
-        upkeep = maintain(spark, pipeline, locations)
+        readers = {
+            p.name: in_use(p.name, args.root, pipeline.name)
+            for p in declare.load_all().values()
+            if p.source.table == pipeline.name
+        }
+        upkeep = maintain(spark, pipeline, locations, readers)
     except (UsageError, AlreadyRunning) as error:
         return fail(ExitCode.REFUSED, str(error))
     print(json.dumps(upkeep.as_dict()) if args.json else "\n".join(upkeep.lines()))

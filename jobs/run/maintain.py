@@ -48,6 +48,8 @@ class Upkeep:
     disk_bytes_after: int
     seconds: float
     waited_s: float = 0.0  # for the pipeline's lock, held by a run
+    # Why VACUUM kept removed files longer than retention.time_travel: a reader has not read them yet.
+    kept_for_readers: str | None = None
 
     def lines(self) -> list[str]:
         waited = [f"  lock: waited {self.waited_s:.0f}s for the run in progress"] if self.waited_s >= 1 else []
@@ -56,6 +58,7 @@ class Upkeep:
             f"  compact: {self.compacted}: {self.table_files_before} -> {self.table_files_after} file(s) in the table",
             f"  vacuum: {self.disk_files_before} -> "
             f"{self.disk_files_after} file(s) in the folder, {self.disk_bytes_before:,} -> {self.disk_bytes_after:,} bytes",
+            *([f"  vacuum kept removed files longer: {self.kept_for_readers}"] if self.kept_for_readers else []),
             f"{self.pipeline} maintained in {self.seconds:.1f}s",
         ]
 
@@ -88,9 +91,12 @@ def refuse_unless_maintainable(pipeline: declare.PipelineBase, locations: Locati
         raise UsageError(f"nothing to maintain yet: {pipeline.name} has committed no batch to {locations.output}")
 
 
-def maintain(spark: SparkSession, pipeline: declare.PipelineBase, locations: Locations) -> Upkeep:
+def maintain(
+    spark: SparkSession, pipeline: declare.PipelineBase, locations: Locations, readers: dict[str, Locations]
+) -> Upkeep:
     """OPTIMIZE, then VACUUM, under the pipeline's lock. AlreadyRunning when a run held the
-    lock for longer than a run may last."""
+    lock for longer than a run may last. `readers`: the pipelines that read its table (name ->
+    locations), whose unread files VACUUM keeps."""
     refuse_unless_maintainable(pipeline, locations)
     output = locations.output
     started = time.monotonic()
@@ -100,7 +106,7 @@ def maintain(spark: SparkSession, pipeline: declare.PipelineBase, locations: Loc
         table_before = len(delta.table_files(output))
         compacted = _compact(spark, pipeline, CheckpointLog(locations.checkpoint, output))
         table_after = len(delta.table_files(output))
-        _vacuum(spark, pipeline, locations)
+        kept = _vacuum(spark, pipeline, locations, readers)
         after = _disk(output)
     return Upkeep(
         pipeline=pipeline.name,
@@ -113,6 +119,7 @@ def maintain(spark: SparkSession, pipeline: declare.PipelineBase, locations: Loc
         disk_bytes_after=after[1],
         seconds=time.monotonic() - started,
         waited_s=lock.waited_s,
+        kept_for_readers=kept,
     )
 
 
@@ -135,11 +142,40 @@ def _compact(spark: SparkSession, pipeline: declare.PipelineBase, checkpoint_log
     return f"{column} < {before}"
 
 
-def _vacuum(spark: SparkSession, pipeline: declare.PipelineBase, locations: Locations) -> None:
-    keep_s = pipeline.retention.time_travel_s
+def _vacuum(
+    spark: SparkSession, pipeline: declare.PipelineBase, locations: Locations, readers: dict[str, Locations]
+) -> str | None:
+    """VACUUM, keeping removed files for retention.time_travel, or longer while a reader of the
+    table has not read the versions that added them (why it kept them longer, if it did)."""
+    keep_s, why = pipeline.retention.time_travel_s, None
+    unread = _unread_since(locations.output, readers)
+    if unread is not None and unread[0] > keep_s:
+        keep_s, why = unread[0], f"{unread[0] / 3600:.1f} h, as {unread[1]} has not read version {unread[2]} and later"
     statement = f"VACUUM delta.`{locations.output}` RETAIN {keep_s / 3600:g} HOURS"
     check = "spark.databricks.delta.retentionDurationCheck.enabled"
     _with_check(spark, check, keep_s >= DELTA_SAFE_RETENTION_S, statement)
+    return why
+
+
+def _unread_since(output: str, readers: dict[str, Locations]) -> tuple[float, str, int] | None:
+    """How long ago the oldest version a reader has not read was committed (seconds, and an
+    hour more), that reader, and the version. A file that version or a later one added may
+    be removed since (a compaction, a replacement) and still be read by that reader: VACUUM
+    removes a file only once it has been removed for longer than it keeps. A reader that has
+    not started reads the table as it is then: nothing to keep for it."""
+    newest = max(delta.versions(output), default=-1)
+    oldest: tuple[int, str] | None = None
+    for name, where in readers.items():
+        checkpoint_log = CheckpointLog.of(where)
+        committed = checkpoint_log.committed_batches()
+        offset = checkpoint_log.delta_offset(committed[-1]) if committed else None
+        if offset is not None and offset.version <= newest and (oldest is None or offset.version < oldest[0]):
+            oldest = (offset.version, name)
+    if oldest is None:
+        return None
+    info = next((a["commitInfo"] for a in delta.commit(output, oldest[0]) if "commitInfo" in a), {})
+    committed_ms = info.get("timestamp") or 0
+    return time.time() - committed_ms / 1000 + 3600, oldest[1], oldest[0]
 
 
 def _with_check(spark: SparkSession, check: str, enabled: bool, statement: str) -> None:

@@ -112,7 +112,7 @@ def test_maintain_compacts_closed_partitions_and_vacuums_what_no_version_needs(s
     disk_before = len(listings.list_files(locations.output))
     assert rows == sorted(delta_rs_rows(locations.output, COLUMNS))
 
-    upkeep = maintain(spark, pipeline, locations)
+    upkeep = maintain(spark, pipeline, locations, {})
 
     after = files_by_date(locations.output)
     last = max(before)  # the watermark's date: its windows may still be emitted

@@ -9,9 +9,11 @@ then owes in turn. The bottom table equals the window model throughout."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
+from jobs.accounting.checkpoint import CheckpointLog
 from jobs.cli import main
 from jobs.exit_codes import ExitCode
 from jobs.lake import delta
@@ -120,3 +122,32 @@ def test_a_backfill_follows_the_graph_and_a_rewrite_not_followed_is_owed(spark, 
     assert backfill(root, "clean_per_minute", "bottom") == ExitCode.OK
     assert run_pipeline(spark, *chain[2]).owed == []
     assert table_rows(spark, bottom.output) == model.rows()
+
+
+def test_vacuum_keeps_the_files_a_reader_has_not_read_yet(spark, tmp_path, monkeypatch, capsys):
+    """A day replaced at the top (the reader not cascaded) after versions the reader has not
+    read: VACUUM with no time travel would remove their files, which the reader still reads.
+    It keeps them while the reader has not read those versions; the reader then reads their
+    rows once, and owes the replacement."""
+    top = {**TOP, "retention": {"time_travel": 0}}
+    pipelines = declared(tmp_path / "pipelines", monkeypatch, top, MIDDLE)
+    with_suites(tmp_path / "expectations", monkeypatch, dict.fromkeys(pipelines, "user_id"))
+    root = str(tmp_path / "root")
+    raw, clean = pipelines["raw_events"], pipelines["clean_events"]
+    up, down = in_use(raw.name, root), in_use(clean.name, root, raw.name)
+    start = datetime(2023, 7, 30, 10, tzinfo=UTC)
+    land_in_order(up.landing, {f"dt={DAY}/part-0.json": arrival(start, 0)})
+    run_pipeline(spark, raw, up)
+    assert run_pipeline(spark, clean, down).input_rows == 12
+    land_in_order(up.landing, {f"dt={DAY}/part-1.json": arrival(start + timedelta(minutes=4), 1)})
+    unread = run_pipeline(spark, raw, up)  # a version the reader has not read
+    unread_files = delta.batch_files(up.output, CheckpointLog.of(up).query_id(), unread.batch_ids[0])
+    assert backfill(root, "raw_events", "alone") == ExitCode.OK  # removes them from the table
+    capsys.readouterr()
+
+    assert main(["maintain", "raw_events", "--root", root]) == ExitCode.OK
+    said = capsys.readouterr().out
+    assert "vacuum kept removed files longer" in said and "as clean_events has not read version" in said, said
+    assert all(Path(path).exists() for path in unread_files)
+    after = run_pipeline(spark, clean, down)
+    assert after.input_rows == 12 and len(after.owed) == 1

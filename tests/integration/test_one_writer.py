@@ -98,7 +98,7 @@ def test_a_replacement_and_an_optimize_started_during_a_run_wait_for_it_and_comm
     caplog.set_level(logging.WARNING, logger="jobs.lake.locks")
     writers = [
         when_the_run_holds_the_lock("replace", lambda: replace_range(spark, shipped, request, production)),
-        when_the_run_holds_the_lock("optimize", lambda: maintain(spark, strict, production)),
+        when_the_run_holds_the_lock("optimize", lambda: maintain(spark, strict, production, {})),
     ]
     report = run_pipeline(spark, strict, production, max_files_per_trigger=1)
     for writer in writers:
