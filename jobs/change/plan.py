@@ -20,6 +20,7 @@ from jobs.declare import PipelineBase
 from jobs.flow.patterns import pattern_of
 from jobs.lake import listings
 from jobs.lake.layout import Locations, is_inside
+from jobs.run.owed import owed_now
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -58,6 +59,7 @@ class Plan:
     archived: Files  # moved to the archive by retention
     lost: list[str] = field(default_factory=list)  # taken, then deleted by retention: no reprocessing reads them
     outlived: list[str] = field(default_factory=list)  # changes the run resumes across (a `where`)
+    owed: list[str] = field(default_factory=list)  # a reader's: its upstream's rewrites not redone (jobs/run/owed.py)
 
     @property
     def reads(self) -> Files:
@@ -93,6 +95,12 @@ class Plan:
         if self.outlived:
             out.append("  changes the checkpoint outlives (the rows read before keep what they were given):")
             out += [f"    {change}" for change in self.outlived]
+        if self.owed:
+            out.append(
+                f"  owes what its upstream rewrote: redo the range (python -m jobs backfill {self.pipeline} --since DAY "
+                "--until DAY, or the upstream's backfill with --with-downstream):"
+            )
+            out += [f"    {line}" for line in self.owed]
         out.append(f"  table ({self.table_format}):")
         if self.schema_before is None:
             out.append("    no table yet; its columns will be: " + _columns(self.schema_after))
@@ -157,6 +165,7 @@ def plan(spark: SparkSession, pipeline: PipelineBase, locations: Locations) -> P
         changes += changed_table(pipeline.transform, schema_before, schema_after)
         verdict = REPROCESS if changes else verdict
     landed, archived, lost = _files(locations, ledger, checkpoint_log)
+    delta_reader = pipeline.source.table_format == "delta" and started
     return Plan(
         pipeline=pipeline.name,
         verdict=verdict,
@@ -169,6 +178,7 @@ def plan(spark: SparkSession, pipeline: PipelineBase, locations: Locations) -> P
         archived=archived,
         lost=lost,
         outlived=outlived,
+        owed=owed_now(checkpoint_log, locations.ledger) if delta_reader else [],
     )
 
 

@@ -34,22 +34,36 @@ REDONE = "redone.json"
 def record_skipped(checkpoint_log: CheckpointLog, ledger_uri: str) -> None:
     """Record the upstream's rewrites the source has passed over, or will on its next batch:
     each version since its first batch's snapshot that removed rows, looked at once."""
+    said = _skipped(checkpoint_log, ledger_uri)
+    if said is not None:
+        fs.write_json(join(ledger_uri, SKIPPED), said)
+
+
+def owed_now(checkpoint_log: CheckpointLog, ledger_uri: str) -> list[str]:
+    """What the next run would say it owes (`owed`, with the rewrites since the last run), recording nothing."""
+    said = _skipped(checkpoint_log, ledger_uri) or fs.read_json_if_there(join(ledger_uri, SKIPPED)) or {}
+    return _owed(said.get("skipped", []), fs.read_json_if_there(join(ledger_uri, REDONE)) or [])
+
+
+def _skipped(checkpoint_log: CheckpointLog, ledger_uri: str) -> dict[str, Any] | None:
+    """skipped.json with the rewrites since it was last looked at; None when nothing is new."""
     planned = checkpoint_log.last_planned()
     if planned is None:
-        return  # no batch yet: its first reads the table as it is, rewrites and all
-    table, uri = checkpoint_log.landing, join(ledger_uri, SKIPPED)
-    said = fs.read_json_if_there(uri) or {"looked_through": None, "skipped": []}
+        return None  # no batch yet: its first reads the table as it is, rewrites and all
+    table = checkpoint_log.landing
+    said = fs.read_json_if_there(join(ledger_uri, SKIPPED)) or {"looked_through": None, "skipped": []}
     first = said["looked_through"]
     if first is None:  # the versions the first batch's snapshot held are read, not skipped
         first = checkpoint_log.delta_offset(checkpoint_log.first_planned()).version - 1
     newest = delta_source.newest_end(table).version - 1
     if newest <= first:
-        return
+        return None
     at = datetime.now(UTC).isoformat(timespec="seconds")
+    skipped = list(said["skipped"])
     for version in range(first + 1, newest + 1):
         if delta_source.rewrites(delta.commit(table, version)):
-            said["skipped"].append({"version": version, "said": delta.said(table, version), "met_at": at})
-    fs.write_json(uri, {"looked_through": newest, "skipped": said["skipped"]})
+            skipped.append({"version": version, "said": delta.said(table, version), "met_at": at})
+    return {"looked_through": newest, "skipped": skipped}
 
 
 def record_redone(ledger_uri: str, redone: dict[str, Any]) -> None:
@@ -63,7 +77,10 @@ def record_redone(ledger_uri: str, redone: dict[str, Any]) -> None:
 def owed(ledger_uri: str) -> list[str]:
     """The upstream rewrites passed over and not redone, each said in a line."""
     skipped = (fs.read_json_if_there(join(ledger_uri, SKIPPED)) or {}).get("skipped", [])
-    redone = fs.read_json_if_there(join(ledger_uri, REDONE)) or []
+    return _owed(skipped, fs.read_json_if_there(join(ledger_uri, REDONE)) or [])
+
+
+def _owed(skipped: list[dict[str, Any]], redone: list[dict[str, Any]]) -> list[str]:
     return [_said(entry) for entry in skipped if not any(_covers(r, entry) for r in redone)]
 
 

@@ -70,7 +70,7 @@ def said_by(output: str, backfill_id: str) -> list[int]:
 
 
 @pytest.mark.slow
-def test_a_backfill_follows_the_graph_and_a_rewrite_not_followed_is_owed(spark, tmp_path, monkeypatch):
+def test_a_backfill_follows_the_graph_and_a_rewrite_not_followed_is_owed(spark, tmp_path, monkeypatch, capsys):
     pipelines = declared(tmp_path / "pipelines", monkeypatch, TOP, MIDDLE, BOTTOM)
     with_suites(tmp_path / "expectations", monkeypatch, dict.fromkeys(pipelines, "user_id"))
     root = str(tmp_path / "root")
@@ -110,10 +110,12 @@ def test_a_backfill_follows_the_graph_and_a_rewrite_not_followed_is_owed(spark, 
 
     # The top alone: the next level passes over its rewrite, and owes it until it redoes the day.
     assert backfill(root, "raw_events", "alone") == ExitCode.OK
+    rewrite = f"version {said_by(top.output, 'alone')[0]} (backfill alone) rewrote {DAY} .. {DAY}"
+    capsys.readouterr()
+    assert main(["plan", "clean_events", "--root", root]) == ExitCode.OK  # what its next run owes, before it runs
+    assert "owes what its upstream rewrote" in (planned := capsys.readouterr().out) and rewrite in planned, planned
     owing = run_pipeline(spark, *chain[1])
-    assert owing.input_rows == 0 and owing.owed == [
-        f"version {said_by(top.output, 'alone')[0]} (backfill alone) rewrote {DAY} .. {DAY}"
-    ]
+    assert owing.input_rows == 0 and owing.owed == [rewrite]
     assert Finished.ran(owing).code == ExitCode.OWES and "owes 1 upstream rewrite" in owing.summary()
     assert backfill(root, "clean_events", "middle") == ExitCode.OK
     assert run_pipeline(spark, *chain[1]).owed == []
