@@ -64,11 +64,11 @@ class BuildRunFailed(RuntimeError):
     """A run of the build failed (its run report says why); the same build id resumes it."""
 
 
-def build_locations(root: str, pipeline_name: str, build_id: str) -> Locations:
-    """A build's own checkpoint, table, quarantine and runs; the pipeline's landing, archive
-    and dimensions."""
+def build_locations(root: str, pipeline_name: str, build_id: str, reads: str | None = None) -> Locations:
+    """A build's own checkpoint, table, quarantine and runs; the pipeline's landing (a
+    reader's: the table of `reads` in use), archive and dimensions."""
     base = normalize(root)
-    shared = Locations.resolve(pipeline_name, root=base)
+    shared = Locations.resolve(pipeline_name, root=base, landing=builds.in_use(reads, base).output if reads else None)
     own = shared.with_own_root(pipeline_name, own_root(base, "builds", pipeline_name, build_id))
     return replace(own, archive=shared.archive)
 
@@ -92,12 +92,13 @@ def start(
     spark: SparkSession, pipeline: PipelineBase, root: str, build_id: str, max_files_per_trigger: int | None = None
 ) -> Plan:
     """The plan, then a run of the new build over what has landed; the build in use goes on."""
-    in_use = builds.in_use(pipeline.name, root)
+    reads = pipeline.source.table
+    in_use = builds.in_use(pipeline.name, root, reads)
     before = plan(spark, pipeline, in_use)
     for line in before.lines():
         log.info("%s", line)
     refuse_the_one_in_use(pipeline.name, root, build_id)
-    build = build_locations(root, pipeline.name, build_id)
+    build = build_locations(root, pipeline.name, build_id, reads)
     request = RunRequest(pipeline.name, build, mode=RunMode.REBUILD, max_files_per_trigger=max_files_per_trigger)
     _read_archive(pipeline, spark, request)  # first: what retention moved out of the landing
     _run(pipeline, spark, request)  # while the build in use goes on
@@ -114,8 +115,9 @@ def switch(
     accept_quarantine: bool = False,
 ) -> Pointer:
     """Under the lock of the build in use: the new build takes what landed since, then runs use it."""
-    in_use = builds.in_use(pipeline.name, root)
-    build = build_locations(root, pipeline.name, build_id)
+    reads = pipeline.source.table
+    in_use = builds.in_use(pipeline.name, root, reads)
+    build = build_locations(root, pipeline.name, build_id, reads)
     with checkpoint_lock(in_use.ledger, pipeline.name, "rebuild switch", pipeline.orchestration.timeout_s):
         # No run of the build in use is in flight: first what its retention moved before the
         # build listed the landing (in the order they landed), then what landed meanwhile.
@@ -148,6 +150,8 @@ def _read_archive(pipeline: PipelineBase, spark: SparkSession, request: RunReque
     """Runs of the build over the files in retention's archive it has taken under neither
     name: as archived, or as landed (a file the build read before retention moved it)."""
     build = request.locations
+    if pipeline.source.table is not None:
+        return  # a reader's landing is another pipeline's table: nothing of it is archived
     taken = _taken(build, as_landed=False)
     sources = [
         build.archived_name(landing) for landing in source_landings(build.landing, [s.name for s in pipeline.sources])
@@ -228,7 +232,7 @@ def _switch(
     write_pointer(builds.builds_folder(root, pipeline.name), pointer)
     _keep(Ledger(build.ledger), in_use_ledger, previous_id, in_use, pipeline, now)
     if pipeline.output.format == "delta":
-        fs.remove_tree(build_locations(root, pipeline.name, build_id).output)  # copied: the build's runs write `output`
+        fs.remove_tree(build.output)  # copied: the build's runs write `output`
     return pointer
 
 
@@ -236,9 +240,13 @@ def _ready(
     spark: SparkSession, pipeline: PipelineBase, build_id: str, in_use: Locations, build: Locations, before: Plan
 ) -> set[str]:
     """The files the build took, once it is fit to switch to: it took every file the build in
-    use took (but those the plan said are lost), and its table passes its suite."""
+    use took (but those the plan said are lost), or a reader's, every file its upstream's
+    table holds now; and its table passes its suite."""
     new = _taken(build)
-    missing = sorted(_taken(in_use) - new - set(before.lost))
+    if pipeline.source.table is not None:
+        missing = sorted(set(CheckpointLog("", build.landing).committed_output_files() or {}) - new)
+    else:
+        missing = sorted(_taken(in_use) - new - set(before.lost))
     if missing:
         raise RebuildError(f"build {build_id} has not taken {len(missing)} files the build in use took: {missing[:3]}")
     verdict = validate_table(spark, pipeline, build)
@@ -288,10 +296,13 @@ def roll_back(spark: SparkSession, pipeline: PipelineBase, root: str) -> Pointer
     """Back to the build in use before the last switch: its checkpoint, and its table."""
     back = rollback_target(pipeline, root)
     pointer = builds.current_build(root, pipeline.name)
-    in_use = builds.in_use(pipeline.name, root)
+    in_use = builds.in_use(pipeline.name, root, pipeline.source.table)
     back_to = builds.built_locations(back)
     with checkpoint_lock(in_use.ledger, pipeline.name, "rebuild rollback", pipeline.orchestration.timeout_s):
-        landed = set(listings.list_files(in_use.landing))
+        if pipeline.source.table is not None:  # a reader's: the files its upstream's table holds
+            landed = set(CheckpointLog("", in_use.landing).committed_output_files() or {})
+        else:
+            landed = set(listings.list_files(in_use.landing))
         previous = replace(in_use, **back_to)
         gone = sorted(_taken(in_use) - _taken(previous) - landed)
         if gone:

@@ -34,6 +34,12 @@ def add_parser(commands) -> None:
         "--max-files-per-trigger", type=int, metavar="N", help="at most N files per batch of the build"
     )
     rebuild.add_argument(
+        "--with-downstream",
+        action="store_true",
+        help="then each pipeline that reads its table (and theirs), in graph order, with the same id; with "
+        "--rollback: each rolled back, the lowest first",
+    )
+    rebuild.add_argument(
         "--accept-quarantine",
         action="store_true",
         help="switch even if the new build quarantines far more of its rows than the build in use (refused by default)",
@@ -42,6 +48,28 @@ def add_parser(commands) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from jobs.backfill.readers import downstream_of
+
+    top = declare.load(args.pipeline)
+    pipelines = [top]
+    if args.with_downstream:
+        declared = declare.load_all()
+        pipelines += [declared[name] for name in downstream_of(top.name, declared)]
+    if not args.rollback:
+        from jobs.validate.suite import load_suite
+
+        for pipeline in pipelines:
+            load_suite(pipeline)  # each build is validated before its switch: a broken suite refused first
+    build_id = args.id or new_run_id(datetime.now(UTC))
+    for pipeline in reversed(pipelines) if args.rollback else pipelines:  # a rollback: the lowest first
+        code = _rebuild(args, pipeline, build_id)
+        if code != ExitCode.OK:
+            return code
+    return ExitCode.OK
+
+
+def _rebuild(args: argparse.Namespace, pipeline: declare.PipelineBase, build_id: str) -> int:
+    """One pipeline's rebuild (or rollback), said as it goes."""
     from jobs.change.rebuild import (
         BuildRunFailed,
         RebuildError,
@@ -53,22 +81,12 @@ def handle(args: argparse.Namespace) -> int:
     from jobs.lake.builds import in_use
     from jobs.run.application import Application
 
-    pipeline = declare.load(args.pipeline)
-    if pipeline.source.table is not None:
-        return fail(
-            ExitCode.USAGE, f"{pipeline.name} reads table {pipeline.source.table!r}: a rebuild of it is not built yet"
-        )
-    if not args.rollback:
-        from jobs.validate.suite import load_suite
-
-        load_suite(pipeline)  # the build is validated before the switch: a broken suite refused first
-    build_id = args.id or new_run_id(datetime.now(UTC))
     try:  # what would be refused is refused before Spark starts
         if args.rollback:
             rollback_target(pipeline, args.root)
         else:
             refuse_the_one_in_use(pipeline.name, args.root, build_id)
-        where = in_use(pipeline.name, args.root)
+        where = in_use(pipeline.name, args.root, pipeline.source.table)
         spark = Application.for_command(f"jobs-rebuild-{pipeline.name}", [pipeline], [where]).session()
         if args.rollback:
             back = roll_back(spark, pipeline, args.root)
@@ -82,7 +100,7 @@ def handle(args: argparse.Namespace) -> int:
     except RebuildError as error:
         return fail(ExitCode.REFUSED, str(error))
     except BuildRunFailed as error:
-        return fail(ExitCode.FAILED, f"rebuild failed (the same --id resumes it): {error}")
+        return fail(ExitCode.FAILED, f"{pipeline.name}: rebuild failed (the same --id resumes it): {error}")
     print(f"{pipeline.name}: switched to build {switched.id} at {switched.at}")
     print(json.dumps({k: v for k, v in switched.to_dict().items() if k != "previous"}, indent=2))
     return ExitCode.OK

@@ -31,6 +31,8 @@ class RebuildOperator(JobsSubmitOperator):
 
         params, dag_run = context["params"], context["dag_run"]
         args = ["rebuild", str(params["pipeline"]), f"--root={self.root}"]
+        if params.get("with_downstream"):  # then the pipelines that read its table, and theirs
+            args.append("--with-downstream")
         if params.get("rollback"):
             return [*args, "--rollback"]
         args.append(f"--id={backfill_id_for(dag_run.run_id, dag_run.run_after)}")
@@ -59,6 +61,11 @@ def rebuild_dag(pipelines: list[str], root: str) -> DAG:
         params={
             "pipeline": Param(pipelines[0] if pipelines else None, type="string", examples=pipelines),
             "rollback": Param(False, type="boolean", description="back to the build in use before the last switch"),
+            "with_downstream": Param(
+                False,
+                type="boolean",
+                description="then each pipeline that reads its table, and theirs (a rollback: the lowest first)",
+            ),
             "max_files_per_trigger": Param(None, type=["null", "integer"], minimum=1),
             "accept_quarantine": Param(
                 False,

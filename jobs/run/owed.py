@@ -81,7 +81,22 @@ def owed(ledger_uri: str) -> list[str]:
 
 
 def _owed(skipped: list[dict[str, Any]], redone: list[dict[str, Any]]) -> list[str]:
-    return [_said(entry) for entry in skipped if not any(_covers(r, entry) for r in redone)]
+    undone = _undone(skipped)
+    return [_said(e) for e in skipped if e["version"] not in undone and not any(_covers(r, e) for r in redone)]
+
+
+def _undone(skipped: list[dict[str, Any]]) -> set[int]:
+    """The versions of a rewrite and its rollback, both passed over: the table is as the reader
+    read it (a backfill and its rollback; a rebuild's switch and its rollback)."""
+    said = {entry["version"]: entry.get("said") or {} for entry in skipped}
+    pairs = [("backfill", "rollback_of"), ("switch_to", "rollback_from")]
+    undone = set()
+    for version, says in said.items():
+        for made, unmade in pairs:
+            back = [v for v, other in said.items() if says.get(made) and other.get(unmade) == says[made]]
+            if back:
+                undone |= {version, *back}
+    return undone
 
 
 def _covers(redone: dict[str, Any], skipped: dict[str, Any]) -> bool:

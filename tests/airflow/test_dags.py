@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -387,3 +387,17 @@ def test_a_reader_on_upstream_is_scheduled_on_the_table_it_reads(tmp_path, monke
         declare.DeclarationError, match="schedule on_upstream runs a reader of another pipeline's table"
     ):
         declare.from_mapping({**raw, "schedule": "on_upstream"})
+
+
+def test_the_rebuild_dag_rebuilds_and_rolls_back_the_chain_with_with_downstream():
+    from types import SimpleNamespace
+
+    from jobs.orchestration.rebuild_dag import RebuildOperator
+
+    operator = RebuildOperator(task_id="rebuild", root="/lake", name="jobs-rebuild")
+    run = SimpleNamespace(run_id="manual__1", run_after=datetime(2026, 11, 29, tzinfo=UTC))
+    chain = {"pipeline": "raw_events", "with_downstream": True}
+    args = operator.arguments({"params": chain, "dag_run": run})
+    assert args[:4] == ["rebuild", "raw_events", "--root=/lake", "--with-downstream"] and args[4].startswith("--id=")
+    back = operator.arguments({"params": {**chain, "rollback": True}, "dag_run": run})
+    assert back == ["rebuild", "raw_events", "--root=/lake", "--with-downstream", "--rollback"]

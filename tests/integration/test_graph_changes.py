@@ -16,7 +16,7 @@ import pytest
 from jobs.accounting.checkpoint import CheckpointLog
 from jobs.cli import main
 from jobs.exit_codes import ExitCode
-from jobs.lake import delta
+from jobs.lake import builds, delta
 from jobs.lake.builds import in_use
 from jobs.run.events import Finished
 from tests.helpers import event, land_in_order, run_pipeline, table_rows
@@ -153,3 +153,49 @@ def test_vacuum_keeps_the_files_a_reader_has_not_read_yet(spark, tmp_path, monke
     assert all(Path(path).exists() for path in unread_files)
     after = run_pipeline(spark, clean, down)
     assert after.input_rows == 12 and len(after.owed) == 1
+
+
+def test_a_rebuild_follows_the_graph_and_its_rollback_goes_back_lowest_first(spark, tmp_path, monkeypatch):
+    """A Delta top, a Parquet middle, a Parquet bottom: a rebuild of the top rewrites its table,
+    and a rebuild of the middle switches the table its reader reads; with --with-downstream
+    each level is rebuilt after the one it reads, and the rollback goes back lowest first.
+    The readers' runs after either read nothing again, owe nothing, and the bottom equals the model."""
+    parquet = {"format": "parquet"}
+    middle = {**MIDDLE, "output": parquet}
+    bottom = {**BOTTOM, "output": {**parquet, "partition_by": "window_date"}}
+    pipelines = declared(tmp_path / "pipelines", monkeypatch, TOP, middle, bottom)
+    with_suites(tmp_path / "expectations", monkeypatch, dict.fromkeys(pipelines, "user_id"))
+    root = str(tmp_path / "root")
+    names = ["raw_events", "clean_events", "clean_per_minute"]
+    model = WindowModel(
+        read=clickstream_reading,
+        finish=lambda values: (len(values),),
+        delay=timedelta(minutes=5),
+        window=timedelta(minutes=1),
+    )
+
+    def run_chain() -> list:
+        where = [in_use(name, root, pipelines[name].source.table) for name in names]
+        return [run_pipeline(spark, pipelines[name], at) for name, at in zip(names, where, strict=True)]
+
+    for number, start in enumerate([datetime(2023, 7, 30, 10, tzinfo=UTC), datetime(2023, 7, 30, 10, 4, tzinfo=UTC)]):
+        lines = arrival(start, number)
+        land_in_order(in_use("raw_events", root).landing, {f"dt={DAY}/part-{number}.json": lines})
+        assert [r.input_rows for r in run_chain()] == [13, 12, 12]
+        model.run([[line for line in lines if clickstream_reading(line)]])
+
+    def bottom_table() -> list[tuple]:
+        return table_rows(spark, in_use("clean_per_minute", root, "clean_events").output)
+
+    assert bottom_table() == model.rows()
+    assert main(["rebuild", "raw_events", "--root", root, "--id", "again", "--with-downstream"]) == ExitCode.OK
+    assert [builds.current_build(root, name).id for name in names] == ["again"] * 3
+    after = run_chain()
+    assert [(r.input_rows, r.owed) for r in after] == [(0, [])] * 3, after
+    assert bottom_table() == model.rows()
+
+    assert main(["rebuild", "raw_events", "--root", root, "--rollback", "--with-downstream"]) == ExitCode.OK
+    assert all(builds.current_build(root, name).id != "again" for name in names)
+    after = run_chain()
+    assert [(r.input_rows, r.owed) for r in after] == [(0, [])] * 3, after
+    assert bottom_table() == model.rows()
