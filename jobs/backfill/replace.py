@@ -176,11 +176,12 @@ def _roll_back(spark: SparkSession, work_root: str, backfill_id: str, production
         done = replaced["rolled_back"]
         raise BackfillError(f"backfill {backfill_id} was rolled back already, in version {done['version']}")
     says, after = {"rollback_of": backfill_id, "range": replaced["range"]}, replaced["version"]
-    later = [v for v in _later_replacements(production.output, after) if delta.said(production.output, v) != says]
+    later = _later_replacements(production.output, after, replaced["range"])
     if later:
+        named = ", ".join(f"backfill {b} (version {v})" for v, b in later)
         raise BackfillError(
-            f"the table changed in the range since backfill {backfill_id} (versions {later}, by later backfills "
-            "or rollbacks): roll those back first, latest first"
+            f"the table changed in the range since backfill {backfill_id}: {named} replaced dates of it later; "
+            "roll those back first, latest first"
         )
     before = (
         spark.read.format("delta")
@@ -214,8 +215,18 @@ def _done(output: str, version: int) -> Commit:
     return Commit(version, version - 1, delta.user_metadata(output, version)["at"])
 
 
-def _later_replacements(output: str, version: int) -> list[int]:
-    """Versions after `version` written by a backfill or a rollback."""
+def _later_replacements(output: str, version: int, span: dict[str, str]) -> list[tuple[int, str]]:
+    """The versions after `version` that later backfills wrote over dates of `span` and that
+    are still in the table (not rolled back since), with each backfill's id. A version that
+    says no range (written before versions said one) counts as overlapping."""
+    said = {v: delta.said(output, v) for v in delta.versions(output) if v > version}
+    undone = {s["rollback_of"] for s in said.values() if s.get("rollback_of")}
     return [
-        v for v in delta.versions(output) if v > version and {"backfill", "rollback_of"} & set(delta.said(output, v))
+        (v, s["backfill"])
+        for v, s in said.items()
+        if s.get("backfill") and s["backfill"] not in undone and _overlaps(s.get("range"), span)
     ]
+
+
+def _overlaps(other: dict[str, str] | None, span: dict[str, str]) -> bool:
+    return other is None or (other["since"] <= span["until"] and span["since"] <= other["until"])

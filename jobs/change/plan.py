@@ -96,10 +96,7 @@ class Plan:
             out.append("  changes the checkpoint outlives (the rows read before keep what they were given):")
             out += [f"    {change}" for change in self.outlived]
         if self.owed:
-            out.append(
-                f"  owes what its upstream rewrote: redo the range (python -m jobs backfill {self.pipeline} --since DAY "
-                "--until DAY, or the upstream's backfill with --with-downstream):"
-            )
+            out.append("  owes what its upstream rewrote (a backfill redoes a range once the runs have closed it):")
             out += [f"    {line}" for line in self.owed]
         out.append(f"  table ({self.table_format}):")
         if self.schema_before is None:
@@ -138,7 +135,7 @@ def _size(count: int) -> str:
 def plan(spark: SparkSession, pipeline: PipelineBase, locations: Locations) -> Plan:
     """The plan of `pipeline` as declared now, against what its locations hold."""
     from jobs.flow.query import output_schema
-    from jobs.run.preflight import checkpoint_contract
+    from jobs.run.preflight import checkpoint_contract, table_source
 
     checkpoint_log = CheckpointLog.of(locations)
     ledger = Ledger(locations.ledger)
@@ -154,7 +151,10 @@ def plan(spark: SparkSession, pipeline: PipelineBase, locations: Locations) -> P
     verdict = REPROCESS if changes else RESUMES if started else NEW
     outlived_before = ledger.recorded_outlived() if started else None  # None: a checkpoint from before it was kept
     outlived = [] if outlived_before is None else outlived_changes(outlived_before, pattern_of(pipeline).outlived())
-    after = output_schema(spark, with_recorded_schema(pipeline, ledger))
+    declared = with_recorded_schema(pipeline, ledger)
+    if pipeline.source.table is not None and ledger.recorded_schema() is None:  # the table's, as its first run takes it
+        declared = declared.model_copy(update={"source": table_source(pipeline, locations.landing)[1]})
+    after = output_schema(spark, declared)
     schema_before, schema_after = (
         table_schema(checkpoint_log),
         {f.name: f.dataType.simpleString() for f in after.fields},
@@ -178,7 +178,7 @@ def plan(spark: SparkSession, pipeline: PipelineBase, locations: Locations) -> P
         archived=archived,
         lost=lost,
         outlived=outlived,
-        owed=owed_now(checkpoint_log, locations.ledger) if delta_reader else [],
+        owed=owed_now(checkpoint_log, locations.ledger, pipeline.name) if delta_reader else [],
     )
 
 

@@ -73,11 +73,12 @@ def handle(args: argparse.Namespace) -> int:
     params = {"pipeline": args.pipeline, **{option.name: getattr(args, option.name) for option in BACKFILL_OPTIONS}}
     params = {k: v for k, v in params.items() if v is not None}
     backfill_id = args.id or new_run_id(datetime.now(UTC))
+    declared = declare.load_all()
     try:
         request = backfill_request(params, args.root, publish_roots(args.root), backfill_id)
         chain = [Backfill.of(request)]
-        for name in downstream_of(request.pipeline, declare.load_all()) if args.with_downstream else []:
-            upstream = next(b.request for b in chain if b.pipeline.name == declare.load(name).source.table)
+        for name in downstream_of(request.pipeline, declared) if args.with_downstream else []:
+            upstream = next(b.request for b in chain if b.pipeline.name == declared[name].source.table)
             level = {"pipeline": name, "since": request.since, "until": request.until}
             if request.max_files_per_trigger:
                 level["max_files_per_trigger"] = request.max_files_per_trigger
@@ -89,6 +90,13 @@ def handle(args: argparse.Namespace) -> int:
         load_suite(backfill.pipeline)  # a broken suite refused before any Spark work
         for warning in backfill.request.warnings:
             print(f"warning: {warning}", file=sys.stderr)
+    readers = [p.name for p in declared.values() if p.source.table == request.pipeline]
+    if readers and not args.with_downstream and chain[0].production is not None:
+        print(
+            f"warning: {', '.join(readers)} read(s) {request.pipeline}'s table: this replacement is a rewrite they pass "
+            "over and owe until a backfill of theirs redoes the range (--with-downstream does it with this one)",
+            file=sys.stderr,
+        )
     check_java()
     for backfill in chain:
         request = backfill.request
@@ -111,21 +119,24 @@ def handle(args: argparse.Namespace) -> int:
         if code != ExitCode.OK:
             return code
     for backfill in chain:
-        code = _run_steps(backfill, backfill.steps[-1:])
+        code = _run_steps(backfill, backfill.steps[-1:], undo=False)
         if code != ExitCode.OK:
             return code
+    undo = ("--root", chain[0].request.root, "--id", backfill_id, "--rollback", "--with-downstream")
+    print(f"  undo: {jobs_command('backfill', chain[0].request.pipeline, *undo)}")
     return ExitCode.OK
 
 
-def _run_steps(backfill: Backfill, steps: list[Step] | tuple[Step, ...]) -> int:
-    """Each step in turn, said as it ends; the first that does not succeed ends the backfill."""
+def _run_steps(backfill: Backfill, steps: list[Step] | tuple[Step, ...], undo: bool = True) -> int:
+    """Each step in turn, said as it ends; the first that does not succeed ends the backfill.
+    `undo`: say how to undo a replacement (a cascade says it once, for every level)."""
     for step in steps:
         try:
             done = backfill.run(step)
         except StepFailed as failed:
             return failed.code if failed.message is None else fail(failed.code, failed.message)
         print(f"  {done.said()}")
-        if step == Step.REPLACE:
+        if step == Step.REPLACE and undo:
             request = backfill.request
             undo = ("--root", request.root, "--id", request.backfill_id, "--rollback")
             print(f"  undo: {jobs_command('backfill', request.pipeline, *undo)}")

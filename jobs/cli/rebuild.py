@@ -61,14 +61,26 @@ def handle(args: argparse.Namespace) -> int:
         for pipeline in pipelines:
             load_suite(pipeline)  # each build is validated before its switch: a broken suite refused first
     build_id = args.id or new_run_id(datetime.now(UTC))
-    for pipeline in reversed(pipelines) if args.rollback else pipelines:  # a rollback: the lowest first
-        code = _rebuild(args, pipeline, build_id)
+    steps = [(pipeline, args.rollback) for pipeline in (reversed(pipelines) if args.rollback else pipelines)]
+    if args.rollback and len(pipelines) > 1:  # a rollback: the lowest first
+        from jobs.change.rebuild import appended_since_switch
+
+        appended = appended_since_switch(top, args.root)
+        if appended:  # the readers' previous builds would read those rows twice: rebuilt instead
+            print(
+                f"{top.name}: its build appended rows after its switch (versions {appended}), which the rollback "
+                "removes and its previous build appends again: its readers are rebuilt after it, not rolled back"
+            )
+            steps = [(top, True), *((reader, False) for reader in pipelines[1:])]
+            build_id = new_run_id(datetime.now(UTC))  # the readers' new builds
+    for pipeline, rollback in steps:
+        code = _rebuild(args, pipeline, build_id, rollback)
         if code != ExitCode.OK:
             return code
     return ExitCode.OK
 
 
-def _rebuild(args: argparse.Namespace, pipeline: declare.PipelineBase, build_id: str) -> int:
+def _rebuild(args: argparse.Namespace, pipeline: declare.PipelineBase, build_id: str, rollback: bool) -> int:
     """One pipeline's rebuild (or rollback), said as it goes."""
     from jobs.change.rebuild import (
         BuildRunFailed,
@@ -82,13 +94,13 @@ def _rebuild(args: argparse.Namespace, pipeline: declare.PipelineBase, build_id:
     from jobs.run.application import Application
 
     try:  # what would be refused is refused before Spark starts
-        if args.rollback:
+        if rollback:
             rollback_target(pipeline, args.root)
         else:
             refuse_the_one_in_use(pipeline.name, args.root, build_id)
         where = in_use(pipeline.name, args.root, pipeline.source.table)
         spark = Application.for_command(f"jobs-rebuild-{pipeline.name}", [pipeline], [where]).session()
-        if args.rollback:
+        if rollback:
             back = roll_back(spark, pipeline, args.root)
             print(f"{pipeline.name}: back to build {back.id} (checkpoint {back.about['checkpoint']})")
             print(_declaration_after_rollback(pipeline, in_use(pipeline.name, args.root).ledger))

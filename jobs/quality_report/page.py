@@ -148,13 +148,15 @@ def backfills(root: str, pipeline_name: str) -> list[dict[str, Any]]:
                 published["current"] = current_version(published["publish_to"]) == published["path"]
             except BackfillError:  # its pointer is gone
                 published["current"] = False
-        replaced = join(work_root, REPLACED)
+        replaced = fs.read_json_if_there(join(work_root, REPLACED))
+        if replaced is not None and "version" not in replaced:
+            replaced = None  # its commit not made yet (a replace step under way, or refused)
         found.append(
             {
                 "id": backfill_id,
                 "runs": runs,
                 "published": published,
-                "replaced": fs.read_json(replaced) if fs.exists(replaced) else None,
+                "replaced": replaced,
                 "work_root": work_root,
             }
         )

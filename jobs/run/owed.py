@@ -26,6 +26,7 @@ from typing import Any
 from jobs.accounting.checkpoint import CheckpointLog
 from jobs.lake import delta, delta_source, fs
 from jobs.lake.layout import join
+from jobs.units import jobs_command
 
 SKIPPED = "skipped.json"
 REDONE = "redone.json"
@@ -39,10 +40,10 @@ def record_skipped(checkpoint_log: CheckpointLog, ledger_uri: str) -> None:
         fs.write_json(join(ledger_uri, SKIPPED), said)
 
 
-def owed_now(checkpoint_log: CheckpointLog, ledger_uri: str) -> list[str]:
+def owed_now(checkpoint_log: CheckpointLog, ledger_uri: str, pipeline: str) -> list[str]:
     """What the next run would say it owes (`owed`, with the rewrites since the last run), recording nothing."""
     said = _skipped(checkpoint_log, ledger_uri) or fs.read_json_if_there(join(ledger_uri, SKIPPED)) or {}
-    return _owed(said.get("skipped", []), fs.read_json_if_there(join(ledger_uri, REDONE)) or [])
+    return _owed(said.get("skipped", []), fs.read_json_if_there(join(ledger_uri, REDONE)) or [], pipeline)
 
 
 def _skipped(checkpoint_log: CheckpointLog, ledger_uri: str) -> dict[str, Any] | None:
@@ -62,7 +63,14 @@ def _skipped(checkpoint_log: CheckpointLog, ledger_uri: str) -> dict[str, Any] |
     skipped = list(said["skipped"])
     for version in range(first + 1, newest + 1):
         if delta_source.rewrites(delta.commit(table, version)):
-            skipped.append({"version": version, "said": delta.said(table, version), "met_at": at})
+            entry = {"version": version, "said": delta.said(table, version), "met_at": at}
+            switched = [
+                e["version"] for e in skipped if e["said"].get("switch_to") == entry["said"].get("rollback_from")
+            ]
+            if entry["said"].get("rollback_from") and switched:  # what the rolled-back build appended, read
+                between = range(switched[-1] + 1, version)
+                entry["read_between"] = [v for v in between if delta_source.added_by(table, v)]
+            skipped.append(entry)
     return {"looked_through": newest, "skipped": skipped}
 
 
@@ -74,15 +82,25 @@ def record_redone(ledger_uri: str, redone: dict[str, Any]) -> None:
     fs.write_json(join(ledger_uri, REDONE), [*done, redone])
 
 
-def owed(ledger_uri: str) -> list[str]:
-    """The upstream rewrites passed over and not redone, each said in a line."""
+def owed(ledger_uri: str, pipeline: str) -> list[str]:
+    """The upstream rewrites `pipeline` passed over and has not redone, each said in a line with what redoes it."""
     skipped = (fs.read_json_if_there(join(ledger_uri, SKIPPED)) or {}).get("skipped", [])
-    return _owed(skipped, fs.read_json_if_there(join(ledger_uri, REDONE)) or [])
+    return _owed(skipped, fs.read_json_if_there(join(ledger_uri, REDONE)) or [], pipeline)
 
 
-def _owed(skipped: list[dict[str, Any]], redone: list[dict[str, Any]]) -> list[str]:
+def _owed(skipped: list[dict[str, Any]], redone: list[dict[str, Any]], pipeline: str) -> list[str]:
     undone = _undone(skipped)
-    return [_said(e) for e in skipped if e["version"] not in undone and not any(_covers(r, e) for r in redone)]
+    owing = [e for e in skipped if e["version"] not in undone and not any(_covers(r, e) for r in redone)]
+    return [f"{_said(e)}; redo: {_redo(e, pipeline)}" for e in owing]
+
+
+def _redo(skipped: dict[str, Any], pipeline: str) -> str:
+    """The command that pays it: a backfill of its range (once the pipeline's runs have closed
+    it), or a rebuild for a rewrite of the whole table."""
+    span = (skipped.get("said") or {}).get("range")
+    if span is None or skipped.get("read_between"):
+        return jobs_command("rebuild", pipeline)
+    return jobs_command("backfill", pipeline, "--since", span["since"], "--until", span["until"])
 
 
 def _undone(skipped: list[dict[str, Any]]) -> set[int]:
@@ -91,10 +109,11 @@ def _undone(skipped: list[dict[str, Any]]) -> set[int]:
     said = {entry["version"]: entry.get("said") or {} for entry in skipped}
     pairs = [("backfill", "rollback_of"), ("switch_to", "rollback_from")]
     undone = set()
+    read_between = {entry["version"] for entry in skipped if entry.get("read_between")}
     for version, says in said.items():
         for made, unmade in pairs:
             back = [v for v, other in said.items() if says.get(made) and other.get(unmade) == says[made]]
-            if back:
+            if back and not read_between & set(back):
                 undone |= {version, *back}
     return undone
 
@@ -111,6 +130,12 @@ def _covers(redone: dict[str, Any], skipped: dict[str, Any]) -> bool:
 
 def _said(skipped: dict[str, Any]) -> str:
     said = skipped.get("said") or {}
+    if skipped.get("read_between"):
+        return (
+            f"version {skipped['version']} (the rollback of build {said.get('rollback_from')}) removed the rows of "
+            f"versions {skipped['read_between']}, which this pipeline read: the same rows appended again are counted "
+            "twice"
+        )
     span = said.get("range")
     where = f"{span['since']} .. {span['until']}" if span else "the whole table"
     if said.get("backfill"):

@@ -20,6 +20,7 @@ from jobs.accounting.ledger import (
 )
 from jobs.columns import reserved
 from jobs.declare import PipelineBase
+from jobs.declare.parts import Source
 from jobs.flow.enrich import check_dimension, read_dimension
 from jobs.flow.patterns import pattern_of
 from jobs.flow.source import check_inferred, infer_schema, schema_outline
@@ -121,21 +122,32 @@ def _schema_of_table(pipeline: PipelineBase, ledger: Ledger, table: str) -> None
     """A first run of a pipeline reading another's table: the table's schema, recorded as an
     inferred one is (a column the product names itself, such as `event_time`, is read under
     another name: Source.renamed)."""
-    columns = table_schema(CheckpointLog("", table))
-    if columns is None:
-        raise StorageError(f"table {table} has no committed rows to take a schema from yet")
-    try:
-        fields = {name: spelled(kind_of(kind)) for name, kind in columns.items()}
-    except TypeSpellingError as error:
-        raise StorageError(f"table {table}: a column's type is not one a source reads ({error})") from None
-    source = pipeline.source.with_recorded_fields(fields)
-    check_inferred(pipeline.model_copy(update={"source": source}))
+    fields, source = table_source(pipeline, table)
     ledger.record_schema(fields, table)
     log = run_log(pipeline.name)
     upstream = pipeline.source.table
     log.info("  recorded the schema of table %s (%d columns): %s", upstream, len(fields), schema_outline(fields))
     for key, column in source.renamed.items():
         log.warning("  column %s of table %s is read as %s: %s", printable(key), upstream, column, reserved(key))
+
+
+def table_source(pipeline: PipelineBase, table: str) -> tuple[dict[str, str], Source]:
+    """The schema of the table a pipeline reads, as it is now (what its first run records;
+    `plan` before that run), and the pipeline's source with it; StorageError when there is
+    no table yet, or the declaration names what it does not hold."""
+    columns = table_schema(CheckpointLog("", table))
+    if columns is None:
+        raise StorageError(
+            f"table {table}, which {pipeline.name} reads, has no committed rows to take a schema from yet: "
+            f"run its pipeline first (python -m jobs run {pipeline.source.table})"
+        )
+    try:
+        fields = {name: spelled(kind_of(kind)) for name, kind in columns.items()}
+    except TypeSpellingError as error:
+        raise StorageError(f"table {table}: a column's type is not one a source reads ({error})") from None
+    source = pipeline.source.with_recorded_fields(fields)
+    check_inferred(pipeline.model_copy(update={"source": source}))
+    return fields, source
 
 
 def _dimension(spark: SparkSession, pipeline: PipelineBase, locations: Locations) -> DataFrame:

@@ -120,8 +120,7 @@ class RunReport(BaseModel):
     # landing's reader.
     upstream_batches: dict[str, int] | None = None
     upstream_unit: Literal["batch", "version"] = "batch"
-    # A reader of a Delta table: the upstream's rewrites it passed over and has not redone
-    # (jobs/run/owed.py), each in a line. Not a success while there are any (exit 7).
+    # A reader of a Delta table: its upstream's rewrites it has not redone (jobs/run/owed.py): exit 7.
     owed: list[str] = Field(default_factory=list)
     watermark: str | None = None
     state_rows: int | None = None
@@ -162,8 +161,8 @@ class RunReport(BaseModel):
     _accounts: list[BatchAccount] = PrivateAttr(default_factory=list)  # the batches this run accounted
 
     def read_upstream(self, committed_by: dict[str, int | None], unit: Literal["batch", "version"]) -> None:
-        """The rows this run read of each batch (or version) of the upstream's table,
-        `committed_by` telling which committed each of its files (CheckpointLog.committing_batches)."""
+        """The rows this run read of each batch (or version) of the upstream's table, `committed_by`
+        telling which committed each file (CheckpointLog.committing_batches)."""
         self.upstream_unit = unit
         read: dict[int | None, int] = {}
         for account in self._accounts:

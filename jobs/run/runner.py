@@ -283,8 +283,9 @@ def _settle(run: RunContext, report: RunReport, watch: ProgressWatch, accounting
     watch.poll()
     accounting.finish(watch.metrics)
     if run.pipeline.source.table and report.batch_ids:  # a reader: the upstream's batches it read (one log read)
-        upstream = CheckpointLog("", run.locations.landing)
-        report.read_upstream(upstream.committing_batches(), "version" if upstream.is_delta() else "batch")
+        upstream = CheckpointLog("", run.locations.landing)  # none told of a staged folder (a backfill's)
+        if committed := upstream.committing_batches():
+            report.read_upstream(committed, "version" if upstream.is_delta() else "batch")
     committed = run.checkpoint_log.committed_batches()
     report.watermark = ms_to_iso(run.checkpoint_log.next_watermark_ms(committed[-1])) if committed else None
     report.state_rows = watch.last_state_rows
@@ -308,7 +309,7 @@ def _audit(run: RunContext, report: RunReport, pending: Pending, *, with_retenti
         )
     if run.pipeline.source.table_format == "delta":  # the upstream's rewrites passed over (jobs/run/owed.py)
         owed.record_skipped(run.checkpoint_log, run.locations.ledger)
-        report.owed = owed.owed(run.locations.ledger)
+        report.owed = owed.owed(run.locations.ledger, run.pipeline.name)
     if with_retention:
         report.retention = apply_retention(run)
     passed_over = len(report.skipped_files.too_old) + len(report.skipped_files.overwritten)

@@ -18,6 +18,7 @@ from jobs.cli import main
 from jobs.exit_codes import ExitCode
 from jobs.lake import builds, delta
 from jobs.lake.builds import in_use
+from jobs.quality_report.page import render
 from jobs.run.events import Finished
 from tests.helpers import event, land_in_order, run_pipeline, table_rows
 from tests.integration.test_table_sources import RAW, declared
@@ -51,6 +52,13 @@ def arrival(start: datetime, number: int) -> list[str]:
     return [*lines, event(None, start.strftime(stamp))]
 
 
+def per_minute() -> WindowModel:
+    """The bottom's declaration, modelled: events per user in 1-minute windows, watermark 5 minutes."""
+    return WindowModel(
+        read=clickstream_reading, finish=lambda v: (len(v),), delay=timedelta(minutes=5), window=timedelta(minutes=1)
+    )
+
+
 def with_suites(folder, monkeypatch, checked: dict[str, str]) -> None:
     """A suite for each table (a backfill validates what it stages): its column is never null."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -76,12 +84,7 @@ def test_a_backfill_follows_the_graph_and_a_rewrite_not_followed_is_owed(spark, 
     root = str(tmp_path / "root")
     chain = [(pipelines[p["name"]], in_use(p["name"], root, p["source"].get("table"))) for p in (TOP, MIDDLE, BOTTOM)]
     top, middle, bottom = (where for _, where in chain)
-    model = WindowModel(
-        read=clickstream_reading,
-        finish=lambda values: (len(values),),
-        delay=timedelta(minutes=5),
-        window=timedelta(minutes=1),
-    )
+    model = per_minute()
 
     def run_chain() -> list:
         return [run_pipeline(spark, pipeline, where) for pipeline, where in chain]
@@ -100,6 +103,7 @@ def test_a_backfill_follows_the_graph_and_a_rewrite_not_followed_is_owed(spark, 
     assert backfill(root, "raw_events", "cascade", "--with-downstream") == ExitCode.OK
     assert [len(said_by(where.output, "cascade")) for where in (top, middle, bottom)] == [1, 1, 1]
     assert table_rows(spark, bottom.output) == model.rows()
+    assert "replaced in the table: version" in render(root)  # the report lists each level's replacement
     after = run_chain()[1:]
     assert [(r.input_rows, r.owed) for r in after] == [(0, []), (0, [])], after
     # Undone lowest first, each in one commit more; still nothing owed.
@@ -115,8 +119,11 @@ def test_a_backfill_follows_the_graph_and_a_rewrite_not_followed_is_owed(spark, 
     assert main(["plan", "clean_events", "--root", root]) == ExitCode.OK  # what its next run owes, before it runs
     assert "owes what its upstream rewrote" in (planned := capsys.readouterr().out) and rewrite in planned, planned
     owing = run_pipeline(spark, *chain[1])
-    assert owing.input_rows == 0 and owing.owed == [rewrite]
+    assert owing.input_rows == 0 and owing.owed == [
+        f"{rewrite}; redo: python -m jobs backfill clean_events --since {DAY} --until {DAY}"
+    ]
     assert Finished.ran(owing).code == ExitCode.OWES and "owes 1 upstream rewrite" in owing.summary()
+    assert "owes what its upstream rewrote" in render(root)  # the report's verdict on it
     assert backfill(root, "clean_events", "middle") == ExitCode.OK
     assert run_pipeline(spark, *chain[1]).owed == []
     # ... and the level below owes the middle's replacement, until it redoes the day too.
@@ -124,6 +131,11 @@ def test_a_backfill_follows_the_graph_and_a_rewrite_not_followed_is_owed(spark, 
     assert backfill(root, "clean_per_minute", "bottom") == ExitCode.OK
     assert run_pipeline(spark, *chain[2]).owed == []
     assert table_rows(spark, bottom.output) == model.rows()
+
+    # A backfill of another day since does not stand in the way of rolling back this one.
+    other = ["--since", "2023-07-31", "--until", "2023-07-31", "--id", "other"]
+    assert main(["backfill", "raw_events", "--root", root, *other]) == ExitCode.OK
+    assert main(["backfill", "raw_events", "--root", root, "--id", "alone", "--rollback"]) == ExitCode.OK
 
 
 def test_vacuum_keeps_the_files_a_reader_has_not_read_yet(spark, tmp_path, monkeypatch, capsys):
@@ -155,7 +167,7 @@ def test_vacuum_keeps_the_files_a_reader_has_not_read_yet(spark, tmp_path, monke
     assert after.input_rows == 12 and len(after.owed) == 1
 
 
-def test_a_rebuild_follows_the_graph_and_its_rollback_goes_back_lowest_first(spark, tmp_path, monkeypatch):
+def test_a_rebuild_follows_the_graph_and_its_rollback_goes_back_lowest_first(spark, tmp_path, monkeypatch, capsys):
     """A Delta top, a Parquet middle, a Parquet bottom: a rebuild of the top rewrites its table,
     and a rebuild of the middle switches the table its reader reads; with --with-downstream
     each level is rebuilt after the one it reads, and the rollback goes back lowest first.
@@ -167,12 +179,7 @@ def test_a_rebuild_follows_the_graph_and_its_rollback_goes_back_lowest_first(spa
     with_suites(tmp_path / "expectations", monkeypatch, dict.fromkeys(pipelines, "user_id"))
     root = str(tmp_path / "root")
     names = ["raw_events", "clean_events", "clean_per_minute"]
-    model = WindowModel(
-        read=clickstream_reading,
-        finish=lambda values: (len(values),),
-        delay=timedelta(minutes=5),
-        window=timedelta(minutes=1),
-    )
+    model = per_minute()
 
     def run_chain() -> list:
         where = [in_use(name, root, pipelines[name].source.table) for name in names]
@@ -198,4 +205,20 @@ def test_a_rebuild_follows_the_graph_and_its_rollback_goes_back_lowest_first(spa
     assert all(builds.current_build(root, name).id != "again" for name in names)
     after = run_chain()
     assert [(r.input_rows, r.owed) for r in after] == [(0, [])] * 3, after
+    assert bottom_table() == model.rows()
+
+    # Rebuilt again, then rows appended by the new build: the rollback removes them, and the
+    # previous build appends them again, so the readers are rebuilt rather than rolled back,
+    # and read those rows once.
+    assert main(["rebuild", "raw_events", "--root", root, "--id", "twice", "--with-downstream"]) == ExitCode.OK
+    lines = arrival(datetime(2023, 7, 30, 10, 8, tzinfo=UTC), 2)
+    land_in_order(in_use("raw_events", root).landing, {f"dt={DAY}/part-2.json": lines})
+    assert [r.input_rows for r in run_chain()] == [13, 12, 12]
+    model.run([[line for line in lines if clickstream_reading(line)]])
+    capsys.readouterr()
+    assert main(["rebuild", "raw_events", "--root", root, "--rollback", "--with-downstream"]) == ExitCode.OK
+    assert "its readers are rebuilt after it, not rolled back" in capsys.readouterr().out
+    assert all(builds.current_build(root, name).id != "twice" for name in names)
+    after = run_chain()
+    assert [(r.input_rows, r.owed) for r in after] == [(13, []), (12, []), (12, [])], after
     assert bottom_table() == model.rows()

@@ -97,6 +97,11 @@ def test_a_window_pipeline_reads_an_events_table_each_committed_row_once(spark, 
         land_in_order(upstream.landing, {f"part-{number}.json": lines})
         up = run_pipeline(spark, raw, upstream)
         assert up.used_rows == 13 and up.quarantined_rows == 2, up
+        if number == 0:  # the reader's plan before its first run: the table's schema, as that run takes it
+            from jobs.change.plan import plan
+
+            found = plan(spark, per_minute, downstream)
+            assert found.verdict == "new" and "window_start" in found.schema_after
         down = run_pipeline(spark, per_minute, downstream)
         # The upstream's usable records, once each, in one batch of the downstream's.
         expected = model.run([[line for line in lines if clickstream_reading(line)]])
