@@ -41,7 +41,7 @@ from jobs.change.compare_builds import now_used, quarantine_refusal
 from jobs.change.plan import Plan, plan
 from jobs.declare import PipelineBase
 from jobs.exit_codes import ExitCode
-from jobs.lake import builds, delta, delta_source, fs, listings
+from jobs.lake import builds, delta, fs, listings
 from jobs.lake.landing import new_files_path, source_landings
 from jobs.lake.layout import Locations, folder_pattern, is_inside, join, literal, normalize, own_root
 from jobs.lake.locks import checkpoint_lock
@@ -268,18 +268,6 @@ def _keep(ledger: Ledger, replaced: Ledger, name: str, locations: Locations, pip
     }
     before = [b for b in replaced.previous_builds() if b["checkpoint"] not in (kept["checkpoint"], ledger.uri)]
     ledger.record_previous_builds([*before, kept])
-
-
-def appended_since_switch(pipeline: PipelineBase, root: str) -> list[int]:
-    """The versions of a Delta table that its build in use appended rows in after its switch:
-    what a rollback removes, and a reader's previous build would read again as the previous
-    build appends the same rows (so a cascade rebuilds the readers instead)."""
-    pointer = builds.current_build(root, pipeline.name)
-    switched = (pointer.about.get("table_version") if pointer else None) if pipeline.output.format == "delta" else None
-    if switched is None:
-        return []
-    output = builds.in_use(pipeline.name, root).output
-    return [v for v in delta.versions(output) if v > switched and delta_source.added_by(output, v)]
 
 
 def refuse_the_one_in_use(pipeline_name: str, root: str, build_id: str) -> None:

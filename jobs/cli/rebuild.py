@@ -63,9 +63,7 @@ def handle(args: argparse.Namespace) -> int:
     build_id = args.id or new_run_id(datetime.now(UTC))
     steps = [(pipeline, args.rollback) for pipeline in (reversed(pipelines) if args.rollback else pipelines)]
     if args.rollback and len(pipelines) > 1:  # a rollback: the lowest first
-        from jobs.change.rebuild import appended_since_switch
-
-        appended = appended_since_switch(top, args.root)
+        appended = _appended_since_switch(top, args.root)
         if appended:  # the readers' previous builds would read those rows twice: rebuilt instead
             print(
                 f"{top.name}: its build appended rows after its switch (versions {appended}), which the rollback "
@@ -78,6 +76,19 @@ def handle(args: argparse.Namespace) -> int:
         if code != ExitCode.OK:
             return code
     return ExitCode.OK
+
+
+def _appended_since_switch(pipeline: declare.PipelineBase, root: str) -> list[int]:
+    """The versions of a Delta table its build in use appended rows in after its switch: what
+    a rollback removes and the previous build appends again (a reader's previous build would
+    read them twice, so a cascade rebuilds the readers instead)."""
+    from jobs.lake import builds, delta_source
+
+    pointer = builds.current_build(root, pipeline.name)
+    switched = pointer.about.get("table_version") if pointer and pipeline.output.format == "delta" else None
+    if switched is None:
+        return []
+    return delta_source.appended_after(builds.in_use(pipeline.name, root).output, switched)
 
 
 def _rebuild(args: argparse.Namespace, pipeline: declare.PipelineBase, build_id: str, rollback: bool) -> int:

@@ -101,6 +101,11 @@ def adding_versions(table: str) -> dict[str, int]:
     return found
 
 
+def appended_after(table: str, version: int) -> list[int]:
+    """The versions after `version` that added rows (what a reader reads of them)."""
+    return [v for v in delta.versions(table) if v > version and added_by(table, v)]
+
+
 def newest_end(table: str) -> Offset:
     """The offset after the table's newest version: where a source that read it all is."""
     return Offset(max(delta.versions(table), default=-1) + 1)
