@@ -26,6 +26,10 @@ class GraphError(ValueError):
     """A table source that cannot be: no pipeline writes it, a cycle, or a format not read."""
 
 
+class CycleError(GraphError):
+    """Source tables that read each other: said once, whichever of them is loading."""
+
+
 def source_table(raw: Any) -> str | None:
     """The pipeline whose table a declaration (as written) reads, if it reads one."""
     source = raw.get("source") if isinstance(raw, dict) else None
@@ -72,7 +76,7 @@ def with_upstream(raw: dict, chain: tuple[str, ...], declared: list[str], load: 
         return raw
     if table == name or table in chain:
         cycle = [*chain[chain.index(table) :], name, table] if table in chain else [name, table]
-        raise GraphError(f"source tables make a cycle: {' reads '.join(map(str, cycle))}")
+        raise CycleError(f"source tables make a cycle: {' reads '.join(map(str, cycle))}")
     if table not in declared:
         raise GraphError(
             f"source table {table!r}: no declared pipeline writes it{did_you_mean(table, declared)}"
@@ -82,9 +86,9 @@ def with_upstream(raw: dict, chain: tuple[str, ...], declared: list[str], load: 
         raise GraphError(f"source table {table!r}: a join reads two landings, not a table")
     try:
         upstream = load(table, (*chain, str(name)))
-    except GraphError:
+    except CycleError:
         raise
-    except ValueError as error:  # its own problems, said when it loads on its own
+    except ValueError as error:  # its own problems (its own table's too), said when it loads on its own
         raise GraphError(f"source table {table!r}: its declaration does not load ({error})") from None
     if upstream.retention.output_after_s is not None:
         raise GraphError(

@@ -99,6 +99,11 @@ def test_a_chain_loads_each_level_taking_the_time_of_the_table_it_reads(tmp_path
             "of_broken",
             "source table 'broken': its declaration does not load",
         ),
+        (
+            [RAW, reading("middle", "rwa"), reading("lower", "middle")],
+            "lower",
+            "source table 'middle': its declaration does not load (source table 'rwa': no declared pipeline",
+        ),
     ],
     ids=[
         "unknown",
@@ -111,6 +116,7 @@ def test_a_chain_loads_each_level_taking_the_time_of_the_table_it_reads(tmp_path
         "output-retention",
         "on-arrival",
         "broken-upstream",
+        "upstream-reads-no-table",
     ],
 )
 def test_a_table_source_that_cannot_be_is_refused_on_load(tmp_path, raws, name, message):
