@@ -11,7 +11,7 @@ log: a first batch read the table as it was at the version before its end (Delta
 that version's snapshot), a later one the files each version after the previous batch's end
 added. Only data changes: a compaction's files hold rows read already. And not a version
 that also removed rows: an upstream's rewrite, which the source skips (skipChangeCommits)
-and the reader owes (`rewrites_between`).
+and the reader owes (jobs/run/owed.py).
 """
 
 from __future__ import annotations
@@ -81,14 +81,6 @@ def added_by(table: str, version: int) -> dict[str, dict[str, Any]]:
 def rewrites(actions: list[dict[str, Any]]) -> bool:
     """Whether a version removed rows (a replacement, a delete): Delta's source skips it whole."""
     return any("remove" in a and a["remove"].get("dataChange", True) for a in actions)
-
-
-def rewrites_between(table: str, before: Offset | None, through: Offset) -> list[int]:
-    """The versions from `before` to `through` that the source skipped as rewrites (a first
-    batch skips none: it read the table as it was)."""
-    if before is None:
-        return []
-    return [v for v in range(before.version, through.version) if rewrites(delta.commit(table, v))]
 
 
 def adding_versions(table: str) -> dict[str, int]:
