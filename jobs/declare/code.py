@@ -22,6 +22,13 @@ from jobs.settings import settings
 
 _imported: dict[str, str] = {}  # module -> its fingerprint when this process imported it
 
+# A processor's module is imported where declarations load, with no Spark running (DAG files).
+_NEEDS_SPARK = (
+    "; its top level needs a running Spark, and a processor's module is imported without one when"
+    " its declaration loads: give pandas_udf a type object (StringType(), not 'string'), or keep"
+    " what needs Spark in a module of its own (docs/python.md)"
+)
+
 
 def folder() -> Path | None:
     """The declarations folder, when it is a folder of this machine's (not the package's own)."""
@@ -91,6 +98,7 @@ def imported(name: str, what: str, noun: str) -> object:
         found = "" if module_file(module_name) else f": no such module in {where}the installed packages"
         raise ValueError(
             f"{what} {name!r}: module {module_name!r} does not import{found} ({type(error).__name__}: {error})"
+            + (_NEEDS_SPARK if "SESSION_OR_CONTEXT_NOT_EXISTS" in str(error) else "")
         ) from None
     if not hasattr(module, attribute):
         known = [n for n in vars(module) if not n.startswith("_")]

@@ -77,7 +77,7 @@ class Sessions(StatefulProcessor):
         if still_open:
             self.open.put([row for s in still_open for row in s])
             ends = min(s[-1][0] for s in still_open) + gap
-            self.handle.registerTimer(pd.Timestamp(ends).value // 1_000_000)
+            self.handle.registerTimer(pd.Timestamp(ends).value // 1_000_000 + 1)  # once the watermark passes it
         else:
             self.open.clear()
         before = self.closed.get()[0] if self.closed.exists() else 0
@@ -365,3 +365,18 @@ def test_an_own_processors_declaration_is_checked_when_it_loads_without_spark(tm
         check=True,
     )
     assert loaded.stdout.strip() == str([module])
+
+    # A transform beside the processor whose top level needs Spark (a pandas_udf's type string):
+    # where declarations load, with no Spark, the refusal says what to do.
+    needs_spark = own_module(
+        tmp_path / "pipelines",
+        DOCUMENTED + '\nfrom pyspark.sql.functions import pandas_udf\n\n\n@pandas_udf("string")\n'
+        "def shout(values):\n    return values.str.upper()\n",
+    )
+    declare_process(tmp_path, monkeypatch, f"{needs_spark}:FirstSeen")
+    refused = subprocess.run(
+        [sys.executable, "-c", "from jobs import declare; declare.load_all()"], capture_output=True, text=True
+    )
+    assert refused.returncode != 0
+    assert f"module '{needs_spark}' does not import" in refused.stderr
+    assert "give pandas_udf a type object (StringType(), not 'string')" in refused.stderr
