@@ -519,6 +519,7 @@ def main() -> None:
             "s3",
             "small-delta",
             "sizing",
+            "history",
         ),
     )
     args = parser.parse_args()
@@ -546,6 +547,8 @@ def main() -> None:
     if args.only in (None, "s3"):
         command = [PY, "-m", "benchmarks.s3_run", "--rounds", str(args.rounds)]
         print(_checked("the S3 run", measure(command)).stdout)
+    if args.only in (None, "history"):
+        print(_checked("the history", measure([PY, "-m", "benchmarks.history", "--rounds", str(args.rounds)])).stdout)
     if args.only in (None, "small-delta"):
         rounds = str(max(args.rounds, 5))  # runs of 5 s: more rounds for a steady median
         command = [PY, "-m", "benchmarks.small", "--rounds", rounds, "--only", "one new file", "one new file, delta"]

@@ -6,6 +6,7 @@ The packages follow the data:
     flow/            landing -> lines -> events -> a pattern -> the table (Spark)
     accounting/      every row of each batch, exactly: Spark's logs, the tally's counts, the ledger
     run/             one run: its steps, its events, its run report
+    history/         every run and validation in the pipeline's event log (Delta), asked with SQL
     validate/        Great Expectations on committed output, checks on run reports
     launch/          a run then its validation; several pipelines' runs in one application
     backfill/        reprocess a closed range, then publish it at once

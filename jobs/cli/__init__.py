@@ -9,6 +9,7 @@ maintain.py        maintain          a Delta table compacted and vacuumed
 plan.py            plan              what a changed declaration means against the checkpoint and table
 rebuild.py         rebuild           every landed file read again into a new build, then the switch to it
 quality_report.py  report            the data quality report and Data Docs
+history.py         history           the run history (every pipeline's event log), asked with SQL
 files.py           files             the file ledger, or the table's files
 quarantine_file.py quarantine-file   a landed file's lines quarantined unread
 land.py            land              files landed atomically

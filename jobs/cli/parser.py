@@ -7,6 +7,7 @@ import argparse
 from jobs.cli import (
     backfill,
     files,
+    history,
     jars,
     jvm_archive,
     land,
@@ -30,6 +31,7 @@ COMMANDS = (
     plan,
     rebuild,
     quality_report,
+    history,
     files,
     quarantine_file,
     land,

@@ -9,7 +9,8 @@
     watch    await it: a line per batch, its batches accounted beside it, stop requests
     settle   account every committed batch left; the watermark and state it ended with
     audit    remove output no batch committed, name landed files never read, retention
-and whatever happened, the run report is stored.
+and whatever happened, the run report is stored and, under the lock, the run appended to
+the pipeline's history (jobs/history/log.py).
 
 Exactly once: Spark's file source records which files each batch read, in the checkpoint,
 and the table records which batches it committed (a Parquet table's `_spark_metadata` log,
@@ -19,6 +20,7 @@ its commit is redone from the same files on the next run.
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from dataclasses import asdict
 from datetime import UTC, datetime
 from functools import partial
@@ -35,6 +37,7 @@ from jobs.flow.admission import BatchSize, batch_limits, inflated
 from jobs.flow.patterns import pattern_of
 from jobs.flow.query import start_query
 from jobs.flow.source import batch_sizes
+from jobs.history import log as history
 from jobs.lake.landing import source_landings
 from jobs.lake.layout import Locations, StorageError, StorageUnavailable
 from jobs.lake.locks import AlreadyRunning, LeaseLost, WriterLock, checkpoint_lock
@@ -91,18 +94,22 @@ def run(
     log.info("%s: run %s, trigger %s, %s %s", pipeline.name, report.run_id, request.trigger, reads, locations.landing)
     emit(Started(pipeline.name, report.run_id))
     stop.begin()
+    held, lock = ExitStack(), None  # the lock, released once the run is in the history (jobs/history/log.py)
     try:
-        with checkpoint_lock(locations.ledger, pipeline.name, wait_s=pipeline.orchestration.timeout_s) as lock:
-            waited = f", after {lock.waited_s:.0f}s waiting" if lock.waited_s >= 1 else ""
-            log.info("  lock: %s%s", lock.describe(), waited)
-            _under_lock(pipeline, request, report, lock, spark, emit)
+        lock = held.enter_context(
+            checkpoint_lock(locations.ledger, pipeline.name, wait_s=pipeline.orchestration.timeout_s)
+        )
+        waited = f", after {lock.waited_s:.0f}s waiting" if lock.waited_s >= 1 else ""
+        log.info("  lock: %s%s", lock.describe(), waited)
+        _under_lock(pipeline, request, report, lock, spark, emit)
         report.finish(RunStatus.SUCCEEDED)
         report.warnings = warnings_of(report, locations.runs)
     except (Exception, KeyboardInterrupt) as error:
         raise _ended(error, report, locations, spark is not None or report.spark_log is not None) from error
     finally:
         stop.end()
-        _store(report, request, emit)
+        with held:
+            _store(report, request, emit, in_history=pipeline if lock is not None else None)
     return report
 
 
@@ -247,7 +254,7 @@ def _watch(
     except BaseException as error:
         if isinstance(error, KeyboardInterrupt):
             run.log.info("  stopping: the batch in flight, if any, is redone by the next run")
-        stopped = _stopped(query)
+        stopped = stop.stop_query(query)
         accounting.settle()
         if not stopped:
             run.log.error(
@@ -256,26 +263,6 @@ def _watch(
         if not stopped or isinstance(error, LeaseLost):
             raise
         return error
-
-
-def _stopped(query: StreamingQuery) -> bool:
-    """Stop the query, waiting at most spark.sql.streaming.stopTimeout (BASE_CONF). One that
-    does not stop in time (stuck in a stalled call) could still commit a batch whose files
-    the clean-up would remove: its JVM is ended instead, as a crash would. False when the
-    JVM is gone, so that this run accounts nothing more."""
-    try:
-        query.stop()
-        return True
-    except Exception:  # noqa: BLE001 - py4j's TimeoutException, or the JVM died
-        try:
-            running = query.isActive
-        except Exception:  # noqa: BLE001 - the JVM is gone: nothing is left to stop
-            return False
-    if running:
-        from jobs.session import halt_jvm
-
-        halt_jvm()
-    return not running
 
 
 def _settle(run: RunContext, report: RunReport, watch: ProgressWatch, accounting: Accounting) -> None:
@@ -336,10 +323,12 @@ def _ended(error: BaseException, report: RunReport, locations: Locations, with_s
     return (RunStoppedOnData if report.stopped_on_data else RunFailed)(report.error)
 
 
-def _store(report: RunReport, request: RunRequest, emit: Emit) -> None:
-    """Log the run's summary and store its report."""
+def _store(report: RunReport, request: RunRequest, emit: Emit, in_history: PipelineBase | None) -> None:
+    """Log the run's summary and store its report; under the lock, append it to the history."""
     log = run_log(report.pipeline)
     log.info("%s", report.summary())
+    if in_history is not None:
+        history.record_run(report, request.locations, in_history.retention.runs_after_s)
     try:
         uri = save(report, request.locations.runs, request.report_path)
         log.info("  report: %s", uri)

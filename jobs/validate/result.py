@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pyarrow as pa
 from pydantic import BaseModel, Field
 
+from jobs.history import rows
 from jobs.lake import fs
 from jobs.lake.layout import join
 from jobs.run.report import RESULTS_SUFFIX, RunReport, RunStatus
@@ -111,3 +113,25 @@ def unvalidated(runs: list[RunReport], results: list[ValidationResult]) -> list[
         ),
         key=lambda r: r.started_at,
     )
+
+
+def history_row(result: ValidationResult) -> pa.Table:
+    """A validation's row of `runs`: its verdict and what it checked."""
+    checked = [c.success for c in result.checks]
+    row = {
+        "schema_version": rows.SCHEMA_VERSION,
+        "pipeline": result.pipeline,
+        "record": "validation",
+        "run_id": result.run_ids[-1] if result.run_ids else None,
+        "started_at": rows.time_of(result.validated_at),
+        "duration_s": result.duration_s,
+        "status": result.status,
+        "validation_id": result.validation_id,
+        "validation_scope": result.scope,
+        "validated_runs": list(result.run_ids),
+        "validated_rows": result.rows_validated,
+        "checks_passed": checked.count(True),
+        "checks_failed": checked.count(False),
+        "checks_skipped": checked.count(None),
+    }
+    return pa.Table.from_pylist([row], schema=rows.RUNS)

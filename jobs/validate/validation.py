@@ -27,13 +27,14 @@ from jobs.flow.enrich import read_dimension
 from jobs.flow.patterns import pattern_of
 from jobs.flow.query import output_schema
 from jobs.flow.sink import read_committed
+from jobs.history import log as history
 from jobs.lake import fs
 from jobs.lake.layout import Locations, is_s3, join, local_path
 from jobs.run.report import RunReport, load_reports
 from jobs.units import ID_TIME
 from jobs.validate import gx
 from jobs.validate.gx import ValidationError
-from jobs.validate.result import ValidationResult, save_result
+from jobs.validate.result import ValidationResult, history_row, save_result
 from jobs.validate.run_checks import run_report_checks
 from jobs.validate.small_table import small_table
 from jobs.validate.suite import Suite, load_suite
@@ -115,6 +116,7 @@ def _validate(
     result.duration_s = round(time.monotonic() - started, 2)
     result.decide()
     save_result(result, locations.runs)
+    history.record_validation(history_row(result), pipeline, locations)
     _forget_old_results(pipeline, locations, keep=run_name)
     log.info("%s", result.summary())
     return result

@@ -4,6 +4,7 @@ exactly the expectations it breaks, and uncommitted files are never read."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from datetime import UTC, datetime, timedelta
@@ -51,6 +52,7 @@ def validated(spark, tmp_path_factory) -> dict:
         validations.append(validate_run(spark, spec, locations, report))
     return {
         "root": root,
+        "input_rows": [len(all_lines(files)) for files in landed],  # each run's, as landed
         "spec": spec,
         "locations": locations,
         "validations": validations,
@@ -61,6 +63,45 @@ def validated(spark, tmp_path_factory) -> dict:
         # Over all runs: the whole table's accounting check.
         "table_warnings": ["quarantine_share (run report)"] if quarantined / input_rows > 0.05 else [],
     }
+
+
+def test_every_run_and_validation_is_in_the_history_and_sql_reads_nothing_else(validated, capsys):
+    from jobs.cli import main
+    from jobs.history import query
+
+    history = query.connect(str(validated["root"]))
+    runs = history.execute(
+        "SELECT input_rows, output_rows FROM runs WHERE record = 'run' ORDER BY started_at, run_id"
+    ).fetchall()
+    assert runs == list(zip(validated["input_rows"], validated["written"], strict=True))
+    verdicts = history.execute(
+        "SELECT status, validated_rows FROM runs WHERE record = 'validation' ORDER BY started_at"
+    ).fetchall()
+    assert verdicts == [(v.status, v.rows_validated) for v in validated["validations"]]
+    # Each run's batches add up to its row (each as the run's accounting wrote it, appended apart).
+    unequal = history.execute(
+        """SELECT r.run_id FROM runs r JOIN (SELECT run_id, sum(input_rows) i, sum(used_rows) u,
+        sum(quarantined_rows) q, sum(late_rows) l FROM batches GROUP BY run_id) b USING (run_id)
+        WHERE r.record = 'run' AND (r.input_rows, r.used_rows, r.quarantined_rows, r.late_rows) <> (b.i, b.u, b.q, b.l)"""
+    ).fetchall()
+    assert unequal == []
+    # The page's queries answer (their figures are the ones above, summed their ways).
+    page = (REPO / "docs" / "history.md").read_text()
+    shares, not_passed, reasons = (history.execute(q).fetchall() for q in re.findall(r"```sql\n(.*?)```", page, re.S))
+    assert shares[0][:3] == ("clickstream", 3, sum(validated["input_rows"]))
+    assert [(status, failed) for _, _, status, failed, _ in not_passed] == [
+        (v.status, sum(c.success is False for c in v.checks)) for v in validated["validations"] if v.status != "passed"
+    ]
+    assert sum(rows for _, _, rows in reasons) == sum(
+        r[0] for r in history.execute("SELECT quarantined_rows FROM runs WHERE record = 'run'").fetchall()
+    )
+    # The command line: the same rows; a query reaches only the two views, never a file.
+    assert main(["history", "clickstream", "--root", str(validated["root"]), "--json"]) == 0
+    listed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["input_rows"] for r in listed] == validated["input_rows"]
+    outside = "SELECT * FROM read_csv('/etc/hostname')"
+    assert main(["history", "--root", str(validated["root"]), "--sql", outside]) == 2
+    assert "--sql:" in capsys.readouterr().err
 
 
 @pytest.fixture

@@ -68,6 +68,12 @@ def test_arrivals_in_a_bucket_match_the_model_run_by_run(spark, s3_root):
     taken = taken_files(Ledger(locations.ledger), CheckpointLog.of(locations))
     assert {f["path"]: f["size_bytes"] for f in taken} == landed_bytes
     assert sum(f["input_rows"] for f in taken) == sum(r.input_rows for r in load_reports(locations.runs))
+    # The run history, two Delta tables in the bucket, read back without Spark.
+    from jobs.history import query
+
+    history = query.connect(s3_root, "clickstream")
+    counted = history.execute("SELECT count(*), sum(input_rows) FROM runs WHERE record = 'run'").fetchone()
+    assert counted == (len(ARRIVALS), sum(r.input_rows for r in load_reports(locations.runs)))
 
 
 def test_a_run_with_nothing_new_reads_nothing(spark, s3_root):

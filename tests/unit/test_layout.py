@@ -31,6 +31,7 @@ STAGES = {
     "flow": 3,
     "accounting": 4,  # every row of each batch, exactly: what the flow counted, kept in the ledger
     "run": 5,
+    "history": 5,  # each run's and validation's row in the pipeline's event log; asked without Spark
     "validate": 6,
     "launch": 7,  # a run then its validation; several runs in one application
     "backfill": 7,

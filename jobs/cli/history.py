@@ -1,0 +1,68 @@
+"""`python -m jobs history`: the runs of every pipeline (or one), from their event logs,
+without Spark; or any SQL over the views `runs` and `batches` (docs/history.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from jobs.cli.common import add_root, fail, parse_moment
+from jobs.exit_codes import ExitCode
+from jobs.units import printable
+
+# What the runs are listed with when no --sql is given: the newest last.
+_RECENT = """
+SELECT pipeline, run_id, status, started_at, duration_s, input_rows, used_rows, quarantined_rows,
+       filtered_rows, late_rows, output_rows
+FROM runs WHERE record = 'run' ORDER BY started_at DESC, run_id DESC LIMIT {limit}
+"""
+
+
+def add_parser(commands) -> None:
+    history = commands.add_parser(
+        "history",
+        help="the run history: every run's account and every validation's verdict, asked with SQL",
+        description=(
+            "List the newest runs of every pipeline under the root (or of PIPELINE) from their event logs "
+            "(two Delta tables per pipeline, `runs` and `batches`, that every run and validation appends to), "
+            "without Spark. With --sql, answer any DuckDB SQL over the views `runs` and `batches` "
+            "(docs/history.md lists their columns)."
+        ),
+    )
+    history.add_argument("pipeline", nargs="?", help="only this pipeline's history")
+    add_root(history)
+    history.add_argument(
+        "--since", metavar="TIME", help="only runs and batches at or after TIME (a date or an ISO time; UTC)"
+    )
+    history.add_argument("--sql", metavar="QUERY", help="a query over the views runs and batches")
+    history.add_argument("--limit", type=int, default=20, metavar="N", help="how many runs to list (default 20)")
+    history.add_argument("--json", action="store_true", help="one JSON object per row, one per line")
+    history.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    import duckdb
+
+    from jobs.history import query
+
+    since = parse_moment(args.since, "--since")
+    asked = args.sql or _RECENT.format(limit=max(args.limit, 0))
+    connection = query.connect(args.root, args.pipeline, since, asked)
+    try:
+        result = connection.execute(asked)
+    except duckdb.Error as error:
+        return fail(ExitCode.USAGE, f"--sql: {error}")
+    columns = [d[0] for d in result.description]
+    found = result.fetchall()
+    if args.sql is None:
+        found.reverse()  # the newest last, as a log reads
+    if args.json:
+        sys.stdout.writelines(json.dumps(dict(zip(columns, row, strict=True)), default=str) + "\n" for row in found)
+        return ExitCode.OK
+    cells = [["" if value is None else printable(str(value)) for value in row] for row in found]
+    widths = [max([len(title), *(len(line[i]) for line in cells)]) for i, title in enumerate(columns)]
+    for line in [columns, *cells]:
+        print("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip())
+    print(f"{len(found)} row(s)")
+    return ExitCode.OK

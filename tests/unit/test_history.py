@@ -1,0 +1,47 @@
+"""The event log's writer and reader without Spark: appends stay few files (compacted every
+`TIDY_EVERY` versions), rows past retention go at the next tidy, and `--since` filters."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from deltalake import DeltaTable
+
+from jobs.history import log, query, rows
+from jobs.run.report import RunReport
+
+
+def _report(number: int, started: datetime) -> RunReport:
+    return RunReport(
+        run_id=f"{started:%Y%m%dT%H%M%SZ}-{number:06d}",
+        pipeline="team_runs",
+        trigger="available-now",
+        started_at=started.isoformat(),
+        input_rows=number,
+        status="succeeded",
+    )
+
+
+def test_appends_are_compacted_and_rows_past_retention_go(tmp_path):
+    runs = str(tmp_path / "runs" / "team_runs")
+    now = datetime.now(UTC)
+    for number in range(log.TIDY_EVERY + 1):  # one append (a version) each, as runs make them
+        log._append(runs, "runs", rows.run_row(_report(number, now - timedelta(minutes=number))), None)
+    table = DeltaTable(log.location(runs, "runs"))
+    assert len(table.file_uris()) == 1, "versions 0-100 appended, then compacted into one file"
+    recent = query.connect(str(tmp_path), since=now - timedelta(minutes=10, seconds=30)).execute(
+        "SELECT count(*) FROM runs"
+    )
+    assert recent.fetchone()[0] == 11  # started in the last 10.5 minutes: runs 0..10
+    # A run past retention (its log's statistics say so) is deleted by the next append, not 100 later.
+    log._append(runs, "runs", rows.run_row(_report(999, now - timedelta(days=100))), None)
+    assert query.connect(str(tmp_path)).execute("SELECT count(*) FROM runs").fetchone()[0] == log.TIDY_EVERY + 2
+    log._append(runs, "runs", rows.run_row(_report(1000, now)), retention_s=90 * 86400)
+    kept = query.connect(str(tmp_path)).execute("SELECT input_rows FROM runs ORDER BY input_rows").fetchall()
+    assert [n for (n,) in kept] == [*range(log.TIDY_EVERY + 1), 1000]
+
+
+def test_no_history_yet_is_empty_views(tmp_path):
+    history = query.connect(str(tmp_path))
+    assert history.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+    assert history.execute("SELECT count(*) FROM batches").fetchone()[0] == 0
