@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 
+from jobs import declare
 from jobs.cli.common import add_root, fail, parse_moment
 from jobs.exit_codes import ExitCode
 from jobs.units import printable
@@ -47,6 +48,14 @@ def handle(args: argparse.Namespace) -> int:
     from jobs.history import query
 
     since = parse_moment(args.since, "--since")
+    if not query.run_folders(args.root, args.pipeline):
+        if args.pipeline:
+            declare.load(args.pipeline)  # a name neither logged nor declared is a mistake, said as `run` says it
+        whose = f"of {args.pipeline} " if args.pipeline else ""
+        print(
+            f"no run {whose}is in an event log under {args.root} yet (runs before the history existed: their run reports)",
+            file=sys.stderr,
+        )
     asked = args.sql or _RECENT.format(limit=max(args.limit, 0))
     connection = query.connect(args.root, args.pipeline, since, asked)
     try:

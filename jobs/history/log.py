@@ -15,18 +15,19 @@ the run's outcome: a write that fails is a warning, never a failed run.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+
 from jobs.accounting.accounts import BatchAccount
 from jobs.accounting.ledger import Ledger
 from jobs.history import rows
-from jobs.lake.layout import is_s3, join
+from jobs.lake.layout import StorageError, is_s3, join
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-
     from jobs.declare import PipelineBase
     from jobs.lake.layout import Locations
     from jobs.run.report import RunReport
@@ -47,12 +48,24 @@ def location(runs: str, table: str) -> str:
 
 def record_run(report: RunReport, locations: Locations, retention_s: float | None) -> None:
     """Append a run's row and the rows of the batches it accounted, as the ledger has them
-    (the caller holds the pipeline's lock)."""
-    _append(locations.runs, "runs", rows.run_row(report), retention_s)
-    if report.batch_ids:
-        ledger = Ledger(locations.ledger)
-        accounts = [BatchAccount.model_validate(ledger.read_account(batch)) for batch in report.batch_ids]
-        _append(locations.runs, "batches", rows.batch_rows(report.pipeline, accounts), retention_s)
+    (the caller holds the pipeline's lock). The log's first append brings in the runs whose
+    reports were stored before it existed, oldest first."""
+    from jobs.lake.delta import is_delta
+    from jobs.run.report import load_reports
+
+    reports = [report]
+    try:
+        if not is_delta(location(locations.runs, "runs")):
+            reports = [*(r for r in load_reports(locations.runs) if r.run_id != report.run_id), report]
+    except (StorageError, ValueError) as error:  # the earlier reports stay where they are
+        log.warning("  history: the run reports stored before it could not be read (%s)", error)
+    _append(locations.runs, "runs", pa.concat_tables([rows.run_row(r) for r in reports]), retention_s)
+    ledger, accounted = Ledger(locations.ledger), []
+    for batch in (b for r in reports for b in r.batch_ids):
+        with contextlib.suppress(StorageError, ValueError):  # an account no longer kept: its run's row says it
+            accounted.append(BatchAccount.model_validate(ledger.read_account(batch)))
+    if accounted:
+        _append(locations.runs, "batches", rows.batch_rows(report.pipeline, accounted), retention_s)
 
 
 def record_validation(row: pa.Table, pipeline: PipelineBase, locations: Locations) -> None:

@@ -99,6 +99,8 @@ def test_every_run_and_validation_is_in_the_history_and_sql_reads_nothing_else(v
     assert main(["history", "clickstream", "--root", str(validated["root"]), "--json"]) == 0
     listed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["input_rows"] for r in listed] == validated["input_rows"]
+    assert main(["history", "clickstrem", "--root", str(validated["root"])]) == 2  # neither logged nor declared
+    assert "did you mean 'clickstream'" in capsys.readouterr().err
     outside = "SELECT * FROM read_csv('/etc/hostname')"
     assert main(["history", "--root", str(validated["root"]), "--sql", outside]) == 2
     assert "--sql:" in capsys.readouterr().err

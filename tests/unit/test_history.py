@@ -45,3 +45,18 @@ def test_no_history_yet_is_empty_views(tmp_path):
     history = query.connect(str(tmp_path))
     assert history.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
     assert history.execute("SELECT count(*) FROM batches").fetchone()[0] == 0
+
+
+def test_the_logs_first_append_brings_in_the_runs_reported_before_it(tmp_path):
+    from jobs.lake.layout import Locations
+    from jobs.run.report import save
+
+    locations = Locations.resolve("team_runs", root=str(tmp_path))
+    now = datetime.now(UTC)
+    before = [_report(n, now - timedelta(hours=3 - n)) for n in range(3)]  # stored by runs before the log
+    for report in before:
+        save(report, locations.runs)
+    log.record_run(_report(3, now), locations, None)
+    log.record_run(_report(4, now + timedelta(seconds=1)), locations, None)  # not again
+    history = query.connect(str(tmp_path))
+    assert history.execute("SELECT input_rows FROM runs ORDER BY started_at").fetchall() == [(n,) for n in range(5)]
