@@ -22,6 +22,21 @@ SCHEMA_VERSION = 1
 _TIME = pa.timestamp("us", tz="UTC")
 _COUNTS = pa.list_(pa.struct([("name", pa.string()), ("rows", pa.int64())]))
 
+# A run's account and a batch's, alike (docs/accounting.md); null: a count not known.
+_ACCOUNT = [
+    (name, pa.int64())
+    for name in (
+        "input_files",
+        "input_rows",
+        "used_rows",
+        "quarantined_rows",
+        "filtered_rows",
+        "late_rows",
+        "duplicate_rows",
+        "output_rows",
+    )
+]
+
 RUNS = pa.schema(
     [
         ("schema_version", pa.int32()),
@@ -35,14 +50,7 @@ RUNS = pa.schema(
         ("error", pa.string()),
         ("trigger", pa.string()),
         ("batches", pa.int64()),
-        ("input_files", pa.int64()),
-        ("input_rows", pa.int64()),
-        ("used_rows", pa.int64()),
-        ("quarantined_rows", pa.int64()),
-        ("filtered_rows", pa.int64()),
-        ("late_rows", pa.int64()),
-        ("duplicate_rows", pa.int64()),  # null: some batch's count is unknown
-        ("output_rows", pa.int64()),  # null: some batch's count is unknown
+        *_ACCOUNT,
         ("state_rows", pa.int64()),
         ("watermark", _TIME),
         ("quarantine_reasons", _COUNTS),  # reason -> rows
@@ -66,14 +74,7 @@ BATCHES = pa.schema(
         ("run_id", pa.string()),  # the run that accounted it
         ("batch_id", pa.int64()),
         ("committed_at", _TIME),
-        ("input_files", pa.int64()),
-        ("input_rows", pa.int64()),
-        ("used_rows", pa.int64()),
-        ("quarantined_rows", pa.int64()),
-        ("filtered_rows", pa.int64()),
-        ("late_rows", pa.int64()),
-        ("duplicate_rows", pa.int64()),
-        ("output_rows", pa.int64()),
+        *_ACCOUNT,
         ("late_watermark", _TIME),  # rows at or before it were late in this batch
         ("quarantine_reasons", _COUNTS),
     ]
@@ -87,6 +88,12 @@ def time_of(text: str | None) -> datetime | None:
 
 def _counts(values: dict[str, int] | None) -> list[dict[str, Any]]:
     return [{"name": name, "rows": rows} for name, rows in sorted((values or {}).items())]
+
+
+def _account_of(counted: RunReport | BatchAccount) -> dict[str, int | None]:
+    """The account columns of a run report or a batch's account (the same names there)."""
+    fields = {"late_rows": "late_rows_dropped", "duplicate_rows": "duplicates_dropped"}
+    return {name: getattr(counted, fields.get(name, name)) for name, _ in _ACCOUNT}
 
 
 def run_row(report: RunReport) -> pa.Table:
@@ -104,14 +111,7 @@ def run_row(report: RunReport) -> pa.Table:
         "error": report.error,
         "trigger": report.trigger,
         "batches": report.batches,
-        "input_files": report.input_files,
-        "input_rows": report.input_rows,
-        "used_rows": report.used_rows,
-        "quarantined_rows": report.quarantined_rows,
-        "filtered_rows": report.filtered_rows,
-        "late_rows": report.late_rows_dropped,
-        "duplicate_rows": report.duplicates_dropped,
-        "output_rows": report.output_rows,
+        **_account_of(report),
         "state_rows": report.state_rows,
         "watermark": time_of(report.watermark),
         "quarantine_reasons": _counts(reasons),
@@ -130,14 +130,7 @@ def batch_rows(pipeline: str, accounts: list[BatchAccount]) -> pa.Table:
             "run_id": account.run_id,
             "batch_id": account.batch_id,
             "committed_at": time_of(account.committed_at),
-            "input_files": account.input_files,
-            "input_rows": account.input_rows,
-            "used_rows": account.used_rows,
-            "quarantined_rows": account.quarantined_rows,
-            "filtered_rows": account.filtered_rows,
-            "late_rows": account.late_rows_dropped,
-            "duplicate_rows": account.duplicates_dropped,
-            "output_rows": account.output_rows,
+            **_account_of(account),
             "late_watermark": datetime.fromtimestamp(account.late_watermark_ms / 1000, tz=UTC)
             if account.late_watermark_ms > 0
             else None,  # no watermark yet
