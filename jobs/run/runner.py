@@ -109,8 +109,16 @@ def run(
     finally:
         stop.end()
         with held:
-            _store(report, request, emit, in_history=pipeline if lock is not None else None)
+            _store(report, request, emit, in_history=pipeline if _still_held(lock) else None)
     return report
+
+
+def _still_held(lock: WriterLock | None) -> bool:
+    """Whether this run holds the lock still: a lost lease may be another run's by now."""
+    try:
+        return lock is not None and lock.ensure_held() is None
+    except LeaseLost:
+        return False
 
 
 def _under_lock(
