@@ -25,7 +25,7 @@ import pyarrow as pa
 from jobs.accounting.accounts import BatchAccount
 from jobs.accounting.ledger import Ledger
 from jobs.history import rows
-from jobs.lake.layout import StorageError, is_s3, join
+from jobs.lake.layout import StorageError, is_s3, join, local_path
 
 if TYPE_CHECKING:
     from jobs.declare import PipelineBase
@@ -84,11 +84,15 @@ def record_validation(row: pa.Table, pipeline: PipelineBase, locations: Location
 def storage(uri: str) -> tuple[str, dict[str, str] | None]:
     """delta-rs's name and settings for a table at `uri`, local or in a bucket."""
     if not is_s3(uri):
-        return uri, None
+        # delta-rs 1.6.6 panics on a path with `[` (InvalidDomainCharacter), as a file URL too: caught below.
+        return str(local_path(uri)), None
     from jobs.lake.delta import storage_options
+    from jobs.settings import settings
 
+    timeout = f"{settings().s3_timeout_s}s"  # bounded as every S3 call is: a stalled endpoint fails, never hangs
+    bounded = {"timeout": timeout, "connect_timeout": timeout, "max_retries": str(settings().s3_attempts - 1)}
     # One writer at a time (the lock): delta-rs's copy-then-delete commit cannot race.
-    return uri.replace("s3a://", "s3://", 1), {**storage_options(), "AWS_S3_ALLOW_UNSAFE_RENAME": "true"}
+    return uri.replace("s3a://", "s3://", 1), {**storage_options(), **bounded, "AWS_S3_ALLOW_UNSAFE_RENAME": "true"}
 
 
 def _append(runs: str, table: str, data: pa.Table, retention_s: float | None) -> None:
@@ -114,7 +118,9 @@ def _append(runs: str, table: str, data: pa.Table, retention_s: float | None) ->
         cutoff = datetime.now(UTC) - timedelta(seconds=retention_s) if retention_s is not None else None
         if written.version() % TIDY_EVERY == 0 or _holds_before(written, table, cutoff):
             _tidy(written, table, cutoff)
-    except Exception as error:  # noqa: BLE001 - the log never fails a run: said, and the report stays
+    except BaseException as error:
+        if isinstance(error, KeyboardInterrupt | SystemExit):
+            raise
         log.warning("  history: could not append to %s (%s); the run report has it", uri, error)
 
 
