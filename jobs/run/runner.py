@@ -38,7 +38,6 @@ from jobs.flow.patterns import pattern_of
 from jobs.flow.query import start_query
 from jobs.flow.source import batch_sizes
 from jobs.history import log as history
-from jobs.lake import s3
 from jobs.lake.landing import source_landings
 from jobs.lake.layout import Locations, StorageError, StorageUnavailable
 from jobs.lake.locks import AlreadyRunning, LeaseLost, WriterLock, checkpoint_lock
@@ -59,7 +58,7 @@ from jobs.run.events import (
     RunStoppedOnData,
     Started,
 )
-from jobs.run.failure import data_condition, failure_cause, one_line, state_reshaped, whole_text
+from jobs.run.failure import data_condition, failure_cause, one_line, state_reshaped
 from jobs.run.pending import Pending, pending_input
 from jobs.run.preflight import before_spark, check_table, context_with_spark, context_without_spark, nowhere
 from jobs.run.progress import ProgressWatch
@@ -95,7 +94,7 @@ def run(
     log.info("%s: run %s, trigger %s, %s %s", pipeline.name, report.run_id, request.trigger, reads, locations.landing)
     emit(Started(pipeline.name, report.run_id))
     stop.begin()
-    held, lock, store_gone = ExitStack(), None, False  # the lock: released once the run is in the history
+    held, lock = ExitStack(), None  # the lock: released once the run is in the history
     try:
         lock = held.enter_context(
             checkpoint_lock(locations.ledger, pipeline.name, wait_s=pipeline.orchestration.timeout_s)
@@ -106,12 +105,11 @@ def run(
         report.finish(RunStatus.SUCCEEDED)
         report.warnings = warnings_of(report, locations.runs)
     except (Exception, KeyboardInterrupt) as error:
-        store_gone = locations.uses_s3 and s3.is_transient(whole_text(error))  # an append would only wait on it
         raise _ended(error, report, locations, spark is not None or report.spark_log is not None) from error
     finally:
         stop.end()
         with held:
-            _store(report, request, emit, in_history=pipeline if _still_held(lock) and not store_gone else None)
+            _store(report, request, emit, in_history=pipeline if _still_held(lock) else None)
     return report
 
 
@@ -334,15 +332,17 @@ def _ended(error: BaseException, report: RunReport, locations: Locations, with_s
 
 
 def _store(report: RunReport, request: RunRequest, emit: Emit, in_history: PipelineBase | None) -> None:
-    """Log the run's summary and store its report; under the lock, append it to the history."""
+    """Log the run's summary and store its report; once stored, and under the lock, append the
+    run to the history (a store that could not take the report would only make the append wait)."""
     log = run_log(report.pipeline)
     log.info("%s", report.summary())
-    if in_history is not None:
-        history.record_run(report, request.locations, in_history.retention.runs_after_s)
     try:
         uri = save(report, request.locations.runs, request.report_path)
-        log.info("  report: %s", uri)
-        emit(ReportStored(report.pipeline, uri, report))
     except StorageError as error:
         # The run's outcome matters more than its report: say so, and keep the run's error.
         log.error("  the run report could not be stored: %s", error)
+        return
+    log.info("  report: %s", uri)
+    emit(ReportStored(report.pipeline, uri, report))
+    if in_history is not None:
+        history.record_run(report, request.locations, in_history.retention.runs_after_s)
