@@ -14,6 +14,7 @@ class ExitCode(IntEnum):
     DATA = 5  # a batch stopped on its data, as it will on every rerun (a `fail` rule, a record Spark cannot get past)
     UNUSED = 6  # the run read rows and used none: all quarantined (committed and accounted: nothing to redo)
     OWES = 7  # a reader of a Delta table owes rows its upstream rewrote (committed and accounted; redo the range)
+    ANOMALOUS = 8  # with `quality: {anomalies: fail}`: a metric outside its history's range (committed and accounted)
     STOPPED = 130  # stopped on request (Ctrl-C, SIGTERM)
 
     @classmethod
@@ -24,7 +25,17 @@ class ExitCode(IntEnum):
     @classmethod
     def worst(cls, codes: list[ExitCode]) -> ExitCode:
         """The exit code of several runs together (a group): the worst of theirs."""
-        order = [cls.STOPPED, cls.USAGE, cls.FAILED, cls.DATA, cls.INVALID, cls.UNUSED, cls.OWES, cls.REFUSED]
+        order = [
+            cls.STOPPED,
+            cls.USAGE,
+            cls.FAILED,
+            cls.DATA,
+            cls.INVALID,
+            cls.UNUSED,
+            cls.ANOMALOUS,
+            cls.OWES,
+            cls.REFUSED,
+        ]
         return next((code for code in order if code in codes), cls.OK)
 
     @property
@@ -34,7 +45,14 @@ class ExitCode(IntEnum):
     @property
     def worth_retrying(self) -> bool:
         """Whether running the same command again can change the outcome."""
-        return self not in (ExitCode.USAGE, ExitCode.INVALID, ExitCode.DATA, ExitCode.UNUSED, ExitCode.OWES)
+        return self not in (
+            ExitCode.USAGE,
+            ExitCode.INVALID,
+            ExitCode.DATA,
+            ExitCode.UNUSED,
+            ExitCode.ANOMALOUS,
+            ExitCode.OWES,
+        )
 
 
 _MEANINGS = {
@@ -56,6 +74,10 @@ _MEANINGS = {
     ExitCode.OWES: (
         "the run's table owes rows its upstream rewrote (a backfill or a rebuild of the table it reads): its report "
         "says which versions; redo the range (python -m jobs backfill, or the upstream's with --with-downstream)"
+    ),
+    ExitCode.ANOMALOUS: (
+        "a metric of the run fell outside what its history expects, and the declaration says `quality: "
+        "{anomalies: fail}`: the run is committed and accounted; its report's anomalies say which, against which runs"
     ),
     ExitCode.STOPPED: "stopped before it finished; the next run resumes from the checkpoint",
 }

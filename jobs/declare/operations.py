@@ -13,6 +13,17 @@ from jobs.declare.problems import refuse
 from jobs.units import Duration, Size
 
 
+class Quality(Part):
+    """How a run's metrics are held against its own history (the declaration's optional
+    `quality:` block; jobs/history/anomalies.py; docs/history.md)."""
+
+    # warn: anomalies are named in the run's summary, report and history, and the run succeeds;
+    # fail: the run (committed and accounted) ends with exit 8; off: not judged.
+    anomalies: Literal["warn", "fail", "off"] = "warn"
+    # Judging starts once the pipeline has this many comparable runs (succeeded, with input).
+    min_runs: int = Field(8, ge=3)
+
+
 class Retention(Part):
     """How long what a run keeps is kept (the declaration's optional `retention:` block;
     jobs/run/retention.py; docs/storage.md). By default landed and output files are kept;

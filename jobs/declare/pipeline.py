@@ -22,7 +22,7 @@ from pydantic import Discriminator, Field, PositiveInt, PrivateAttr, Tag, field_
 from jobs.columns import EVENT_TIME
 from jobs.declare import graph
 from jobs.declare.computing import Aggregate, Computes, Join, Key, Window
-from jobs.declare.operations import Arrival, Orchestration, Retention, SparkSettings
+from jobs.declare.operations import Arrival, Orchestration, Quality, Retention, SparkSettings
 from jobs.declare.parts import Enrichment, Output, Part, Process, Source, rocksdb_for_own
 from jobs.declare.problems import did_you_mean, refuse
 from jobs.declare.rules import Rule, rule_problems
@@ -55,6 +55,7 @@ class PipelineBase(Computes):
     # The `spark:` block: how big its application is (a run's session is `RunContext.spark`).
     spark_settings: SparkSettings = Field(SparkSettings(), alias="spark")
     retention: Retention = Retention()
+    quality: Quality = Quality()  # anomalies: how a run is held against its history
     # Fixed by the first run: Spark stores the number of state partitions in the checkpoint.
     state_partitions: PositiveInt = 4
     # The YAML this declaration was loaded from (None: made in code), kept with the checkpoint

@@ -124,6 +124,21 @@ def _append(runs: str, table: str, data: pa.Table, retention_s: float | None) ->
         log.warning("  history: could not append to %s (%s); the run report has it", uri, error)
 
 
+def comparable_runs(runs: str) -> list[dict] | None:
+    """The runs a run's metrics are judged against (jobs/history/anomalies.py): those that
+    succeeded with input, oldest first, as rows of the log; None while there is no log."""
+    from deltalake import DeltaTable
+
+    from jobs.lake.delta import is_delta
+
+    if not is_delta(location(runs, "runs")):
+        return None
+    uri, options = storage(location(runs, "runs"))
+    comparable = [("record", "=", "run"), ("status", "=", "succeeded"), ("input_rows", ">", 0)]
+    found = DeltaTable(uri, storage_options=options).to_pyarrow_table(filters=comparable).to_pylist()
+    return sorted(found, key=lambda row: row["started_at"])
+
+
 def _holds_before(table, name: str, cutoff: datetime | None) -> bool:
     """Whether a file of the table holds a row from before `cutoff` (its log's statistics, no file read)."""
     if cutoff is None:

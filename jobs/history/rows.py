@@ -37,6 +37,17 @@ _ACCOUNT = [
     )
 ]
 
+_ANOMALY = pa.struct(
+    [
+        ("metric", pa.string()),
+        ("value", pa.float64()),
+        ("expected_low", pa.float64()),
+        ("expected_high", pa.float64()),
+        ("compared_runs", pa.list_(pa.string())),
+        ("compared_with", pa.string()),
+    ]
+)
+
 RUNS = pa.schema(
     [
         ("schema_version", pa.int32()),
@@ -56,6 +67,10 @@ RUNS = pa.schema(
         ("quarantine_reasons", _COUNTS),  # reason -> rows
         ("rule_violations", _COUNTS),  # rule -> rows that broke it
         ("warnings", pa.list_(pa.string())),
+        # Measured on the run's output (null_share:<column>, distinct_keys); with its account,
+        # what anomalies are judged on (jobs/history/anomalies.py).
+        ("metrics", pa.list_(pa.struct([("name", pa.string()), ("value", pa.float64())]))),
+        ("anomalies", pa.list_(_ANOMALY)),
         # A validation's: what it checked (run: one run's files; table: the whole table).
         ("validation_id", pa.string()),
         ("validation_scope", pa.string()),
@@ -117,6 +132,8 @@ def run_row(report: RunReport) -> pa.Table:
         "quarantine_reasons": _counts(reasons),
         "rule_violations": _counts({name: rule.violations for name, rule in report.rules.items()}),
         "warnings": list(report.warnings),
+        "metrics": [{"name": name, "value": value} for name, value in sorted(report.metrics.items())],
+        "anomalies": [anomaly.model_dump() for anomaly in report.anomalies],
     }
     return pa.Table.from_pylist([row], schema=RUNS)
 

@@ -7,8 +7,9 @@ A pipeline is, worst first:
                not finish, `--no-validate`): the next run, or `validate`, checks them
     stale      its last run is more than STALE_AFTER schedule intervals old
     warning    its last run was refused or stopped, or its latest validation warned, or its
-               runs show a watermark ahead of now, most rows dropped as late, or a jump in
-               the quarantine share (jobs/run/warnings.py)
+               runs show a watermark ahead of now or most rows dropped as late
+               (jobs/run/warnings.py), or its latest run with input has anomalies: a metric
+               outside what its history expects (jobs/history/anomalies.py)
     healthy    none of the above
     never run  no run report yet
 From the run reports and validation results only: no Spark.
@@ -157,8 +158,11 @@ def _status(
         return "warning", f"the last run was {last.status}" + (f": {last.error}" if last.error else "")
     if verdict == "warned":
         return "warning", f"the latest validation ({latest.validation_id}) warned"
-    if warnings := run_warnings(sorted(runs, key=lambda r: r.started_at), now):
+    ordered = sorted(runs, key=lambda r: r.started_at)
+    if warnings := run_warnings(ordered, now):
         return "warning", "; ".join(warnings)
+    if anomalous := next((r.anomalies for r in reversed(ordered) if r.input_rows), None):
+        return "warning", "; ".join(anomaly.describe() for anomaly in anomalous)
     return "healthy", "the last run succeeded" + (f", validation {verdict}" if verdict else "")
 
 

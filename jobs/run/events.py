@@ -73,15 +73,13 @@ class Finished:
     def validated(self, verdict: str) -> Finished:
         """With its validation's verdict: exit 4 when a `fail` expectation failed, but a run that
         used none stays exit 6 (its share check fails too: the more precise word is kept)."""
-        failed = verdict == "failed" and self.code in (ExitCode.OK, ExitCode.OWES)
+        failed = verdict == "failed" and self.code in (ExitCode.OK, ExitCode.ANOMALOUS, ExitCode.OWES)
         return replace(self, validation=verdict, code=ExitCode.INVALID if failed else self.code)
 
     @classmethod
     def ran(cls, report: RunReport) -> Finished:
-        """A run that ended: exit 6 when it used none of its input, 7 when its table owes an
-        upstream's rewrite (neither a success), else 0."""
-        code = ExitCode.UNUSED if report.used_none else ExitCode.OWES if report.owed else ExitCode.OK
-        return cls(report.pipeline, RunStatus.SUCCEEDED, code, report)
+        """A run that ended (`_ended_code`)."""
+        return cls(report.pipeline, RunStatus.SUCCEEDED, _ended_code(report), report)
 
     def line(self, report_uri: str | None = None) -> str:
         """One line: how the run ended, what it read and wrote, its validation; an error in
@@ -114,6 +112,17 @@ def reported_code(report: RunReport, validation: str | None = None) -> ExitCode:
         return ExitCode.UNUSED
     if validation == "failed":
         return ExitCode.INVALID
+    return _ended_code(report)
+
+
+def _ended_code(report: RunReport) -> ExitCode:
+    """A run that ended, before its validation: exit 6 when it used none of its input, 8 when
+    a metric was anomalous and the declaration fails on it, 7 when its table owes an
+    upstream's rewrite (none a success), else 0."""
+    if report.used_none:
+        return ExitCode.UNUSED
+    if report.anomalies and report.anomalies_fail:
+        return ExitCode.ANOMALOUS
     return ExitCode.OWES if report.owed else ExitCode.OK
 
 

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
 from jobs.accounting.accounts import BatchAccount, from_version_1, tied_files
 from jobs.flow.admission import BatchSize, describe_sizes
+from jobs.history.anomalies import Anomaly
 from jobs.lake import fs
 from jobs.lake.layout import StorageError, join, normalize
 from jobs.run.audit import SkippedFiles, file_names
@@ -120,8 +121,7 @@ class RunReport(BaseModel):
     # landing's reader.
     upstream_batches: dict[str, int] | None = None
     upstream_unit: Literal["batch", "version"] = "batch"
-    # A reader of a Delta table: its upstream's rewrites it has not redone (jobs/run/owed.py): exit 7.
-    owed: list[str] = Field(default_factory=list)
+    owed: list[str] = Field(default_factory=list)  # a Delta table's rewrites it has not redone (run/owed.py)
     watermark: str | None = None
     state_rows: int | None = None
     # Admission control: at most this much new input per batch, and what set it (jobs/flow/admission.py).
@@ -132,16 +132,16 @@ class RunReport(BaseModel):
     # and files past the table's retention that Spark's sink log dropped (jobs/run/audit.py).
     uncommitted_files_removed: int = 0
     expired_output_files_removed: int = 0
-    # What retention did to landed files (jobs/run/retention.py).
-    retention: RetentionDone = Field(default_factory=RetentionDone)
-    # Landed files the file source passed over and will never read (jobs/run/audit.py).
-    skipped_files: SkippedFiles = Field(default_factory=SkippedFiles)
+    retention: RetentionDone = Field(default_factory=RetentionDone)  # to landed files (jobs/run/retention.py)
+    skipped_files: SkippedFiles = Field(default_factory=SkippedFiles)  # landed, never to be read (run/audit.py)
     # Landed files of the run's batches that were gone before they were accounted.
     missing_files: list[str] = Field(default_factory=list)
     # Files sharing a modification time with a file of another batch (jobs/run/audit.py).
     tied_files: list[str] = Field(default_factory=list)
-    # What this run got wrong though it succeeded (jobs/run/warnings.py).
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)  # what it got wrong though it succeeded (run/warnings.py)
+    metrics: dict[str, float] = Field(default_factory=dict)  # measured on its output (jobs/history/anomalies.py)
+    anomalies: list[Anomaly] = Field(default_factory=list)  # metrics outside what its history expects
+    anomalies_fail: bool = False  # the declaration's `quality: {anomalies: fail}`: exit 8 with any
     # Why its validation did not finish: its rows wait for a later one (jobs/validate/result.py).
     not_validated: str | None = None
     locations: dict[str, str] = Field(default_factory=dict)
@@ -278,6 +278,7 @@ class RunReport(BaseModel):
     def _said_of_files(self) -> list[str]:
         """The summary's lines on its warnings, what it owes, and the files it passed over, tied or lost."""
         said = [f"  warning: {warning}" for warning in self.warnings]
+        said += [f"  {anomaly.describe()}" for anomaly in self.anomalies]
         said += [f"  owes: {line}" for line in self.owed]
         said += [f"  {self.skipped_files.describe()}"] if self.skipped_files else []
         said += [f"  {self.retention.describe()}"] if self.retention.deleted or self.retention.archived else []

@@ -64,7 +64,7 @@ from jobs.run.preflight import before_spark, check_table, context_with_spark, co
 from jobs.run.progress import ProgressWatch
 from jobs.run.report import RuleCount, RunReport, RunStatus, last_state_rows, save
 from jobs.run.retention import apply_retention
-from jobs.run.warnings import warnings_of
+from jobs.run.warnings import judge_anomalies, warnings_of
 from jobs.session import spark_log_file
 from jobs.units import new_run_id
 
@@ -104,6 +104,7 @@ def run(
         _under_lock(pipeline, request, report, lock, spark, emit)
         report.finish(RunStatus.SUCCEEDED)
         report.warnings = warnings_of(report, locations.runs)
+        judge_anomalies(report, pipeline.quality, locations.runs)
     except (Exception, KeyboardInterrupt) as error:
         raise _ended(error, report, locations, spark is not None or report.spark_log is not None) from error
     finally:

@@ -3,17 +3,19 @@
     watermark_ahead     the watermark is ahead of now: an event stamped in the future moved it,
                         and every event before it is dropped as late from then on
     mostly_late         the last runs dropped most of their rows as late
-    quarantine_jump     the last run quarantined a far larger share of its rows than the runs before
     not_files           the landing holds links or odd S3 keys, which no run follows or reads
 
 The run report carries them (`warnings`), its summary shows them, and the data quality
 report's overview calls a pipeline with any of them `warning`, not healthy. No Spark.
+And each metric of the run against its own history (`anomalies`, jobs/history/anomalies.py).
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from jobs.declare.operations import Quality
+from jobs.history import anomalies, log, rows
 from jobs.lake.layout import StorageError
 from jobs.run.audit import file_names
 from jobs.run.failure import one_line
@@ -22,10 +24,7 @@ from jobs.units import duration
 
 LATE_SHARE = 0.5  # more than half of the last runs' rows dropped as late
 LATE_RUNS = 3  # ... over this many runs with input
-JUMP_ABOVE = 0.10  # a quarantine share this much over the earlier runs' ...
-JUMP_TIMES = 2  # ... and this many times it
-JUMP_MIN_ROWS = 10  # quarantined rows, at least, for a jump to count
-HISTORY_RUNS = 20  # earlier runs the quarantine share is held against
+HISTORY_RUNS = 20  # earlier run reports read for these
 
 
 def warnings_of(report: RunReport, runs: str) -> list[str]:
@@ -35,6 +34,36 @@ def warnings_of(report: RunReport, runs: str) -> list[str]:
     except (StorageError, ValueError) as error:
         return [f"earlier run reports could not be read to compare this run with ({one_line(error)})"]
     return run_warnings([*earlier, report], datetime.now(UTC))
+
+
+def judge_anomalies(report: RunReport, quality: Quality, runs: str) -> None:
+    """The run's metrics against the comparable runs before it (the event log's, or while
+    there is none, the run reports' in `runs`): its `anomalies`, unless judging is off or the
+    run had no input (nothing arriving is freshness's to say)."""
+    if quality.anomalies == "off" or not report.input_rows:
+        return
+    try:
+        earlier = log.comparable_runs(runs)
+        if earlier is None:
+            earlier = [row for r in recent_reports(runs, anomalies.WINDOW) if _comparable(row := _row(r))]
+    except Exception as error:  # noqa: BLE001 - delta-rs's errors have no common type; a record, not the outcome
+        report.warnings.append(f"the run history could not be read to judge this run's metrics ({one_line(error)})")
+        return
+    samples = [_sample(row) for row in earlier if row["run_id"] != report.run_id]
+    report.anomalies = anomalies.judge(_sample(_row(report)), samples, quality.min_runs)
+    report.anomalies_fail = quality.anomalies == "fail"
+
+
+def _row(report: RunReport) -> dict:
+    return rows.run_row(report).to_pylist()[0]
+
+
+def _comparable(row: dict) -> bool:
+    return row["status"] == "succeeded" and bool(row["input_rows"])
+
+
+def _sample(row: dict) -> anomalies.Sample:
+    return anomalies.Sample(row["run_id"], row["started_at"], anomalies.metrics_of(row))
 
 
 def run_warnings(runs: list[RunReport], now: datetime) -> list[str]:
@@ -61,19 +90,6 @@ def run_warnings(runs: list[RunReport], now: datetime) -> list[str]:
     rows, late = sum(r.input_rows for r in recent), sum(r.late_rows_dropped for r in recent)
     if rows and late > LATE_SHARE * rows:
         found.append(f"mostly_late: the last {len(recent)} run(s) with input dropped {late} of {rows} rows as late")
-    if last.input_rows and last.quarantined_rows >= JUMP_MIN_ROWS:
-        earlier = [r for r in with_input if r is not last][-HISTORY_RUNS:]
-        before_rows = sum(r.input_rows for r in earlier)
-        if before_rows:
-            share, before = (
-                last.quarantined_rows / last.input_rows,
-                sum(r.quarantined_rows for r in earlier) / before_rows,
-            )
-            if share > before + JUMP_ABOVE and share > JUMP_TIMES * before:
-                found.append(
-                    f"quarantine_jump: {share:.0%} of this run's rows were quarantined, against {before:.1%} "
-                    f"over the {len(earlier)} run(s) before"
-                )
     return found
 
 

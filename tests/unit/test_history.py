@@ -60,3 +60,32 @@ def test_the_logs_first_append_brings_in_the_runs_reported_before_it(tmp_path):
     log.record_run(_report(4, now + timedelta(seconds=1)), locations, None)  # not again
     history = query.connect(str(tmp_path))
     assert history.execute("SELECT input_rows FROM runs ORDER BY started_at").fetchall() == [(n,) for n in range(5)]
+
+
+def test_a_run_is_judged_against_the_log_or_before_it_the_reports_and_its_anomalies_are_logged(tmp_path):
+    from jobs.declare.operations import Quality
+    from jobs.lake.layout import Locations
+    from jobs.run.report import save
+    from jobs.run.warnings import judge_anomalies
+
+    locations = Locations.resolve("team_runs", root=str(tmp_path))
+    now = datetime.now(UTC)
+    steady = [_report(1_000 + (n % 3) * 10, now - timedelta(hours=10 - n)) for n in range(9)]
+    halved = _report(500, now)
+    for report in steady:  # stored by runs before the log: judged against the reports
+        save(report, locations.runs)
+    judge_anomalies(halved, Quality(), locations.runs)
+    assert [(a.metric, a.value, len(a.compared_runs)) for a in halved.anomalies] == [("input_rows", 500, 9)]
+    assert "  anomaly: input_rows 500, expected 808 to 1,212 (the 9 runs before)" in halved.summary()
+
+    log.record_run(halved, locations, None)  # the log's first append: the reports, then this run
+    again = _report(505, now + timedelta(minutes=1))
+    judge_anomalies(again, Quality(min_runs=10), locations.runs)  # 10 comparable runs in the log
+    assert [a.metric for a in again.anomalies] == ["input_rows"] and len(again.anomalies[0].compared_runs) == 10
+    quiet = _report(505, now + timedelta(minutes=2))
+    judge_anomalies(quiet, Quality(anomalies="off"), locations.runs)
+    assert quiet.anomalies == []
+    logged = query.connect(str(tmp_path)).execute(
+        "SELECT a.metric, a.value, len(a.compared_runs) FROM (SELECT unnest(anomalies) AS a FROM runs)"
+    )
+    assert logged.fetchall() == [("input_rows", 500.0, 9)]

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from jobs.history.anomalies import Anomaly
 from jobs.quality_report import health
 from jobs.quality_report.page import stale_checks
 from jobs.run import warnings
@@ -161,16 +162,13 @@ def test_a_pipeline_whose_runs_went_wrong_is_not_healthy_and_the_overview_says_w
     late = [run(30), *(run(m, rows=100, late_rows_dropped=90) for m in (20, 10))]
     assert found(late) == ("warning", "mostly_late: the last 3 run(s) with input dropped 180 of 210 rows as late")
 
-    history = [run(m, rows=100, quarantined=1) for m in range(60, 10, -10)]
-    status, reason = found([*history, run(5, rows=100, quarantined=40)])
-    assert (status, reason) == (
-        "warning",
-        "quarantine_jump: 40% of this run's rows were quarantined, against 1.0% over the 5 run(s) before",
-    )
-    # As many as always, or a first run, or too few rows to say: healthy.
-    assert found([*history, run(5, rows=100, quarantined=1)])[0] == "healthy"
-    assert found([run(5, rows=100, quarantined=40)])[0] == "healthy"
-    assert found([*history, run(5, rows=12, quarantined=6)])[0] == "healthy"
+    # Its latest run with input had an anomaly (jobs/history/anomalies.py): a later run without
+    # input does not hide it.
+    anomaly = Anomaly(metric="input_rows", value=50, expected_low=80, expected_high=120, compared_runs=["a"] * 8)
+    anomalous = run(20, rows=50)
+    anomalous.anomalies = [anomaly]
+    assert found([run(30), anomalous, run(10, rows=0)]) == ("warning", anomaly.describe())
+    assert found([run(30), run(20)])[0] == "healthy"
 
 
 def test_a_run_report_carries_its_warnings_into_its_summary():
