@@ -69,6 +69,7 @@ class BatchAccount(BaseModel):
     quarantined_rows: int
     late_rows_dropped: int
     output_rows: int | None  # None: the sink log no longer lists the batch's files
+    output_nulls: dict[str, int] | None = None  # top-level column -> null values written (None: not known)
     filtered_rows: int = 0  # usable, but not what the declaration's `where` keeps
     rescued_rows: int = 0  # usable rows with a value rescued into _rescued_data (not a fate: part of the above)
     violations: dict[str, int] = Field(default_factory=dict)  # rule -> rows that break it (not a fate either)
@@ -128,7 +129,14 @@ class BatchRead:
     late_ms: int  # the watermark the batch dropped rows against
 
 
-def batch_account(pattern: Pattern, read: BatchRead, *, output_rows: int | None, run_id: str) -> BatchAccount:
+def batch_account(
+    pattern: Pattern,
+    read: BatchRead,
+    *,
+    output_rows: int | None,
+    run_id: str,
+    output_nulls: dict[str, int] | None = None,
+) -> BatchAccount:
     """The account of a batch: its rows by fate, in total and per file."""
     present = {path: read.files[path] for entries in read.listed for path in entries if path not in read.missing}
     quarantined = sum(len(count.quarantined) for count in present.values())
@@ -161,6 +169,7 @@ def batch_account(pattern: Pattern, read: BatchRead, *, output_rows: int | None,
         quarantine_reasons=dict(Counter(q.reason for count in present.values() for q in count.quarantined)),
         duplicates_dropped=duplicates,
         output_rows=output_rows,
+        output_nulls=output_nulls,
         run_id=run_id,
         files=per_file,
         missing_files=[path for entries in read.listed for path in entries if path in read.missing],

@@ -89,11 +89,24 @@ def _account_batch(run: RunView, batch_id: int, metrics: dict[str, Any] | None) 
         late_ms=checkpoint_log.late_watermark_ms(batch_id),
     )
     sink_files = checkpoint_log.sink_files(batch_id)
-    output_rows = None if sink_files is None else sum(fs.parquet_row_count(path) for path in sink_files)
-    account = batch_account(pattern, read, output_rows=output_rows, run_id=run.run_id)
+    output_rows, nulls = _output_counts(sink_files)
+    account = batch_account(pattern, read, output_rows=output_rows, run_id=run.run_id, output_nulls=nulls)
     account.read_again = was_read_again
     _write_quarantine(join(run.locations.quarantine, f"batch_id={batch_id}"), listed, files, run.run_id)
     return account
+
+
+def _output_counts(sink_files: list[str] | None) -> tuple[int | None, dict[str, int] | None]:
+    """The rows the batch wrote, and per top-level column its nulls, from the files' footers."""
+    if sink_files is None:
+        return None, None
+    rows, nulls = 0, {}
+    for path in sink_files:
+        in_file, nulls_in_file = fs.parquet_counts(path)
+        rows += in_file
+        for column, count in nulls_in_file.items():
+            nulls[column] = nulls.get(column, 0) + count
+    return rows, nulls
 
 
 def _read_nothing_of(counts: Files, listed: list[dict[str, int]], metrics: dict[str, Any]) -> bool:

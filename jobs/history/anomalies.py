@@ -19,9 +19,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from statistics import median
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from jobs.accounting.accounts import BatchAccount
 
 WINDOW = 400  # the newest comparable runs a run is held against
 SPREAD = 4.0  # robust deviations either side of the median
@@ -44,12 +47,11 @@ SHARE = Metric("high", lambda middle: 0.01)  # a percentage point
 SECONDS = Metric("high", lambda middle: max(30.0, 0.5 * middle))  # half the usual time, or 30 s
 
 # The metrics every run has (docs/history.md); `quarantine_share:<reason>` and
-# `null_share:<column>` are judged as shares, `distinct_keys` as rows.
+# `null_share:<column>` are judged as shares.
 METRICS = {
     "input_rows": ROWS,
     "used_rows": ROWS,
     "output_rows": ROWS,
-    "distinct_keys": ROWS,
     "quarantine_share": SHARE,
     "filtered_share": SHARE,
     "late_share": SHARE,
@@ -62,7 +64,7 @@ METRICS = {
 def metrics_of(run: dict) -> dict[str, float]:
     """A run's metrics from its row of the event log's `runs` (a dict): its account as counts
     and shares of its input, its time, its watermark's lag behind its end, and the metrics the
-    run measured on its output (the row's `metrics`: null shares, distinct keys)."""
+    run measured on its output (the row's `metrics`: null shares)."""
     found: dict[str, float] = {}
     for name in ("input_rows", "used_rows", "output_rows", "duration_s"):
         if run.get(name) is not None:
@@ -83,6 +85,18 @@ def metrics_of(run: dict) -> dict[str, float]:
         found["watermark_lag_s"] = max(0.0, (run["ended_at"] - run["watermark"]).total_seconds())
     found.update({measured["name"]: measured["value"] for measured in run.get("metrics") or []})
     return found
+
+
+def output_metrics(accounts: Sequence[BatchAccount]) -> dict[str, float]:
+    """What a run wrote, measured: `null_share:<column>` (its batches' nulls in each top-level
+    column over their output rows, from the files' footers); none while a batch's are unknown."""
+    if not accounts or any(a.output_nulls is None or a.output_rows is None for a in accounts):
+        return {}
+    rows = sum(a.output_rows or 0 for a in accounts)
+    columns = set.intersection(*(set(a.output_nulls or {}) for a in accounts))
+    if not rows:
+        return {}
+    return {f"null_share:{c}": sum((a.output_nulls or {})[c] for a in accounts) / rows for c in sorted(columns)}
 
 
 def kind_of(metric: str) -> Metric:

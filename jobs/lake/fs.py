@@ -238,9 +238,18 @@ def copy_tree(folder: Path, uri: str) -> None:
         pafs.copy_files(str(folder), path, source_filesystem=_LOCAL, destination_filesystem=filesystem)
 
 
-def parquet_row_count(uri: str) -> int:
-    """Rows in one Parquet file, from its footer (a ranged read on S3, not the whole file)."""
-    return _parquet_footer(uri).num_rows
+def parquet_counts(uri: str) -> tuple[int, dict[str, int]]:
+    """Rows in one Parquet file, and per top-level column its null values, from its footer
+    (one ranged read on S3; a column whose writer kept no statistics is left out)."""
+    footer, nulls = _parquet_footer(uri), {}
+    for group in range(footer.num_row_groups):
+        for index in range(footer.num_columns):
+            chunk = footer.row_group(group).column(index)
+            stats = chunk.statistics
+            if "." in chunk.path_in_schema or stats is None or not stats.has_null_count:
+                continue  # a nested field's leaf counts values, not rows
+            nulls[chunk.path_in_schema] = nulls.get(chunk.path_in_schema, 0) + stats.null_count
+    return footer.num_rows, nulls
 
 
 def parquet_key_value(uri: str, key: bytes) -> bytes | None:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
 from jobs.accounting.accounts import BatchAccount, from_version_1, tied_files
 from jobs.flow.admission import BatchSize, describe_sizes
-from jobs.history.anomalies import Anomaly
+from jobs.history.anomalies import Anomaly, output_metrics
 from jobs.lake import fs
 from jobs.lake.layout import StorageError, join, normalize
 from jobs.run.audit import SkippedFiles, file_names
@@ -190,7 +190,7 @@ class RunReport(BaseModel):
             self.duplicates_dropped = _sum_known(self.duplicates_dropped, account.duplicates_dropped)
             self.output_rows = _sum_known(self.output_rows, account.output_rows)
             self.missing_files += account.missing_files
-        self.batches = len(self.batch_ids)
+        self.batches, self.metrics = len(self.batch_ids), output_metrics(self._accounts)
 
     def _add_reasons(self, account: BatchAccount) -> None:
         if self.quarantine_reasons is None or (account.quarantine_reasons is None and account.quarantined_rows):

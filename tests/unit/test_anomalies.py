@@ -117,3 +117,25 @@ def test_nothing_is_judged_before_enough_runs():
     halved = {**rows[-1], "input_rows": 10}
     assert judge(_sample(halved), [_sample(row) for row in rows[:-1]], MIN_RUNS) == []
     assert judge(_sample(halved), [_sample(row) for row in rows], MIN_RUNS) != []
+
+
+def test_the_null_share_of_what_a_run_wrote_is_read_from_its_files_footers(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from jobs.accounting.accounts import BatchAccount
+    from jobs.history.anomalies import output_metrics
+    from jobs.lake import fs
+
+    written = tmp_path / "part-0.parquet"
+    table = pa.table({"country": ["de", None, None, "fr"], "n": [1, 2, 3, None], "nested": [{"a": None}] * 4})
+    pq.write_table(table, written, row_group_size=3)  # two row groups: their counts are summed
+    assert fs.parquet_counts(str(written)) == (4, {"country": 2, "n": 1})  # a struct's leaves count values
+
+    def account(batch_id: int, rows: int, nulls: dict | None) -> BatchAccount:
+        counts = dict.fromkeys(("input_files", "input_rows", "used_rows", "quarantined_rows", "late_rows_dropped"), 0)
+        return BatchAccount(batch_id=batch_id, late_watermark_ms=0, output_rows=rows, output_nulls=nulls, **counts)
+
+    run = [account(0, 4, {"country": 2, "n": 1}), account(1, 6, {"country": 0, "n": 0})]
+    assert output_metrics(run) == {"null_share:country": 0.2, "null_share:n": 0.1}
+    assert output_metrics([*run, account(2, 1, None)]) == {}  # a batch accounted before nulls were counted
