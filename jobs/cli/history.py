@@ -15,7 +15,7 @@ from jobs.units import printable
 # What the runs are listed with when no --sql is given: the newest last.
 _RECENT = """
 SELECT pipeline, run_id, status, started_at, duration_s, input_rows, used_rows, quarantined_rows,
-       filtered_rows, late_rows, output_rows
+       filtered_rows, late_rows, output_rows, coalesce(len(anomalies), 0) AS anomalies
 FROM runs WHERE record = 'run' ORDER BY started_at DESC, run_id DESC LIMIT {limit}
 """
 
