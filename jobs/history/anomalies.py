@@ -90,13 +90,14 @@ def metrics_of(run: dict) -> dict[str, float]:
 def output_metrics(accounts: Sequence[BatchAccount]) -> dict[str, float]:
     """What a run wrote, measured: `null_share:<column>` (its batches' nulls in each top-level
     column over their output rows, from the files' footers); none while a batch's are unknown."""
-    if not accounts or any(a.output_nulls is None or a.output_rows is None for a in accounts):
+    if any(a.output_nulls is None or a.output_rows is None for a in accounts):
         return {}
-    rows = sum(a.output_rows or 0 for a in accounts)
-    columns = set.intersection(*(set(a.output_nulls or {}) for a in accounts))
-    if not rows:
+    wrote = [a for a in accounts if a.output_rows]  # a batch that wrote no file counted no column
+    if not wrote:
         return {}
-    return {f"null_share:{c}": sum((a.output_nulls or {})[c] for a in accounts) / rows for c in sorted(columns)}
+    rows = sum(a.output_rows or 0 for a in wrote)
+    columns = set.intersection(*(set(a.output_nulls or {}) for a in wrote))
+    return {f"null_share:{c}": sum((a.output_nulls or {})[c] for a in wrote) / rows for c in sorted(columns)}
 
 
 def kind_of(metric: str) -> Metric:
@@ -137,7 +138,7 @@ def judge(current: Sample, history: Sequence[Sample], min_runs: int) -> list[Ano
     recent = list(history)[-WINDOW:]
     found = []
     for metric, value in sorted(current.metrics.items()):
-        runs = [run for run in recent if metric in run.metrics]
+        runs = [_with(run, metric) for run in recent if metric in run.metrics or metric.startswith(_NONE_IS_ZERO)]
         if len(runs) < min_runs:
             continue
         compared_with, runs = _comparable(metric, current, runs, min_runs)
@@ -155,6 +156,15 @@ def judge(current: Sample, history: Sequence[Sample], min_runs: int) -> list[Ano
                 )
             )
     return found
+
+
+_NONE_IS_ZERO = "quarantine_share:"  # a run with input that quarantined none for a reason: 0, not unknown
+
+
+def _with(run: Sample, metric: str) -> Sample:
+    if metric in run.metrics:
+        return run
+    return Sample(run.run_id, run.started_at, {**run.metrics, metric: 0.0})
 
 
 def _expected(metric: str, values: list[float]) -> tuple[float, float]:

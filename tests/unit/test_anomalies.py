@@ -136,6 +136,6 @@ def test_the_null_share_of_what_a_run_wrote_is_read_from_its_files_footers(tmp_p
         counts = dict.fromkeys(("input_files", "input_rows", "used_rows", "quarantined_rows", "late_rows_dropped"), 0)
         return BatchAccount(batch_id=batch_id, late_watermark_ms=0, output_rows=rows, output_nulls=nulls, **counts)
 
-    run = [account(0, 4, {"country": 2, "n": 1}), account(1, 6, {"country": 0, "n": 0})]
+    run = [account(0, 4, {"country": 2, "n": 1}), account(1, 6, {"country": 0, "n": 0}), account(2, 0, {})]
     assert output_metrics(run) == {"null_share:country": 0.2, "null_share:n": 0.1}
     assert output_metrics([*run, account(2, 1, None)]) == {}  # a batch accounted before nulls were counted
