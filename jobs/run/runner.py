@@ -104,7 +104,7 @@ def run(
         _under_lock(pipeline, request, report, lock, spark, emit)
         report.finish(RunStatus.SUCCEEDED)
         report.warnings = warnings_of(report, locations.runs)
-        judge_anomalies(report, pipeline.quality, locations.runs)
+        judge_anomalies(report, pipeline, locations.runs)
     except (Exception, KeyboardInterrupt) as error:
         raise _ended(error, report, locations, spark is not None or report.spark_log is not None) from error
     finally:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from jobs.declare.operations import Quality
+from jobs.declare import PipelineBase
+from jobs.flow.patterns import pattern_of
 from jobs.history import anomalies, log, rows
 from jobs.lake.layout import StorageError
 from jobs.run.audit import file_names
@@ -36,10 +37,11 @@ def warnings_of(report: RunReport, runs: str) -> list[str]:
     return run_warnings([*earlier, report], datetime.now(UTC))
 
 
-def judge_anomalies(report: RunReport, quality: Quality, runs: str) -> None:
+def judge_anomalies(report: RunReport, pipeline: PipelineBase, runs: str) -> None:
     """The run's metrics against the comparable runs before it (the event log's, or while
     there is none, the run reports' in `runs`): its `anomalies`, unless judging is off or the
     run had no input (nothing arriving is freshness's to say)."""
+    quality = pipeline.quality
     if quality.anomalies == "off" or not report.input_rows:
         return
     try:
@@ -50,7 +52,10 @@ def judge_anomalies(report: RunReport, quality: Quality, runs: str) -> None:
         report.warnings.append(f"the run history could not be read to judge this run's metrics ({one_line(error)})")
         return
     samples = [_sample(row) for row in earlier if row["run_id"] != report.run_id]
-    report.anomalies = anomalies.judge(_sample(_row(report)), samples, quality.min_runs)
+    current = _sample(_row(report))
+    if not pattern_of(pipeline).output_follows_input:  # how far the watermark moved sets it, not the input
+        current.metrics.pop("output_rows", None)
+    report.anomalies = anomalies.judge(current, samples, quality.min_runs)
     report.anomalies_fail = quality.anomalies == "fail"
 
 

@@ -63,6 +63,7 @@ def test_the_logs_first_append_brings_in_the_runs_reported_before_it(tmp_path):
 
 
 def test_a_run_is_judged_against_the_log_or_before_it_the_reports_and_its_anomalies_are_logged(tmp_path):
+    from jobs import declare
     from jobs.declare.operations import Quality
     from jobs.lake.layout import Locations
     from jobs.run.report import save
@@ -74,16 +75,21 @@ def test_a_run_is_judged_against_the_log_or_before_it_the_reports_and_its_anomal
     halved = _report(500, now)
     for report in steady:  # stored by runs before the log: judged against the reports
         save(report, locations.runs)
-    judge_anomalies(halved, Quality(), locations.runs)
+    events = declare.load("clickstream_enriched")  # an events pipeline: its output is judged too
+
+    def judge(report, quality):
+        judge_anomalies(report, events.model_copy(update={"quality": quality}), locations.runs)
+
+    judge(halved, Quality())
     assert [(a.metric, a.value, len(a.compared_runs)) for a in halved.anomalies] == [("input_rows", 500, 9)]
     assert "  anomaly: input_rows 500, expected 808 to 1,212 (the 9 runs before)" in halved.summary()
 
     log.record_run(halved, locations, None)  # the log's first append: the reports, then this run
     again = _report(505, now + timedelta(minutes=1))
-    judge_anomalies(again, Quality(min_runs=10), locations.runs)  # 10 comparable runs in the log
+    judge(again, Quality(min_runs=10))  # 10 comparable runs in the log
     assert [a.metric for a in again.anomalies] == ["input_rows"] and len(again.anomalies[0].compared_runs) == 10
     quiet = _report(505, now + timedelta(minutes=2))
-    judge_anomalies(quiet, Quality(anomalies="off"), locations.runs)
+    judge(quiet, Quality(anomalies="off"))
     assert quiet.anomalies == []
     logged = query.connect(str(tmp_path)).execute(
         "SELECT a.metric, a.value, len(a.compared_runs) FROM (SELECT unnest(anomalies) AS a FROM runs)"

@@ -52,6 +52,10 @@ class Pattern(ABC):
     # cluster then need the jobs package, which the application ships (jobs/executors.py).
     # Reading and counting lines is the JVM's (jobs/flow/functions.py), for every pattern.
     python_workers: ClassVar[bool] = False
+    # Whether the rows a run writes follow the rows it read (an event in, a row out); not when
+    # a watermark or timers release them (windows, sessions, an outer join's unmatched rows),
+    # so that a run's output count is judged against its history only then (jobs/history/anomalies.py).
+    output_follows_input: ClassVar[bool] = True
 
     def __init__(self, pipeline: PipelineBase):
         self.pipeline = pipeline

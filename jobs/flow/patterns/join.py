@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 
 class JoinPattern(Pattern):
+    output_follows_input = False  # released by the watermark or timers
     pipeline: JoinPipeline
     writes_events = True
     spark_counts = ("late_rows_dropped",)

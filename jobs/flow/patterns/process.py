@@ -34,6 +34,7 @@ PANDAS_TIMES = ("1677-09-22 00:00:00", "2262-04-11 00:00:00")
 
 
 class ProcessPattern(Pattern):
+    output_follows_input = False  # released by the watermark or timers
     pipeline: ProcessPipeline
     python_workers = True  # the processor runs in pandas (applyInPandasWithState, transformWithStateInPandas)
 

@@ -39,6 +39,7 @@ EXACT_SUM = "decimal(38,0)"
 
 
 class WindowPattern(Pattern):
+    output_follows_input = False  # released by the watermark or timers
     pipeline: WindowPipeline
 
     @property
