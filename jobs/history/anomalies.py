@@ -40,14 +40,15 @@ class Metric:
 
     direction: Direction
     floor: Callable[[float], float]  # the median -> the range's least half-width
+    absent: float | None = None  # what a comparable run without it had (None: not known)
 
 
 ROWS = Metric("both", lambda middle: max(1.0, 0.2 * abs(middle)))  # a fifth of the usual count
 SHARE = Metric("high", lambda middle: 0.01)  # a percentage point
+REASON = Metric("high", lambda middle: 0.01, absent=0.0)  # a run with input that quarantined none for it
 SECONDS = Metric("high", lambda middle: max(30.0, 0.5 * middle))  # half the usual time, or 30 s
 
-# The metrics every run has (docs/history.md); `quarantine_share:<reason>` and
-# `null_share:<column>` are judged as shares.
+# The metrics every run has (docs/history.md), and by prefix those named after a reason or a column.
 METRICS = {
     "input_rows": ROWS,
     "used_rows": ROWS,
@@ -58,6 +59,8 @@ METRICS = {
     "duplicate_share": SHARE,
     "duration_s": SECONDS,
     "watermark_lag_s": SECONDS,
+    "quarantine_share:": REASON,
+    "null_share:": SHARE,
 }
 
 
@@ -101,7 +104,7 @@ def output_metrics(accounts: Sequence[BatchAccount]) -> dict[str, float]:
 
 
 def kind_of(metric: str) -> Metric:
-    return METRICS.get(metric) or METRICS.get(metric.split(":", 1)[0]) or SHARE
+    return METRICS.get(metric) or METRICS[metric.split(":", 1)[0] + ":"]
 
 
 @dataclass(frozen=True)
@@ -138,7 +141,8 @@ def judge(current: Sample, history: Sequence[Sample], min_runs: int) -> list[Ano
     recent = list(history)[-WINDOW:]
     found = []
     for metric, value in sorted(current.metrics.items()):
-        runs = [_with(run, metric) for run in recent if metric in run.metrics or metric.startswith(_NONE_IS_ZERO)]
+        absent = kind_of(metric).absent
+        runs = [_with(run, metric, absent) for run in recent if metric in run.metrics or absent is not None]
         if len(runs) < min_runs:
             continue
         compared_with, runs = _comparable(metric, current, runs, min_runs)
@@ -158,13 +162,10 @@ def judge(current: Sample, history: Sequence[Sample], min_runs: int) -> list[Ano
     return found
 
 
-_NONE_IS_ZERO = "quarantine_share:"  # a run with input that quarantined none for a reason: 0, not unknown
-
-
-def _with(run: Sample, metric: str) -> Sample:
-    if metric in run.metrics:
+def _with(run: Sample, metric: str, absent: float | None) -> Sample:
+    if metric in run.metrics or absent is None:
         return run
-    return Sample(run.run_id, run.started_at, {**run.metrics, metric: 0.0})
+    return Sample(run.run_id, run.started_at, {**run.metrics, metric: absent})
 
 
 def _expected(metric: str, values: list[float]) -> tuple[float, float]:
@@ -217,7 +218,7 @@ def _weekday(at: datetime) -> str:
 
 def _shown(metric: str, value: float) -> str:
     kind = kind_of(metric)
-    if kind is SHARE:
+    if kind in (SHARE, REASON):
         return f"{value:.1%}"
     if kind is SECONDS:
         return f"{value:.0f}s"

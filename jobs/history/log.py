@@ -124,9 +124,8 @@ def _append(runs: str, table: str, data: pa.Table, retention_s: float | None) ->
         log.warning("  history: could not append to %s (%s); the run report has it", uri, error)
 
 
-def comparable_runs(runs: str) -> list[dict] | None:
-    """The runs a run's metrics are judged against (jobs/history/anomalies.py): those that
-    succeeded with input, oldest first, as rows of the log; None while there is no log."""
+def run_rows(runs: str) -> list[dict] | None:
+    """The log's rows of runs (not validations), oldest first; None while there is no log."""
     from deltalake import DeltaTable
 
     from jobs.lake.delta import is_delta
@@ -134,8 +133,7 @@ def comparable_runs(runs: str) -> list[dict] | None:
     if not is_delta(location(runs, "runs")):
         return None
     uri, options = storage(location(runs, "runs"))
-    comparable = [("record", "=", "run"), ("status", "=", "succeeded"), ("input_rows", ">", 0)]
-    found = DeltaTable(uri, storage_options=options).to_pyarrow_table(filters=comparable).to_pylist()
+    found = DeltaTable(uri, storage_options=options).to_pyarrow_table(filters=[("record", "=", "run")]).to_pylist()
     return sorted(found, key=lambda row: row["started_at"])
 
 

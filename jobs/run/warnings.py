@@ -45,13 +45,13 @@ def judge_anomalies(report: RunReport, pipeline: PipelineBase, runs: str) -> Non
     if quality.anomalies == "off" or not report.input_rows:
         return
     try:
-        earlier = log.comparable_runs(runs)
+        earlier = log.run_rows(runs)
         if earlier is None:
-            earlier = [row for r in recent_reports(runs, anomalies.WINDOW) if _comparable(row := _row(r))]
+            earlier = [_row(r) for r in recent_reports(runs, anomalies.WINDOW)]
     except Exception as error:  # noqa: BLE001 - delta-rs's errors have no common type; a record, not the outcome
         report.warnings.append(f"the run history could not be read to judge this run's metrics ({one_line(error)})")
         return
-    samples = [_sample(row) for row in earlier if row["run_id"] != report.run_id]
+    samples = [_sample(row) for row in earlier if _comparable(row) and row["run_id"] != report.run_id]
     current = _sample(_row(report))
     if not pattern_of(pipeline).output_follows_input:  # how far the watermark moved sets it, not the input
         current.metrics.pop("output_rows", None)
@@ -64,6 +64,7 @@ def _row(report: RunReport) -> dict:
 
 
 def _comparable(row: dict) -> bool:
+    """A run a run is judged against: one that succeeded with input."""
     return row["status"] == "succeeded" and bool(row["input_rows"])
 
 
