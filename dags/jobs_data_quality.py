@@ -3,6 +3,6 @@
 Thin on purpose: the factory reads the declarations; no Spark is imported here.
 """
 
-from jobs.orchestration.factory import data_quality_dags
+from jobs.orchestration.quality_dag import data_quality_dags
 
 globals().update(data_quality_dags())

@@ -6,11 +6,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from datetime import UTC, datetime
 
 from jobs import declare
 from jobs.cli.common import add_root, fail, parse_moment
 from jobs.exit_codes import ExitCode
-from jobs.units import printable
+from jobs.units import duration, printable
 
 # What the runs are listed with when no --sql is given: the newest last.
 _RECENT = """
@@ -37,6 +38,11 @@ def add_parser(commands) -> None:
         "--since", metavar="TIME", help="only runs and batches at or after TIME (a date or an ISO time; UTC)"
     )
     history.add_argument("--sql", metavar="QUERY", help="a query over the views runs and batches")
+    history.add_argument(
+        "--late",
+        action="store_true",
+        help="list the tables past their freshness: no run appended rows for longer than they may go",
+    )
     history.add_argument("--limit", type=int, default=20, metavar="N", help="how many runs to list (default 20)")
     history.add_argument("--json", action="store_true", help="one JSON object per row, one per line")
     history.set_defaults(handler=handle)
@@ -47,6 +53,8 @@ def handle(args: argparse.Namespace) -> int:
 
     from jobs.history import query
 
+    if args.late:
+        return _late(args)
     since = parse_moment(args.since, "--since")
     if not query.run_folders(args.root, args.pipeline):
         if args.pipeline:
@@ -69,9 +77,32 @@ def handle(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.writelines(json.dumps(dict(zip(columns, row, strict=True)), default=str) + "\n" for row in found)
         return ExitCode.OK
+    _print_table(columns, found)
+    print(f"{len(found)} row(s)")
+    return ExitCode.OK
+
+
+def _late(args: argparse.Namespace) -> int:
+    """The declared tables past their freshness, from the event logs (docs/history.md)."""
+    from jobs.history import freshness
+
+    if args.sql or args.since:
+        return fail(ExitCode.USAGE, "--late lists the late tables now: it takes no --sql or --since")
+    pipelines = [declare.load(args.pipeline)] if args.pipeline else list(declare.load_each().pipelines.values())
+    checked = freshness.of_logs(args.root, pipelines, datetime.now(UTC))
+    late = [f for f in checked if f.late]
+    if args.json:
+        sys.stdout.writelines(json.dumps(f.as_dict()) + "\n" for f in late)
+        return ExitCode.OK
+    rows = [(f.pipeline, f.last_append or "never", duration(f.age_s) + " ago", f.limit_said) for f in late]
+    _print_table(["pipeline", "last_append", "since", "freshness"], rows)
+    held = sum(f.limit_s is not None for f in checked)
+    print(f"{len(late)} late table(s) of {held} with a freshness")
+    return ExitCode.OK
+
+
+def _print_table(columns: list[str], found: list) -> None:
     cells = [["" if value is None else printable(str(value)) for value in row] for row in found]
     widths = [max([len(title), *(len(line[i]) for line in cells)]) for i, title in enumerate(columns)]
     for line in [columns, *cells]:
         print("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip())
-    print(f"{len(found)} row(s)")
-    return ExitCode.OK

@@ -82,8 +82,8 @@ def group_spark_conf(members: list[PipelineBase]) -> dict[str, str]:
 
 
 def group_orchestration(members: list[PipelineBase]) -> Orchestration:
-    """How Airflow runs the group's DAG: the most retries, the longest delays and the
-    longest timeout any member declares, so that each member gets at least its own."""
+    """How Airflow runs the group's DAG: the most retries, the longest delays, the longest
+    timeout and deadline any member declares, so that each member gets at least its own."""
     declared = [member.orchestration for member in members]
     return Orchestration.model_validate(
         {
@@ -91,5 +91,6 @@ def group_orchestration(members: list[PipelineBase]) -> Orchestration:
             "retry_delay": f"{max(o.retry_delay_s for o in declared)} seconds",
             "max_retry_delay": f"{max(o.max_retry_delay_s for o in declared)} seconds",
             "timeout": f"{max(o.timeout_s for o in declared)} seconds",
+            "deadline": f"{max(o.deadline_s or o.timeout_s for o in declared)} seconds",
         }
     )

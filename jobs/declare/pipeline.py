@@ -56,6 +56,7 @@ class PipelineBase(Computes):
     spark_settings: SparkSettings = Field(SparkSettings(), alias="spark")
     retention: Retention = Retention()
     quality: Quality = Quality()  # anomalies: how a run is held against its history
+    freshness_s: Duration | None = Field(None, alias="freshness")  # before it is late: jobs/history/freshness.py
     # Fixed by the first run: Spark stores the number of state partitions in the checkpoint.
     state_partitions: PositiveInt = 4
     # The YAML this declaration was loaded from (None: made in code), kept with the checkpoint

@@ -5,4 +5,5 @@ reports, appended by every run and validation under the pipeline's lock.
     log.py    the writer: append, and keep the tables few files and within retention
     query.py  the logs read without Spark, as DuckDB views (`python -m jobs history`)
     anomalies.py  each metric of a run against its own history, nothing declared
+    freshness.py  how old each table's newest rows are, against its `freshness`
 """

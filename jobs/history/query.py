@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from typing import TYPE_CHECKING
+from urllib.parse import unquote
 
 import pyarrow as pa
 
@@ -56,8 +57,10 @@ def files(root: str, pipeline: str | None = None, tables: tuple[str, ...] = TABL
         for name in tables:
             uri = location(folder, name)
             if delta.is_delta(uri):
-                # delta-rs names a bucket's files s3://; the product's filesystems, s3a://.
-                found[name] += [re.sub(r"^s3://", "s3a://", f) for f in delta.read_outside_spark(uri).file_uris()]
+                # delta-rs names a bucket's files s3://, the product's filesystems s3a://; and it
+                # percent-encodes a name ('a root' is 'a%20root'), which no filesystem here does.
+                uris = delta.read_outside_spark(uri).file_uris()
+                found[name] += [unquote(re.sub(r"^s3://", "s3a://", f)) for f in uris]
     return found
 
 

@@ -6,8 +6,7 @@ jobs_<pipeline>    run (spark-submit, availableNow, validated in it) -> validate
                    table is an Asset, updated only by a run that appended rows
 (the group DAGs, jobs_group_<group>: group_dags.py)
 jobs_backfill      check_params -> reprocess -> validate -> publish (a copy) or replace (a Delta table's range), by hand
-jobs_data_quality  validate each table rows were appended to -> data_docs -> verdict,
-                   on the tables' Assets and daily
+(the data quality DAG, jobs_data_quality: quality_dag.py)
 
 A declaration that does not load (bad YAML, a bad field, a schedule Airflow refuses) costs
 its own DAG only: jobs_<pipeline> is built as a DAG whose one task fails with the one-line
@@ -26,11 +25,7 @@ from typing import Any
 from airflow.sdk import (
     DAG,
     AssetAlias,
-    AssetAny,
-    AssetOrTimeSchedule,
-    CronTriggerTimetable,
     Param,
-    TriggerRule,
     get_current_context,
     task,
 )
@@ -40,9 +35,9 @@ from jobs import declare
 from jobs.backfill.options import BACKFILL_OPTIONS
 from jobs.backfill.steps import Step
 from jobs.declare.operations import Orchestration
-from jobs.exit_codes import ExitCode
 from jobs.orchestration import arrival, environment
-from jobs.orchestration.operators import BackfillStepOperator, ValidateTableOperator
+from jobs.orchestration.deadlines import deadline_alert
+from jobs.orchestration.operators import BackfillStepOperator
 from jobs.orchestration.reports import (
     location_asset,
     run_report,
@@ -59,7 +54,6 @@ log = logging.getLogger(__name__)
 START_DATE = datetime(2024, 1, 1, tzinfo=UTC)
 DAG_PREFIX = "jobs_"
 BACKFILL_DAG_ID = f"{DAG_PREFIX}backfill"
-DATA_QUALITY_DAG_ID = f"{DAG_PREFIX}data_quality"
 
 
 # Published backfill versions: their locations are params, known only at run time.
@@ -77,6 +71,7 @@ def pipeline_dag(pipeline: declare.PipelineBase, root: str) -> DAG:
         catchup=False,
         max_active_runs=1,  # two runs never share the checkpoint (the run also locks it)
         default_args=retry_args(pipeline.orchestration, root),
+        deadline=deadline_alert(f"{DAG_PREFIX}{pipeline.name}", pipeline.orchestration),  # an overrun, alerted
         params=dag_params(),  # a run's options a DAG run may set, as the run request defines them
         tags=["jobs", "pipeline"],
         doc_md=f"**{pipeline.name}**: {pipeline.description}\n\nDeclared in `jobs/pipelines/{pipeline.name}.yaml`.",
@@ -116,12 +111,6 @@ def backfill_dags() -> dict[str, DAG]:
     pipelines = with_suites(declare.load_each()).pipelines
     backfillable = sorted(name for name, p in pipelines.items() if pattern_of(p).backfill_refusal is None)
     return {BACKFILL_DAG_ID: built(BACKFILL_DAG_ID, backfill_dag, backfillable)}
-
-
-def data_quality_dags() -> dict[str, DAG]:
-    """The data quality DAG over every pipeline that loads."""
-    pipelines = sorted(with_suites(declare.load_each()).pipelines)
-    return {DATA_QUALITY_DAG_ID: built(DATA_QUALITY_DAG_ID, data_quality_dag, pipelines, environment.root())}
 
 
 def built(dag_id: str, build, *args: Any) -> DAG:
@@ -253,72 +242,4 @@ def backfill_dag(pipelines: list[str]) -> DAG:
             for step in (Step.REPROCESS, Step.VALIDATE, Step.REPLACE)
         )
         request >> reprocess >> validate >> [publish_backfill(request), replace]
-    return dag
-
-
-# The data quality DAG.
-@task(trigger_rule=TriggerRule.ALL_DONE, retries=0)
-def data_docs(root: str) -> str:
-    """Rebuild the summary page and the Data Docs site, whatever the validations said."""
-    from jobs.quality_report import page as quality_report
-
-    with environment.task_environment(log):
-        page = quality_report.build(root, None, with_data_docs=True)
-    log.info("data quality report: %s", page)
-    return page
-
-
-@task(trigger_rule=TriggerRule.NONE_FAILED, retries=0)
-def verdict(pipelines: list[str], root: str) -> None:
-    """Fails the DAG run when a table failed validation (its task is red too); says which
-    pipelines' runs warn (a watermark ahead of now, most rows late, a quarantine jump)."""
-    from jobs.lake.builds import in_use
-    from jobs.run.report import recent_reports
-    from jobs.run.warnings import HISTORY_RUNS, run_warnings
-
-    with environment.task_environment(log):
-        for name in pipelines:
-            runs = recent_reports(in_use(name, root).runs, HISTORY_RUNS)
-            for warning in run_warnings(runs, datetime.now(UTC)):
-                log.warning("%s: %s", name, warning)
-    log.info("every validated table passed its `fail` expectations")
-
-
-def data_quality_dag(pipelines: list[str], root: str) -> DAG:
-    assets = [table_asset(name, root) for name in pipelines]
-    with DAG(
-        dag_id=DATA_QUALITY_DAG_ID,
-        auto_register=False,
-        description="Validate every table with Great Expectations and rebuild Data Docs",
-        schedule=AssetOrTimeSchedule(
-            timetable=CronTriggerTimetable("@daily", timezone="UTC"), assets=AssetAny(*assets)
-        ),
-        start_date=START_DATE,
-        catchup=False,
-        max_active_runs=1,
-        default_args=retry_args(Orchestration(), root),
-        params={
-            "revalidate": Param(
-                False, type="boolean", description="validate every table, also those no run appended rows to"
-            )
-        },
-        tags=["jobs", "data-quality"],
-        doc_md=(
-            "Runs when a table's Asset is updated, and daily. Validates the tables rows were appended to since "
-            "their last check (all of them with `revalidate`). A failed `fail` expectation fails its task."
-        ),
-    ) as dag:
-        checks = [
-            ValidateTableOperator(
-                task_id=f"validate_{name}",
-                pipeline_name=name,
-                root=root,
-                skip_on_exit=(ExitCode.REFUSED,),  # nothing to validate (checked before spark-submit too)
-                name=f"jobs-validate-{name}",
-            )
-            for name in pipelines
-        ]
-        docs = data_docs(root)
-        checks >> docs
-        [*checks, docs] >> verdict(pipelines, root)
     return dag

@@ -24,6 +24,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from jobs import declare
 from jobs.declare.groups import each_group, group_orchestration, group_spark_conf
 from jobs.orchestration import arrival, environment
+from jobs.orchestration.deadlines import deadline_alert
 from jobs.orchestration.factory import DAG_PREFIX, START_DATE, broken_dag, built
 from jobs.orchestration.reports import run_summary, table_asset
 from jobs.orchestration.retries import retry_args
@@ -107,6 +108,7 @@ def group_dag(group: str, members: list[declare.PipelineBase], root: str) -> DAG
         catchup=False,
         max_active_runs=1,
         default_args=retry_args(group_orchestration(members), root),
+        deadline=deadline_alert(f"{GROUP_DAG_PREFIX}{group}", group_orchestration(members)),
         tags=["jobs", "group"],
         doc_md=(
             f"**{group}**: runs {', '.join(names)} in one Spark application, each validated in it; a member "

@@ -5,7 +5,8 @@ A pipeline is, worst first:
                latest run with input used none of it (every row quarantined: quality failed)
     not validated  a run committed rows that no validation has checked (a validation that did
                not finish, `--no-validate`): the next run, or `validate`, checks them
-    stale      its last run is more than STALE_AFTER schedule intervals old
+    late       its table's newest rows are older than its freshness: no run appended rows
+               for longer than it may go (jobs/history/freshness.py)
     warning    its last run was refused or stopped, or its latest validation warned, or its
                runs show a watermark ahead of now or most rows dropped as late
                (jobs/run/warnings.py), or its latest run with input has anomalies: a metric
@@ -17,37 +18,19 @@ From the run reports and validation results only: no Spark.
 
 from __future__ import annotations
 
-import itertools
 from collections import Counter
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
+from jobs.history import freshness
+from jobs.history.freshness import Freshness, schedule_interval_s
 from jobs.run.report import RunReport, RunStatus
 from jobs.run.warnings import run_warnings
-from jobs.units import ON_ARRIVAL, ON_UPSTREAM, duration
+from jobs.units import duration
 from jobs.validate.result import ValidationResult, unvalidated
 
-STATUSES = ("failing", "not validated", "stale", "warning", "healthy", "never run")  # worst first: the overview's order
-STALE_AFTER = 2  # schedule intervals without a run
+STATUSES = ("failing", "not validated", "late", "warning", "healthy", "never run")  # worst first: the overview's order
 HISTORICAL_S = 7 * 86400  # a watermark further behind now is shown as a date, not as a lag
-_PRESETS = {"@hourly": 3600, "@daily": 86400, "@midnight": 86400, "@weekly": 7 * 86400}
-_PRESETS |= {"@monthly": 31 * 86400, "@quarterly": 92 * 86400, "@yearly": 366 * 86400, "@annually": 366 * 86400}
-
-
-def schedule_interval_s(schedule: str | None, at_least_every_s: float | None = None) -> float | None:
-    """The longest gap between two runs of a schedule (a preset or a cron expression, or on
-    arrival: its `at_least_every`); None for a pipeline run only by hand."""
-    if schedule == ON_ARRIVAL:
-        return at_least_every_s
-    if not schedule or schedule in ("@once", "@continuous", ON_UPSTREAM):  # on_upstream: as often as the table it reads
-        return None
-    if schedule in _PRESETS:
-        return _PRESETS[schedule]
-    from croniter import croniter
-
-    times = croniter(schedule, datetime(2024, 1, 1, tzinfo=UTC))
-    moments = [times.get_next(datetime) for _ in range(32)]
-    return max((b - a).total_seconds() for a, b in itertools.pairwise(moments))
 
 
 @dataclass(frozen=True)
@@ -65,6 +48,7 @@ class Health:
     # Each rule a row of those runs broke: (rule, its action, rows that broke it), most first.
     rules_24h: tuple[tuple[str, str | None, int], ...] = ()
     watermark: str | None = None  # the latest run's
+    freshness: Freshness | None = None  # its table's newest rows' age, against its freshness
 
     @property
     def watermark_shown(self) -> str:
@@ -101,10 +85,12 @@ def assess(
     results: list[ValidationResult],
     now: datetime,
     at_least_every_s: float | None = None,  # on arrival: the declared clock
+    freshness_s: float | None = None,  # the declared `freshness` (None: from the schedule)
 ) -> Health:
     interval = schedule_interval_s(schedule, at_least_every_s)
+    fresh = freshness.of_reports(name, freshness.limit_s(freshness_s, interval), runs, now)
     if not runs:
-        return Health(name, "never run", "no run yet", None, None, interval, None, None, 0, 0)
+        return Health(name, "never run", "no run yet", None, None, interval, None, None, 0, 0, freshness=fresh)
     last = max(runs, key=lambda r: r.started_at)
     age = (now - datetime.fromisoformat(last.started_at)).total_seconds()
     latest = max(results, key=lambda r: r.validated_at) if results else None
@@ -113,11 +99,10 @@ def assess(
     lag = (now - datetime.fromisoformat(watermarks[-1].replace("Z", "+00:00"))).total_seconds() if watermarks else None
     recent = [r for r in runs if datetime.fromisoformat(r.started_at) >= now - timedelta(hours=24)]
     rows, quarantined = sum(r.input_rows for r in recent), sum(r.quarantined_rows for r in recent)
-    status, reason = _status(runs, results, last, latest, now, age, interval, schedule)
+    status, reason = _status(runs, results, last, latest, now, fresh)
     watermark = watermarks[-1] if watermarks else None
-    return Health(
-        name, status, reason, last, age, interval, verdict, lag, rows, quarantined, _broken_rules(recent), watermark
-    )
+    rules = _broken_rules(recent)
+    return Health(name, status, reason, last, age, interval, verdict, lag, rows, quarantined, rules, watermark, fresh)
 
 
 def _status(
@@ -126,9 +111,7 @@ def _status(
     last: RunReport,
     latest: ValidationResult | None,
     now: datetime,
-    age: float,
-    interval: float | None,
-    schedule: str | None,
+    fresh: Freshness,
 ) -> tuple[str, str]:
     """The pipeline's status and why: the first of these that holds, the worst first."""
     verdict = latest.status if latest else None
@@ -151,9 +134,8 @@ def _status(
             f"{len(unchecked)} run(s) committed rows no validation has checked ({written} output rows, run "
             f"{unchecked[-1].run_id} the last): the next run, or python -m jobs validate, checks them{why}"
         )
-    if interval and age > STALE_AFTER * interval:
-        every = f"{'at least ' * (schedule == ON_ARRIVAL)}every {duration(interval)}"
-        return "stale", f"no run for {duration(age)}, scheduled {every}"
+    if fresh.late:
+        return "late", fresh.describe()
     if last.status in (RunStatus.REFUSED, RunStatus.STOPPED):
         return "warning", f"the last run was {last.status}" + (f": {last.error}" if last.error else "")
     if verdict == "warned":

@@ -44,7 +44,7 @@ FATE_COLORS = {
 VERDICT_COLORS = {"passed": "#2e9e5b", "warned": "#e3b12d", "failed": "#d64541", None: "#d0d0d0"}
 # Run statuses and health share the verdicts' colours: good, needs a look, bad; anything else grey.
 STATUS_COLORS = {**VERDICT_COLORS, "succeeded": "#2e9e5b", "refused": "#e3b12d", "stopped": "#888888"}
-STATUS_COLORS |= {"healthy": "#2e9e5b", "warning": "#e3b12d", "failing": "#d64541", "stale": "#8e5bd6"}
+STATUS_COLORS |= {"healthy": "#2e9e5b", "warning": "#e3b12d", "failing": "#d64541", "late": "#8e5bd6"}
 STATUS_COLORS |= {"not validated": "#d6803b"}
 
 _TEMPLATES = jinja2.Environment(
@@ -171,7 +171,13 @@ def _section(root: str, pipeline: declare.PipelineBase, locations: Locations, no
     return {
         "pipeline": pipeline,
         "health": health.assess(
-            pipeline.name, pipeline.schedule, runs, results, now, pipeline.on_arrival.at_least_every_s
+            pipeline.name,
+            pipeline.schedule,
+            runs,
+            results,
+            now,
+            pipeline.on_arrival.at_least_every_s,
+            pipeline.freshness_s,
         ),
         "output": locations.output,
         "chart": run_chart(runs, by_run),

@@ -90,8 +90,10 @@ def load_results(runs: str) -> list[ValidationResult]:
 def appended_since(check: ValidationResult, reports: list[RunReport]) -> list[RunReport]:
     """The runs that appended rows to the table after a whole-table check read it: those
     not among the runs it covered (runs that appended none change nothing)."""
+    from jobs.history.freshness import appended
+
     covered = set(check.run_ids)
-    return [r for r in reports if r.batch_ids and r.output_rows != 0 and r.run_id not in covered]
+    return [r for r in reports if appended(r) and r.run_id not in covered]
 
 
 def current_table_check(reports: list[RunReport], results: list[ValidationResult]) -> str | None:

@@ -75,11 +75,11 @@ class DagRun:
             ).fetchall()
         return {task: (state, tries) for task, state, tries in rows}
 
-    def xcom(self, task_id: str):
+    def xcom(self, task_id: str, key: str = "return_value"):
         with sqlite3.connect(self.home / "airflow.db") as db:
             (value,) = db.execute(
-                "select value from xcom where dag_id = ? and run_id = ? and task_id = ? and key = 'return_value'",
-                (self.dag_id, self.run_id, task_id),
+                "select value from xcom where dag_id = ? and run_id = ? and task_id = ? and key = ?",
+                (self.dag_id, self.run_id, task_id, key),
             ).fetchone()
         return json.loads(value)
 

@@ -3,10 +3,12 @@ declared `schedule: on_arrival`, clicks_per_minute reading its table, `schedule:
 Two files landed at the top, the second moving the watermark past the first's windows, reach
 the bottom table through the cascade without a clock: each upstream run that appended rows
 updates its table's Asset, and each such event starts one run of the reader. The bottom
-table against the window model; the time from a landing to its rows at the bottom is printed."""
+table against the window model; the time from a landing to its rows at the bottom is printed.
+The reader's deadline is shorter than any run: each of its DAG runs is recorded overrunning it."""
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -27,6 +29,16 @@ pytestmark = pytest.mark.slow
 
 TOP, BOTTOM = f"jobs_{RAW['name']}", f"jobs_{PER_MINUTE['name']}"
 QUIET_S = 2
+DEADLINE_S = 3  # the reader's: its spark-submit alone takes longer
+
+
+def overruns(home: Path) -> list[tuple[str, str, str | None]]:
+    """Each DAG run Airflow recorded as past its deadline: (DAG, its callback's state and output)."""
+    with sqlite3.connect(home / "airflow.db") as db:
+        return db.execute(
+            "select r.dag_id, c.state, c.output from deadline d join dag_run r on r.id = d.dagrun_id "
+            "join callback c on c.id = d.callback_id where d.missed order by r.id"
+        ).fetchall()
 
 
 def declared(folder: Path) -> tuple[Path, Path]:
@@ -34,7 +46,7 @@ def declared(folder: Path) -> tuple[Path, Path]:
     pipelines, suites = folder / "pipelines", folder / "expectations"
     quick = {"quiet_period": f"{QUIET_S} seconds", "listing_every": "1 second"}
     top = {**RAW, "schedule": "on_arrival", "on_arrival": quick}
-    bottom = {**PER_MINUTE, "schedule": "on_upstream"}
+    bottom = {**PER_MINUTE, "schedule": "on_upstream", "airflow": {"deadline": f"{DEADLINE_S} seconds"}}
     for raw, column in ((top, "user_id"), (bottom, "window_end")):
         suite = {"table": raw["name"], "expectations": [{"expect": "column_values_to_not_be_null", "column": column}]}
         for where, text in ((pipelines, raw), (suites, suite)):
@@ -77,6 +89,14 @@ def test_two_files_landed_at_the_top_flow_down_the_chain_one_reader_run_per_upst
             assert event["source_dag_id"] == TOP and event["extra"]["output_rows"] == 6
         time.sleep(3 * QUIET_S)  # nothing more: every event made one run
         assert len(asset_runs(airflow, BOTTOM)) == 2 and len(asset_runs(airflow, TOP)) == 2
+        # Each reader run overran: the scheduler recorded it, the triggerer's callback said it.
+        waited = time.monotonic() + 60
+        while [state for _, state, _ in overruns(airflow.home)] != ["success", "success"]:
+            assert time.monotonic() < waited, overruns(airflow.home)
+            time.sleep(1)
+        for (dag_id, _, said), run in zip(overruns(airflow.home), asset_runs(airflow, BOTTOM), strict=True):
+            assert dag_id == BOTTOM and said.startswith(f"{BOTTOM}: DAG run {run['dag_run_id']} (queued ")
+            assert f"overran its deadline of {DEADLINE_S} s; it was running then" in said
     finally:
         airflow.stop()
     print(f"cascade, landing to the bottom run's end: {', '.join(f'{s:.1f} s' for s in cascades)}")

@@ -42,6 +42,7 @@ for dag in bag.dags.values():
         "catchup": dag.catchup, "max_active_runs": dag.max_active_runs,
         "paused_upon_creation": dag.is_paused_upon_creation,
         "params": {k: v.schema for k, v in dag.params.items()},
+        "deadlines": [(type(d.reference).__name__, d.interval.total_seconds(), d.callback.path) for d in dag.deadline or []],
     }
 print(json.dumps({"errors": bag.import_errors, "parse_s": parse_s, "heavy": heavy, "dags": dags}, default=str))
 """
@@ -108,6 +109,10 @@ def test_one_dag_per_declared_pipeline_with_its_schedule_and_settings(dagbag):
             assert task["retries"] == spec.orchestration.retries == 2
             assert task["backoff"] == 2.0  # each retry waits twice as long as the one before
             assert task["timeout_s"] == spec.orchestration.timeout_s == timedelta(hours=1).total_seconds()
+        # A DAG run still going at its deadline (by default the run's timeout) is alerted.
+        assert dag["deadlines"] == [
+            ["DagRunQueuedAtDeadline", spec.orchestration.timeout_s, "jobs.orchestration.deadlines.overran"]
+        ]
         # The output table is the Asset the run updates (JOBS_ROOT decides where it is).
         assert tasks["table_updated"]["outlets"] == [f"file://{dagbag['root']}/tables/{name}"]
         assert tasks["run_report"]["outlets"] == []
@@ -143,13 +148,15 @@ def test_the_backfill_and_data_quality_dags(dagbag):
     assert set(backfill["params"]) == {"pipeline", "since", "until", "prefixes", "publish_to", "max_files_per_trigger"}
 
     quality = dagbag["dags"]["jobs_data_quality"]
-    assert quality["timetable"] == "AssetOrTimeSchedule" and quality["summary"] in ("@daily", "0 0 * * *")
+    # Hourly: a shipped table may not go two hours without rows (its schedule's twice).
+    assert quality["timetable"] == "AssetOrTimeSchedule" and quality["summary"] in ("@hourly", "0 * * * *")
     assert sorted(a.rsplit("/", 1)[-1] for a in quality["assets"]) == sorted(declare.load_all())
     tasks = quality["tasks"]
     assert quality["params"]["revalidate"]["type"] == "boolean"  # default: only tables rows were appended to
     assert tasks["data_docs"]["trigger_rule"] == "all_done"
     assert tasks["verdict"]["trigger_rule"] == "none_failed"
     assert set(tasks["verdict"]["upstream"]) == {"data_docs", *(f"validate_{n}" for n in declare.load_all())}
+    assert tasks["freshness"]["upstream"] == [] and tasks["freshness"]["trigger_rule"] == "all_done"
 
 
 def test_the_maintenance_dag_keeps_each_delta_table(dagbag):
@@ -215,7 +222,7 @@ def test_one_declaration_that_does_not_load_costs_only_its_own_dag(tmp_path, bro
     for name in set(shipped) - {broken}:
         assert set(found["dags"][f"jobs_{name}"]["tasks"]) == {"run", "validate", "run_report", "table_updated"}
     quality = found["dags"]["jobs_data_quality"]["tasks"]
-    assert set(quality) - {"data_docs", "verdict"} == {f"validate_{n}" for n in set(shipped) - {broken}}
+    assert set(quality) - {"data_docs", "verdict", "freshness"} == {f"validate_{n}" for n in set(shipped) - {broken}}
     # ... the broken one's own DAG fails with why, when run ...
     own = found["dags"][f"jobs_{broken}"]
     assert set(own["tasks"]) == {"declaration"} and own["timetable"] == "NullTimetable"

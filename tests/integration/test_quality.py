@@ -282,13 +282,13 @@ def _open_in_chromium(browser, url: str, screenshot: Path) -> tuple[object, list
 def _other_pipelines_in_every_state(root: Path, now: datetime) -> dict[str, str]:
     """Run reports and validation results of more pipelines, written as the runs would
     write them: one whose last run failed, one whose last run's rows no validation checked,
-    one not run for 5 hours on an hourly schedule, one whose latest validation warned, one
+    one no run appended rows to for 5 hours on an hourly schedule (late), one whose latest validation warned, one
     whose latest validation passed. Returns pipeline -> the status the overview must show."""
-    states = {"rack_temperatures": "failing", "ad_clicks": "not validated", "device_steps": "stale"}
+    states = {"rack_temperatures": "failing", "ad_clicks": "not validated", "device_steps": "late"}
     states |= {"ad_impressions": "warning", "rack_alerts": "healthy"}
     for number, (name, state) in enumerate(states.items()):
         runs = Locations.resolve(name, root=str(root)).runs
-        started = now - timedelta(hours=5 if state == "stale" else 1, minutes=number)
+        started = now - timedelta(hours=5 if state == "late" else 1, minutes=number)
         report = RunReport(
             run_id=f"{started:%Y%m%dT%H%M%SZ}-test{number}",
             pipeline=name,
@@ -305,7 +305,7 @@ def _other_pipelines_in_every_state(root: Path, now: datetime) -> dict[str, str]
         )
         save(report, runs)
         validated_runs = [report.run_id]
-        if state == "stale":  # an earlier run whose every row was a duplicate: a whole bar of them
+        if state == "late":  # an earlier run whose every row was a duplicate: a whole bar of them
             validated_runs.append(f"{started - timedelta(hours=1):%Y%m%dT%H%M%SZ}-dup")
             save(
                 RunReport(
@@ -321,7 +321,7 @@ def _other_pipelines_in_every_state(root: Path, now: datetime) -> dict[str, str]
                 ),
                 runs,
             )
-        if state in ("stale", "warning", "healthy"):
+        if state in ("late", "warning", "healthy"):
             save_result(
                 ValidationResult(
                     pipeline=name,
@@ -344,7 +344,7 @@ LONG_ERROR = (
 )
 
 # The overview's status colours (jobs/quality_report/page.py STATUS_COLORS), as the screenshot shows them.
-STATUS_PIXELS = {"failing": (214, 69, 65), "not validated": (214, 128, 59), "stale": (142, 91, 214)}
+STATUS_PIXELS = {"failing": (214, 69, 65), "not validated": (214, 128, 59), "late": (142, 91, 214)}
 STATUS_PIXELS |= {"warning": (227, 177, 45), "healthy": (46, 158, 91)}
 _COUNT_COLOURS = """async ([png, colours]) => {
     const image = new Image();
@@ -434,8 +434,9 @@ def test_report_opens_without_errors_in_headless_chromium(validated, tmp_path):
             assert {
                 name.strip(" .") for name in page.locator("#never-run").inner_text().split(":", 1)[1].split(",")
             } == never
-            stale = page.locator('#overview tr[data-pipeline="device_steps"]')
-            assert "5.0 h ago" in stale.inner_text() and "no run for 5.0 h, scheduled every 1.0 h" in stale.inner_text()
+            late = page.locator('#overview tr[data-pipeline="device_steps"]').inner_text()
+            assert "5.0 h ago" in late and "no rows appended for 5.0 h, freshness 2.0 h (from its schedule)" in late
+            assert "5.0 h old / 2.0 h" in late  # the table's age against its freshness
             assert "37.5%" in page.locator('#overview tr[data-pipeline="rack_temperatures"]').inner_text()
             assert "OutOfMemoryError" in page.locator('#overview tr[data-pipeline="rack_temperatures"]').inner_text()
             # The screenshot shows each state's colour.

@@ -1,5 +1,6 @@
 """The data quality report's overview: each pipeline's status from its run reports and
-validation results, and whole-table checks marked stale once the table has grown."""
+validation results (a table past its freshness: late), and whole-table checks marked stale
+once the table has grown."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from jobs.history import freshness
 from jobs.history.anomalies import Anomaly
 from jobs.quality_report import health
 from jobs.quality_report.page import stale_checks
@@ -50,7 +52,7 @@ def check(report: RunReport, status: str, minutes_ago: float = 0, scope: str = "
     [("@hourly", 3600), ("@daily", 86400), ("*/15 * * * *", 900), ("0 6,18 * * *", 12 * 3600), (None, None)],
 )
 def test_a_schedule_interval_is_its_longest_gap(schedule, seconds):
-    assert health.schedule_interval_s(schedule) == seconds
+    assert freshness.schedule_interval_s(schedule) == seconds
 
 
 def test_each_status_and_its_reason():
@@ -66,11 +68,29 @@ def test_each_status_and_its_reason():
     assert status([ok, run(5, "failed", error="boom")]) == ("failing", "the last run failed: boom")
     assert status([run(5, "refused", error="held")]) == ("warning", "the last run was refused: held")
     old = run(150)
-    assert status([old], [check(old, "passed")]) == ("stale", "no run for 2.5 h, scheduled every 1.0 h")
-    assert status([old], [check(old, "passed")], schedule=None)[0] == "healthy"  # run by hand: never stale
+    late = "no rows appended for 2.5 h, freshness 2.0 h (from its schedule)"
+    assert status([old], [check(old, "passed")]) == ("late", late)
+    assert status([old], [check(old, "passed")], schedule=None)[0] == "healthy"  # run by hand: no freshness
     on_arrival = health.assess("p", "on_arrival", [old], [check(old, "passed")], NOW, at_least_every_s=3600)
-    assert (on_arrival.status, on_arrival.reason) == ("stale", "no run for 2.5 h, scheduled at least every 1.0 h")
+    assert (on_arrival.status, on_arrival.reason) == ("late", late)
     assert status([old], [check(old, "passed")], schedule="@daily")[0] == "healthy"
+
+
+def test_a_table_is_late_from_its_last_append_not_its_last_run():
+    """Freshness: a run that appends nothing does not make a table fresh; a declared
+    `freshness` holds whatever the schedule (jobs/history/freshness.py)."""
+    appended, quiet = run(150), run(5, rows=0)
+    checks = [check(appended, "passed"), check(quiet, "passed")]
+    found = health.assess("p", "@hourly", [appended, quiet], checks, NOW)
+    assert (found.status, found.reason) == ("late", "no rows appended for 2.5 h, freshness 2.0 h (from its schedule)")
+    assert found.age_s == 300 and found.freshness.last_append == NOW - timedelta(minutes=150)
+    assert health.assess("p", "@hourly", [appended, quiet], checks, NOW, freshness_s=3 * 3600).status == "healthy"
+    by_hand = health.assess("p", None, [run(20)], [check(run(20), "passed")], NOW, freshness_s=600)
+    assert (by_hand.status, by_hand.reason) == ("late", "no rows appended for 20 min, freshness 10 min")
+    never = health.assess("p", None, [run(90, rows=0)], [], NOW, freshness_s=3600)
+    assert (never.status, never.reason) == ("late", "no rows appended since its first run 1.5 h ago, freshness 1.0 h")
+    unknown = run(30).model_copy(update={"output_rows": None})  # a count not known: it committed a batch
+    assert freshness.appended(unknown) and not freshness.appended(unknown.model_copy(update={"batch_ids": []}))
 
 
 def test_rows_no_validation_checked_are_not_validated_until_one_does():

@@ -1,0 +1,81 @@
+"""Freshness without Spark: a table is late once no run appended rows for longer than its
+`freshness` (declared, else twice its schedule), read from the event logs by `history --late`
+as the report reads it from the run reports."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+from jobs.cli import main
+from jobs.history import freshness, log
+from jobs.lake.layout import Locations
+from jobs.run.report import RunReport
+from tests.helpers import declaration_copy
+
+
+def _run(now: datetime, pipeline: str, number: int, hours_ago: float, output_rows: int) -> RunReport:
+    started = now - timedelta(hours=hours_ago)
+    return RunReport(
+        run_id=f"{started:%Y%m%dT%H%M%SZ}-{number:06d}",
+        pipeline=pipeline,
+        trigger="available-now",
+        started_at=started.isoformat(),
+        ended_at=(started + timedelta(minutes=2)).isoformat(),
+        status="succeeded",
+        input_rows=output_rows,
+        used_rows=output_rows,
+        batch_ids=[number],
+        batches=1,
+        output_rows=output_rows,
+    )
+
+
+def test_history_late_lists_the_tables_no_run_appended_to_within_their_freshness(tmp_path, monkeypatch, capsys):
+    folder = tmp_path / "pipelines"
+    declaration_copy(folder, "clickstream", freshness="3 hours")  # declared
+    declaration_copy(folder, "device_steps")  # @hourly: twice that
+    declaration_copy(folder, "ad_clicks", schedule=None)  # by hand: none
+    monkeypatch.setenv("JOBS_PIPELINES_DIR", str(folder))
+    now = datetime.now(UTC).replace(microsecond=0)
+    root = tmp_path / "a root's * ?"  # SQL's and a glob's characters in its path (delta-rs refuses a '[')
+    histories = {
+        # appended 5 h ago; the runs since appended nothing: late, whatever its last run
+        "clickstream": [
+            _run(now, "clickstream", 0, 5, 40),
+            _run(now, "clickstream", 1, 1, 0),
+            _run(now, "clickstream", 2, 0.2, 0),
+        ],
+        "device_steps": [_run(now, "device_steps", 0, 1.5, 7)],  # within 2 h
+        "ad_clicks": [_run(now, "ad_clicks", 0, 240, 9)],  # ten days, but no freshness
+    }
+    for name, runs in histories.items():
+        for run in runs:
+            log.record_run(run, Locations.resolve(name, root=str(root)), None)
+
+    assert main(["history", "--late", "--root", str(root), "--json"]) == 0
+    (late,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    appended = datetime.fromisoformat(histories["clickstream"][0].ended_at)
+    assert late["pipeline"] == "clickstream" and datetime.fromisoformat(late["last_append"]) == appended
+    assert late["freshness_s"] == 3 * 3600 and late["declared"] is True
+    assert late["age_s"] == (datetime.fromisoformat(late["checked_at"]) - appended).total_seconds()
+
+    assert main(["history", "--late", "--root", str(root)]) == 0
+    said = capsys.readouterr().out
+    assert "clickstream" in said and "5.0 h ago" in said and "1 late table(s) of 2 with a freshness" in said
+    assert main(["history", "--late", "device_steps", "--root", str(root)]) == 0
+    assert "0 late table(s) of 1 with a freshness" in capsys.readouterr().out
+    assert main(["history", "--late", "--sql", "SELECT 1", "--root", str(root)]) == 2
+
+    # The report's reading of the run reports says the same of each table.
+    from jobs import declare
+
+    for name, runs in histories.items():
+        pipeline = declare.load(name)
+        from_log = {f.pipeline: f for f in freshness.of_logs(str(root), [pipeline], now)}[name]
+        from_reports = freshness.of_reports(name, freshness.limit_of(pipeline), runs, now)
+        assert (from_log.late, from_log.limit_s, from_log.last_append) == (
+            from_reports.late,
+            from_reports.limit_s,
+            from_reports.last_append,
+        )
