@@ -129,6 +129,14 @@ def _name(value: str) -> str:
     return value
 
 
+def parse_name(text: str, what: str = "name") -> str:
+    """A pipeline-style name from a command line, refused as a declaration refuses it."""
+    try:
+        return _name(text)
+    except ValueError as error:
+        raise UsageError(f"{what}: {error}") from None
+
+
 def _column(value: str) -> str:
     if not _COLUMN.match(value):
         raise ValueError(f"{value!r} is not a plain column name")

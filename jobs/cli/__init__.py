@@ -10,6 +10,7 @@ plan.py            plan              what a changed declaration means against th
 rebuild.py         rebuild           every landed file read again into a new build, then the switch to it
 quality_report.py  report            the data quality report and Data Docs
 history.py         history           the run history (every pipeline's event log), asked with SQL
+profile.py         profile           a first declaration and suite, proposed from landed events
 files.py           files             the file ledger, or the table's files
 quarantine_file.py quarantine-file   a landed file's lines quarantined unread
 land.py            land              files landed atomically

@@ -12,6 +12,8 @@ the whole, by pattern    pipeline.py (a union over window, process, join, events
 reading YAML             load.py
 pipelines that read pipelines  graph.py (`source: {table: ...}`: the table exists, no cycle, its event time)
 every problem at once    problems.py (several problems of one check together, "did you mean")
+a first one, proposed    profile.py (a sample of landed events, field by field), propose.py (the
+                         declaration and suite it suggests: `python -m jobs profile`)
 """
 
 from jobs.declare.load import DeclarationError, Declarations, from_mapping, load, load_all, load_each
