@@ -81,3 +81,38 @@ def run_chart(runs: list[RunReport], verdicts: dict[str, ValidationResult]) -> d
         "share_ticks": shares,
         "timezone": first.tzname() or "UTC",
     }
+
+
+TREND_RUNS = 20  # the overview's trend: the latest runs with input
+TREND_W, TREND_H = 120, 30
+
+
+def trend(runs: list[RunReport]) -> dict[str, Any] | None:
+    """The overview's small trend of the latest runs with input: their rows (to the most of
+    them) and their quarantine share (to the most of it, at least 5%), as two polylines, and
+    the runs with anomalies as dots; None without such runs."""
+    runs = [r for r in runs if r.input_rows][-TREND_RUNS:]
+    if not runs:
+        return None
+    step = (TREND_W - 4) / max(len(runs) - 1, 1)
+    most_rows = max(r.input_rows for r in runs)
+    shares = [r.quarantined_rows / r.input_rows for r in runs]
+    most_share = max(0.05, *shares)
+
+    def y(fraction: float) -> float:
+        return round(TREND_H - 2 - fraction * (TREND_H - 4), 1)
+
+    xs = [round(2 + i * step, 1) for i in range(len(runs))]
+    rows = [y(r.input_rows / most_rows) for r in runs]
+    quarantined = [y(share / most_share) for share in shares]
+    return {
+        "width": TREND_W,
+        "height": TREND_H,
+        "rows": " ".join(f"{x},{v}" for x, v in zip(xs, rows, strict=True)),
+        "quarantined": " ".join(f"{x},{v}" for x, v in zip(xs, quarantined, strict=True)),
+        "anomalies": [(x, v) for x, v, r in zip(xs, rows, runs, strict=True) if r.anomalies],
+        "said": (
+            f"last {len(runs)} runs with input: rows {runs[0].input_rows:,} to {runs[-1].input_rows:,} "
+            f"(most {most_rows:,}); quarantined {shares[0]:.1%} to {shares[-1]:.1%}"
+        ),
+    }

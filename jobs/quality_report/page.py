@@ -27,7 +27,7 @@ from jobs.lake.builds import current_build, in_use
 from jobs.lake.layout import Locations, is_s3, join, normalize
 from jobs.lake.pointer import Pointer
 from jobs.quality_report import health
-from jobs.quality_report.chart import FATES, run_chart
+from jobs.quality_report.chart import FATES, run_chart, trend
 from jobs.run.messages import brief
 from jobs.run.report import RunReport, load_reports
 from jobs.units import duration_words
@@ -181,6 +181,9 @@ def _section(root: str, pipeline: declare.PipelineBase, locations: Locations, no
         ),
         "output": locations.output,
         "chart": run_chart(runs, by_run),
+        "trend": trend(runs),
+        # The latest run with input, if it has anomalies: named first, with the late tables.
+        "anomalous": next((r for r in reversed(runs) if r.input_rows), None),
         "runs": [(run, by_run.get(run.run_id)) for run in reversed(runs)],
         # A column of filtered rows where a `where` filters, or once did: the table stays narrow.
         "filters": pipeline.filters or any(run.filtered_rows for run in runs),

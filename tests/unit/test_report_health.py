@@ -196,3 +196,43 @@ def test_a_run_report_carries_its_warnings_into_its_summary():
     report.finish("succeeded")
     report.warnings = warnings.run_warnings([report], NOW)
     assert "  warning: watermark_ahead: the watermark 9999-12-31T23:54:00Z is " in report.summary()
+
+
+def test_the_overview_names_late_tables_and_anomalies_first_and_draws_each_trend(tmp_path):
+    """The page (no Spark: rendered from stored run reports): a late table and a pipeline
+    whose latest run has anomalies are listed above the overview, and each pipeline's row
+    draws its rows and quarantine share over its latest runs (a red dot: a run with anomalies)."""
+    from jobs.lake.layout import Locations
+    from jobs.quality_report.chart import TREND_RUNS
+    from jobs.quality_report.page import render
+    from jobs.run.report import save
+
+    now = datetime.now(UTC)
+    root = str(tmp_path / "root")
+    clicks = Locations.resolve("clickstream", root=root).runs
+    runs = [run(10 * (25 - n), rows=100 + n, quarantined=n % 3) for n in range(25)]
+    halved = Anomaly(metric="input_rows", value=62, expected_low=99, expected_high=149, compared_runs=["a"] * 8)
+    runs[-1] = runs[-1].model_copy(update={"input_rows": 62, "used_rows": 62, "anomalies": [halved]})
+    for report in runs:
+        save(
+            report.model_copy(
+                update={"started_at": (now - (NOW - datetime.fromisoformat(report.started_at))).isoformat()}
+            ),
+            clicks,
+        )
+    steps = Locations.resolve("device_steps", root=root).runs
+    save(
+        run(0).model_copy(update={"pipeline": "device_steps", "started_at": (now - timedelta(hours=5)).isoformat()}),
+        steps,
+    )
+
+    page = render(root)
+    look_first = page[page.index('<ul id="look-first">') : page.index("</ul>")]
+    assert 'data-late="device_steps"' in look_first
+    assert "no rows appended for 5.0 h, freshness 2.0 h (from its schedule)" in look_first
+    assert f"run {runs[-1].run_id}: anomaly: input_rows 62, expected 99 to 149 (the 8 runs before)" in look_first
+    row = page[page.index('<tr data-pipeline="clickstream"') :]
+    trend = row[row.index("<td data-trend>") : row.index("</td>", row.index("<td data-trend>"))]
+    rows_line = trend[trend.index('<polyline points="') + 18 :].split('"')[0]
+    assert len(rows_line.split()) == TREND_RUNS  # the latest 20 runs with input
+    assert trend.count("<circle") == 1 and "rows 105 to 62 (most 123)" in trend
