@@ -16,6 +16,7 @@ import pytest
 
 from jobs import declare
 from jobs.accounting.checkpoint import CheckpointLog
+from jobs.history.anomalies import Anomaly
 from jobs.lake.layout import Locations
 from jobs.quality_report.health import STATUSES
 from jobs.run.report import RunReport, load_reports, save
@@ -302,6 +303,7 @@ def _other_pipelines_in_every_state(root: Path, now: datetime) -> dict[str, str]
             batch_ids=[0],
             output_rows=40,
             watermark=(started - timedelta(minutes=5)).isoformat(),
+            anomalies=[JUMP] if state == "warning" else [],  # named first, above the overview
         )
         save(report, runs)
         validated_runs = [report.run_id]
@@ -334,6 +336,15 @@ def _other_pipelines_in_every_state(root: Path, now: datetime) -> dict[str, str]
                 runs,
             )
     return states
+
+
+JUMP = Anomaly(
+    metric="quarantine_share",
+    value=0.375,
+    expected_low=0,
+    expected_high=0.02,
+    compared_runs=[f"r{n}" for n in range(8)],
+)
 
 
 # A failure's message past a line: the report folds it to its first sentence and the command.
@@ -401,6 +412,20 @@ def test_report_opens_without_errors_in_headless_chromium(validated, tmp_path):
                 ".map(t => t.closest('section').id)"
             )
             assert too_wide == []
+            # Late tables and anomalies first, above the overview; a trend in each pipeline's row.
+            assert (
+                page.locator('#look-first li[data-late="device_steps"]')
+                .inner_text()
+                .startswith("device_steps is late: no rows appended for 5.0 h")
+            )
+            assert (
+                page.locator('#look-first li[data-anomalies="ad_impressions"]')
+                .inner_text()
+                .endswith("anomaly: quarantine_share 37.5%, expected 0.0% to 2.0% (the 8 runs before)")
+            )
+            trends = page.locator("#overview table tbody tr td[data-trend] svg")
+            assert trends.count() == len(states) + 1  # every pipeline that ran, clickstream too
+            assert trends.first.bounding_box()["width"] == 120
             # Every run's row adds up: input = used + quarantined + late + duplicates.
             for row in page.locator("table.runs tbody tr").all():
                 count = {c: int(row.locator(f"td.{c}").inner_text()) for c in ("input", "used", "quarantined", "late")}
