@@ -14,7 +14,7 @@ import socket
 import sys
 import textwrap
 import time
-from datetime import UTC
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from jobs.accounting.checkpoint import CheckpointLog
@@ -184,3 +184,22 @@ def own_module(folder: Path, source: str) -> str:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}.py").write_text(textwrap.dedent(source))
     return name
+
+
+def finished_run(now: datetime, pipeline: str, number: int, hours_ago: float, output_rows: int) -> RunReport:
+    """A run report as a run that started `hours_ago` before `now`, took a minute and wrote
+    `output_rows` (0: it appended nothing) would store it."""
+    started = now - timedelta(hours=hours_ago)
+    return RunReport(
+        run_id=f"{started:%Y%m%dT%H%M%SZ}-{number:06d}",
+        pipeline=pipeline,
+        trigger="available-now",
+        started_at=started.isoformat(),
+        ended_at=(started + timedelta(minutes=1)).isoformat(),
+        status="succeeded",
+        input_rows=output_rows,
+        used_rows=output_rows,
+        batch_ids=[number],
+        batches=1,
+        output_rows=output_rows,
+    )

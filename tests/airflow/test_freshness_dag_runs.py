@@ -8,11 +8,11 @@ from datetime import UTC, datetime, timedelta
 
 from jobs.history import log
 from jobs.lake.layout import Locations
-from jobs.run.report import RunReport, save
+from jobs.run.report import save
 from jobs.units import duration
 from jobs.validate.result import ValidationResult, save_result
 from tests.airflow.dag_runs import dags_test
-from tests.helpers import declaration_copy
+from tests.helpers import declaration_copy, finished_run
 
 
 def _history(now: datetime, root: str, pipeline: str, runs: list[tuple[float, int]]) -> None:
@@ -21,20 +21,7 @@ def _history(now: datetime, root: str, pipeline: str, runs: list[tuple[float, in
     locations = Locations.resolve(pipeline, root=root)
     reports = []
     for number, (hours_ago, output_rows) in enumerate(runs):
-        started = now - timedelta(hours=hours_ago)
-        report = RunReport(
-            run_id=f"{started:%Y%m%dT%H%M%SZ}-{number:06d}",
-            pipeline=pipeline,
-            trigger="available-now",
-            started_at=started.isoformat(),
-            ended_at=(started + timedelta(minutes=1)).isoformat(),
-            status="succeeded",
-            input_rows=output_rows,
-            used_rows=output_rows,
-            batch_ids=[number],
-            batches=1,
-            output_rows=output_rows,
-        )
+        report = finished_run(now, pipeline, number, hours_ago, output_rows)
         save(report, locations.runs)
         log.record_run(report, locations, None)
         reports.append(report)

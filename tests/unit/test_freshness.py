@@ -5,30 +5,12 @@ as the report reads it from the run reports."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from jobs.cli import main
 from jobs.history import freshness, log
 from jobs.lake.layout import Locations
-from jobs.run.report import RunReport
-from tests.helpers import declaration_copy
-
-
-def _run(now: datetime, pipeline: str, number: int, hours_ago: float, output_rows: int) -> RunReport:
-    started = now - timedelta(hours=hours_ago)
-    return RunReport(
-        run_id=f"{started:%Y%m%dT%H%M%SZ}-{number:06d}",
-        pipeline=pipeline,
-        trigger="available-now",
-        started_at=started.isoformat(),
-        ended_at=(started + timedelta(minutes=2)).isoformat(),
-        status="succeeded",
-        input_rows=output_rows,
-        used_rows=output_rows,
-        batch_ids=[number],
-        batches=1,
-        output_rows=output_rows,
-    )
+from tests.helpers import declaration_copy, finished_run
 
 
 def test_history_late_lists_the_tables_no_run_appended_to_within_their_freshness(tmp_path, monkeypatch, capsys):
@@ -42,12 +24,12 @@ def test_history_late_lists_the_tables_no_run_appended_to_within_their_freshness
     histories = {
         # appended 5 h ago; the runs since appended nothing: late, whatever its last run
         "clickstream": [
-            _run(now, "clickstream", 0, 5, 40),
-            _run(now, "clickstream", 1, 1, 0),
-            _run(now, "clickstream", 2, 0.2, 0),
+            finished_run(now, "clickstream", 0, 5, 40),
+            finished_run(now, "clickstream", 1, 1, 0),
+            finished_run(now, "clickstream", 2, 0.2, 0),
         ],
-        "device_steps": [_run(now, "device_steps", 0, 1.5, 7)],  # within 2 h
-        "ad_clicks": [_run(now, "ad_clicks", 0, 240, 9)],  # ten days, but no freshness
+        "device_steps": [finished_run(now, "device_steps", 0, 1.5, 7)],  # within 2 h
+        "ad_clicks": [finished_run(now, "ad_clicks", 0, 240, 9)],  # ten days, but no freshness
     }
     for name, runs in histories.items():
         for run in runs:
