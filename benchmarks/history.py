@@ -5,7 +5,7 @@
 Appends each run's row and its one batch's row to its pipeline's event log through the
 writer the runs use (jobs/history/log.py: a version per append, compacted every 10; the
 older runs 100 to an append, see `append_runs`), then times the whole command as a user runs it (the newest runs; a GROUP BY over every
-run; the same with --since), and the answer alone inside one process. Figures, not
+run; the same with --since; the late tables), and the answer alone inside one process. Figures, not
 assertions: compare them between versions.
 """
 
@@ -103,6 +103,7 @@ def main() -> None:
         listed = timed(command, args.rounds)
         grouped = timed([*command, "--sql", GROUPED], args.rounds)
         recent = timed([*command, "--since", since, "--sql", GROUPED], args.rounds)
+        late = timed([*command, "--late"], args.rounds)
         start_only = timed([sys.executable, "-m", "jobs", "--help"], args.rounds)
         inside = []
         for _ in range(args.rounds):
@@ -112,7 +113,7 @@ def main() -> None:
     print(
         f"python -m jobs history, {args.runs:,} runs of {args.pipelines} pipelines (a run's two appends "
         f"{per_run * 1000:.0f} ms), median of {args.rounds}: the newest 20 {listed:.2f} s, GROUP BY {grouped:.2f} s, "
-        f"--since a week {recent:.2f} s; the command line's own start {start_only:.2f} s; "
+        f"--since a week {recent:.2f} s, --late {late:.2f} s; the command line's own start {start_only:.2f} s; "
         f"the answer inside one process {statistics.median(inside):.2f} s"
     )
 
