@@ -85,12 +85,13 @@ def group_orchestration(members: list[PipelineBase]) -> Orchestration:
     """How Airflow runs the group's DAG: the most retries, the longest delays, the longest
     timeout and deadline any member declares, so that each member gets at least its own."""
     declared = [member.orchestration for member in members]
+    deadlines = [o.deadline_s for o in declared if o.deadline_s]
     return Orchestration.model_validate(
         {
             "retries": max(o.retries for o in declared),
             "retry_delay": f"{max(o.retry_delay_s for o in declared)} seconds",
             "max_retry_delay": f"{max(o.max_retry_delay_s for o in declared)} seconds",
             "timeout": f"{max(o.timeout_s for o in declared)} seconds",
-            "deadline": f"{max(o.deadline_s or o.timeout_s for o in declared)} seconds",
+            "deadline": f"{max(deadlines)} seconds" if deadlines else None,
         }
     )

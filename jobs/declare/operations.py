@@ -129,7 +129,7 @@ class Orchestration(Part):
     max_retry_delay_s: Duration = Field(1800, alias="max_retry_delay")
     timeout_s: Duration = Field(3600, alias="timeout")  # a longer run is stopped, and retried from its checkpoint
     # A DAG run still going this long after it was queued is recorded and alerted as overrunning
-    # (an Airflow DeadlineAlert: jobs/orchestration/deadlines.py); None: the `timeout`.
+    # (an Airflow DeadlineAlert: jobs/orchestration/deadlines.py); None: no deadline.
     deadline_s: Duration | None = Field(None, alias="deadline")
 
     @model_validator(mode="before")

@@ -49,7 +49,10 @@ class Field:
         self.types[kind] += 1
         if kind == "object":
             for name, inner in value.items():
-                self.children.setdefault(name, Field()).observe(inner, in_array)
+                child = self.children.get(name)
+                if child is None:  # not setdefault: a Field made per value costs more than reading it
+                    child = self.children[name] = Field()
+                child.observe(inner, in_array)
         elif kind == "array":
             self.element = self.element or Field()
             for inner in value:

@@ -16,7 +16,7 @@ from demo import samples
 from jobs import declare
 from jobs.cli import main
 from jobs.lake.layout import Locations
-from jobs.validate.result import load_results
+from jobs.validate.validation import validate_run
 from tests.helpers import land_in_order, run_pipeline
 
 pytestmark = pytest.mark.slow
@@ -35,8 +35,9 @@ def _proposed_and_run(spark, tmp_path, monkeypatch, capsys, name: str, files: di
     assert main(["profile", locations.landing, "--name", name]) == 0
     said = capsys.readouterr().out
     print(said)
-    report = run_pipeline(spark, declare.load(name), locations)
-    (validation,) = [v for v in load_results(locations.runs) if report.run_id in v.run_ids]
+    pipeline = declare.load(name)
+    report = run_pipeline(spark, pipeline, locations)
+    validation = validate_run(spark, pipeline, locations, report)  # as `python -m jobs run` validates it
     failed = [check.message for check in validation.checks if check.success is False]
     return report, validation, failed, said, locations
 
