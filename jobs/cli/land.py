@@ -81,5 +81,6 @@ def check_read(to: str, root: str) -> None:
         f"no declared pipeline reads {target}{close}; the declared pipelines read, under {base}: "
         f"{', '.join(read) or 'nothing'}. "
         "Land into one of those (or a folder inside one), give the --root they are under, "
-        "or --force to land there anyway"
+        "or --force to land there anyway (events for a pipeline not declared yet, to propose one from them: "
+        "python -m jobs profile)"
     )

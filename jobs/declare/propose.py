@@ -131,9 +131,9 @@ def _refused(name: str, top: bool) -> str | None:
 
 def _type(found: Field, path: str, notes: list[str]) -> Any:
     """A field's declared type from the JSON kinds of its values (None: it cannot be declared)."""
-    if not found.types:
-        notes.append(f"field {path!r} is only ever null or absent here: declared string")
-        return "string"
+    if not found.types:  # declared string, an object arriving later would quarantine its event
+        notes.append(f"field {path!r} left out: only ever null here, its type unknown (a run ignores it)")
+        return None
     numbers = found.types["long"] + found.types["double"]
     if numbers and numbers == sum(found.types.values()):
         chosen, agreeing = ("double" if found.types["double"] else "long"), numbers
@@ -152,7 +152,10 @@ def _type(found: Field, path: str, notes: list[str]) -> Any:
             notes.append(f"field {path!r} left out: its objects hold no field a declaration can name")
         return inner or None
     if chosen == "array":
-        element = _type(found.element, f"{path}[]", notes) if found.element and found.element.types else "string"
+        if found.element is None or not found.element.types:  # only empty arrays: their element unknown
+            notes.append(f"field {path!r} left out: its arrays were empty or null here, their type unknown")
+            return None
+        element = _type(found.element, f"{path}[]", notes)
         return [element] if element is not None else None
     return chosen
 

@@ -108,7 +108,8 @@ def test_land_refuses_a_folder_no_declared_pipeline_reads_and_names_those_they_r
     assert capsys.readouterr().err == (
         f"error: no declared pipeline reads {typo} (did you mean 'clickstream'?); the declared pipelines read, "
         f"under {landing}: ad_clicks/clicks, ad_clicks/impressions, clickstream. Land into one of those (or a "
-        "folder inside one), give the --root they are under, or --force to land there anyway\n"
+        "folder inside one), give the --root they are under, or --force to land there anyway (events for a "
+        "pipeline not declared yet, to propose one from them: python -m jobs profile)\n"
     )
     assert not landing.exists()  # nothing landed
 
