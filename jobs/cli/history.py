@@ -88,17 +88,22 @@ def _late(args: argparse.Namespace) -> int:
 
     if args.sql or args.since:
         return fail(ExitCode.USAGE, "--late lists the late tables now: it takes no --sql or --since")
-    pipelines = [declare.load(args.pipeline)] if args.pipeline else list(declare.load_each().pipelines.values())
+    declared = declare.load_each()
+    pipelines = [declare.load(args.pipeline)] if args.pipeline else list(declared.pipelines.values())
+    broken = {} if args.pipeline else declared.broken  # not checked: said, and the exit says so
+    for name, why in broken.items():
+        print(f"error: {name} not checked, its declaration does not load: {printable(why)}", file=sys.stderr)
     checked = freshness.of_logs(args.root, pipelines, datetime.now(UTC))
     late = [f for f in checked if f.late]
     if args.json:
         sys.stdout.writelines(json.dumps(f.as_dict()) + "\n" for f in late)
-        return ExitCode.OK
-    rows = [(f.pipeline, f.last_append or "never", duration(f.age_s) + " ago", f.limit_said) for f in late]
-    _print_table(["pipeline", "last_append", "since", "freshness"], rows)
-    held = sum(f.limit_s is not None for f in checked)
-    print(f"{len(late)} late table(s) of {held} with a freshness")
-    return ExitCode.OK
+    else:
+        rows = [(f.pipeline, f.last_append or "never", duration(f.age_s) + " ago", f.limit_said) for f in late]
+        _print_table(["pipeline", "last_append", "since", "freshness"], rows)
+        held = sum(f.limit_s is not None for f in checked)
+        unchecked = f"; {len(broken)} declaration(s) not checked" if broken else ""
+        print(f"{len(late)} late table(s) of {held} with a freshness{unchecked}")
+    return ExitCode.USAGE if broken else ExitCode.OK
 
 
 def _print_table(columns: list[str], found: list) -> None:

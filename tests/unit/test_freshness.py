@@ -48,6 +48,16 @@ def test_history_late_lists_the_tables_no_run_appended_to_within_their_freshness
     assert main(["history", "--late", "device_steps", "--root", str(root)]) == 0
     assert "0 late table(s) of 1 with a freshness" in capsys.readouterr().out
     assert main(["history", "--late", "--sql", "SELECT 1", "--root", str(root)]) == 2
+    # A declaration that does not load is not checked: said, and the exit is not 0.
+    declared = (folder / "ad_clicks.yaml").read_text()
+    (folder / "ad_clicks.yaml").write_text(declared + "freshness: 30\n")
+    capsys.readouterr()
+    assert main(["history", "--late", "--root", str(root)]) == 2
+    said = capsys.readouterr()
+    assert "1 late table(s) of 2 with a freshness; 1 declaration(s) not checked" in said.out
+    assert said.err.startswith("error: ad_clicks not checked, its declaration does not load: ")
+    assert "freshness: 30 has no unit" in said.err
+    (folder / "ad_clicks.yaml").write_text(declared)
 
     # The report's reading of the run reports says the same of each table.
     from jobs import declare
