@@ -100,9 +100,9 @@ def test_files_landing_start_one_run_a_burst_one_and_an_idle_landing_none(spark,
     airflow = Scheduler(tmp_path / "home", root)
     airflow.env["JOBS_PIPELINES_DIR"] = str(folder)
 
-    airflow.start([DAG_ID, GROUP_DAG_ID])
     restarted = None
-    try:
+    try:  # started inside: a start that fails part way (a DAG that never parses) is stopped too
+        airflow.start([DAG_ID, GROUP_DAG_ID])
         started_by_clock(airflow, [DAG_ID, GROUP_DAG_ID])  # then an idle landing starts nothing
         deadline = time.monotonic() + 120
         # Each landing is an Asset Airflow shows with its watcher (once the scheduler has
@@ -184,8 +184,8 @@ def test_in_s3_a_notification_starts_a_run_and_the_listing_catches_one_lost(spar
     # object does not exist, and a run refuses a landing that does not exist.
     before = arrival("before", -10)
     land(landing, before)
-    airflow.start([DAG_ID])
     try:
+        airflow.start([DAG_ID])
         started_by_clock(airflow, [DAG_ID])
         deadline = time.monotonic() + 120
         while "clickstream" not in watched_landings(airflow):
