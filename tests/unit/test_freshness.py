@@ -5,7 +5,10 @@ as the report reads it from the run reports."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
+
+import pytest
 
 from jobs.cli import main
 from jobs.history import freshness, log
@@ -71,3 +74,41 @@ def test_history_late_lists_the_tables_no_run_appended_to_within_their_freshness
             from_reports.limit_s,
             from_reports.last_append,
         )
+
+
+def _docs_example(page: str, heading: str) -> dict:
+    """The YAML example under `heading` in a docs page."""
+    import yaml
+
+    from tests.helpers import REPO
+
+    text = (REPO / "docs" / page).read_text()
+    section = text[text.index(f"## {heading}\n") :]
+    return yaml.safe_load(re.search(r"```yaml\n(.*?)```", section, re.S).group(1))
+
+
+def test_the_docs_examples_of_freshness_quality_and_deadline_load_and_leave_the_checkpoint_contract_alone():
+    """Each setting as the docs write it (a declaration's freshness, quality, airflow deadline)
+    loads as documented; misspelt, it is refused with the name meant; none of them changes
+    what the state or the table holds, so none is in the checkpoint's contract (a change resumes)."""
+    import yaml
+
+    from jobs.declare.load import DeclarationError, from_mapping, pipelines_dir
+    from jobs.flow.patterns import pattern_of
+
+    shipped = yaml.safe_load((pipelines_dir() / "clickstream.yaml").read_text())
+    examples = {**_docs_example("history.md", "Freshness"), **_docs_example("history.md", "Anomalies")}
+    examples |= _docs_example("airflow.md", "Deadlines")
+    pipeline = from_mapping({**shipped, **examples})
+    assert pipeline.freshness_s == 2 * 3600
+    assert (pipeline.quality.anomalies, pipeline.quality.min_runs) == ("warn", 20)
+    assert pipeline.orchestration.deadline_s == 45 * 60
+    assert pattern_of(pipeline).contract() == pattern_of(from_mapping(shipped)).contract()
+    misspelt = {
+        "freshnes": ("2 hours", "did you mean 'freshness'?"),
+        "airflow": ({"deadlin": "45 minutes"}, "did you mean 'deadline'?"),
+        "quality": ({"anomalys": "warn"}, "did you mean 'anomalies'?"),
+    }
+    for key, (value, said) in misspelt.items():
+        with pytest.raises(DeclarationError, match=re.escape(said)):
+            from_mapping({**shipped, key: value})

@@ -37,12 +37,13 @@ def _loads(proposal) -> None:
     parse_suite(suite, from_mapping(declaration, "proposed"), "proposed")
 
 
+EXAMPLES = int(os.environ.get("JOBS_HYPOTHESIS_EXAMPLES", "150"))  # as tests/unit/test_poison_properties.py
 names = st.text(min_size=1, max_size=12)
 scalars = st.none() | st.booleans() | st.integers(-(2**62), 2**62) | st.floats(allow_nan=False) | st.text(max_size=20)
 values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(names, inner, max_size=3))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(st.dictionaries(names.filter(lambda n: n.lower() != "ts"), values, max_size=6), min_size=1, max_size=12)
 )
