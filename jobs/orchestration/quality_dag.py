@@ -35,6 +35,7 @@ from jobs.validate.suite import with_suites
 
 log = logging.getLogger(__name__)
 DATA_QUALITY_DAG_ID = f"{DAG_PREFIX}data_quality"
+HOURLY_UNDER_S = 2 * 86400  # a table's freshness under this: the DAG checks hourly, else daily
 
 
 def data_quality_dags() -> dict[str, DAG]:
@@ -43,7 +44,8 @@ def data_quality_dags() -> dict[str, DAG]:
 
     pipelines = with_suites(declare.load_each()).pipelines
     # Hourly where a table may not go two days without rows: a late one is alerted within the hour.
-    clock = "@hourly" if any((limit_of(p)[0] or 1e12) < 2 * 86400 for p in pipelines.values()) else "@daily"
+    limits = [limit for p in pipelines.values() if (limit := limit_of(p)[0]) is not None]
+    clock = "@hourly" if min(limits, default=HOURLY_UNDER_S) < HOURLY_UNDER_S else "@daily"
     dag = built(DATA_QUALITY_DAG_ID, data_quality_dag, sorted(pipelines), environment.root(), clock)
     return {DATA_QUALITY_DAG_ID: dag}
 
