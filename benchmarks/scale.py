@@ -17,7 +17,9 @@
 3. Small files: 100,000 one-line files in 10 dt= folders through the product and the
    minimal JSON stream (as written, and with the product's settings for small files); then
    one new file after them (as a DAG runs it, and with --landing-since) against one new
-   file on a fresh root.
+   file on a fresh root. Then 1,000,000 in 100 dt= folders through the product, and one new
+   file after them against one on a fresh root (`--only million`); and a bucket's listing
+   of one new day after a year of days (benchmarks/s3_listing.py, `--only s3-listing`).
 4. Incremental: the cost of a run with 1 new file after 0, 1,000 and 10,000 processed files.
 5. State: state rows over 20 runs of steady input.
 6. RocksDB: the backlog run with the RocksDB state store against the default one.
@@ -47,7 +49,7 @@ import random
 import shutil
 import statistics
 import sys
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from benchmarks import github_data, spending_data
@@ -284,8 +286,8 @@ def small_files(folder: Path, count: int = 100_000, folders: int = 10) -> Path:
     rng = random.Random(7)
     first = START.timestamp()
     for number in range(count):
-        day = number * folders // count
-        path = folder / f"dt=2023-07-{day + 1:02d}" / f"event-{number:06d}.json"
+        day = START.date() - timedelta(days=START.day - 1) + timedelta(days=number * folders // count)
+        path = folder / f"dt={day.isoformat()}" / f"event-{number:07d}.json"
         if number * folders % count < folders:
             path.parent.mkdir(parents=True, exist_ok=True)
         (line,) = file_lines(number, count, 1, 10_000, rng)
@@ -332,34 +334,63 @@ def many_small(count: int, memory: str, rounds: int = 3) -> None:
     for name in list(runs)[1:]:
         print(f"  product / {name}: {runs['product'].seconds / runs[name].seconds:.2f}")
 
+    one_new_file_after(count, landing, own, out, env, stream, rounds)
+
+
+def _new_day(landing: Path) -> str:
+    """The dt= folder of the day after the landing's last."""
+    last = max(date.fromisoformat(p.name.removeprefix("dt=")) for p in landing.glob("dt=*"))
+    return f"dt={last + timedelta(days=1)}"
+
+
+def one_new_file_after(count: int, landing: Path, own: dict, out: Path, env: dict, stream, rounds: int) -> None:
+    """In `rounds` interleaved rounds, one new file (in a new day) after `count` processed
+    files, and on a fresh root, by the product (and by the stream, when `stream` is given)."""
     print(f"  one new file after the {count:,} (median of {rounds}), against one on a fresh root:")
-    later = START + timedelta(days=11)
-    after: dict[str, list[float]] = {"product": [], "product --landing-since": [], "stream (json)": []}
-    fresh: dict[str, list[float]] = {"product": [], "stream (json)": []}
-    since = [*_PRODUCT, "--root", str(out / "product"), "--landing", str(landing), "--landing-since", "2023-07-11"]
+    new_day = _new_day(landing)
+    later = datetime.combine(date.fromisoformat(new_day.removeprefix("dt=")), datetime.min.time(), UTC)
+    since = [*_PRODUCT, "--root", str(out / "product"), "--landing", str(landing), "--landing-since", new_day[3:]]
+    runs = {
+        "product": lambda: _product(out / "product", landing, env),
+        "product --landing-since": lambda: measure(since, env=env),
+    }
+    if stream is not None:
+        runs["stream (json)"] = lambda: stream("stream", own["stream (json)"], resume=True)
+    after: dict[str, list[float]] = {name: [] for name in runs}
+    fresh: dict[str, list[float]] = {"product": [], "stream (json)": []} if stream else {"product": []}
     for number in range(rounds):
-        runs = {
-            "product": lambda: _product(out / "product", landing, env),
-            "product --landing-since": lambda: measure(since, env=env),
-            "stream (json)": lambda: stream("stream", own["stream (json)"], resume=True),
-        }
         for name, run in runs.items():
-            new = own[name.split(" --")[0]] / "dt=2023-07-11"
+            new = own[name.split(" --")[0]] / new_day
             new.mkdir(exist_ok=True)
             landed = len(list(new.iterdir()))
             _land(new, landed, 10, later + timedelta(minutes=landed))
             after[name].append(_checked(f"{name} after them", run()).seconds)
         alone = out / f"fresh-{number}"
-        (alone / "landing" / "dt=2023-07-11").mkdir(parents=True)
-        _land(alone / "landing" / "dt=2023-07-11", 0, 10, later)
+        shutil.rmtree(alone, ignore_errors=True)
+        (alone / "landing" / new_day).mkdir(parents=True)
+        _land(alone / "landing" / new_day, 0, 10, later)
         fresh["product"].append(_checked("the product, fresh", _product(alone, alone / "landing", env)).seconds)
-        fresh["stream (json)"].append(stream(f"fresh-{number}/stream", alone / "landing").seconds)
+        if stream is not None:
+            fresh["stream (json)"].append(stream(f"fresh-{number}/stream", alone / "landing").seconds)
     for name, seconds in after.items():
         base = statistics.median(fresh[name.split(" --")[0]])
         ratio = statistics.median(seconds) / base
         print(
             f"  {name:24} after {count:,}: {statistics.median(seconds):5.1f} s, fresh: {base:5.1f} s, ratio {ratio:.2f}"
         )
+
+
+def a_million_small(count: int, memory: str, rounds: int = 3) -> None:
+    """`count` one-line files in 100 dt= folders through the product once, then one new file
+    after them against one on a fresh root (the product alone: what its file log costs)."""
+    print(f"\nsmall files: {count:,} one-line files in 100 dt= folders, the product alone")
+    out = WORK / "out-million"
+    shutil.rmtree(out, ignore_errors=True)
+    landing = _linked(small_files(WORK / f"small-{count}", count, folders=100), out / "landing")
+    env = {"SPARK_DRIVER_MEMORY": memory}
+    first = _checked("the product over the small files", _product(out / "product", landing, env))
+    print(f"  product, the first run over them {first.seconds:7.1f} s  {gib(first.peak_memory)}", flush=True)
+    one_new_file_after(count, landing, {"product": landing}, out, env, None, rounds)
 
 
 def incremental(sizes: tuple[int, ...] = (0, 1_000, 10_000)) -> None:
@@ -518,6 +549,8 @@ def main() -> None:
             "rebuild",
             "s3",
             "small-delta",
+            "million",
+            "s3-listing",
             "sizing",
             "history",
         ),
@@ -530,6 +563,14 @@ def main() -> None:
         nested(150_000, args.rounds, args.memory)
     if args.only in (None, "small"):
         many_small(100_000, args.memory, args.rounds)
+    if args.only in (None, "million"):
+        a_million_small(1_000_000, args.memory, args.rounds)
+    if args.only in (None, "s3-listing"):
+        print(
+            _checked(
+                "the S3 listing", measure([PY, "-m", "benchmarks.s3_listing", "--rounds", str(args.rounds)])
+            ).stdout
+        )
     if args.only in (None, "incremental"):
         incremental()
     if args.only in (None, "state"):

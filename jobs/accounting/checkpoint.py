@@ -3,7 +3,8 @@
     <checkpoint>/metadata         the query's id (a Delta table's log names its batches by it)
     <checkpoint>/offsets/N        batch N's planned source offsets and the watermark it ran with
     <checkpoint>/commits/N        batch N finished; the watermark for the next batch
-    <checkpoint>/sources/S/K      the files source S found at its offset K (K.compact: all so far)
+    <checkpoint>/sources/S/K      the files source S took at its offset K, and their index by
+                                  landing folder (jobs/accounting/source_log.py)
     <output>/_spark_metadata/N    a Parquet table: the files the sink committed in batch N (N.compact: all so far)
     <output>/_delta_log/V.json    a Delta table: version V, one batch's commit (jobs/lake/delta.py)
 
@@ -22,6 +23,7 @@ from typing import Any
 
 import msgspec
 
+from jobs.accounting.source_log import SourceLog
 from jobs.lake import delta, delta_source, fs, listings
 from jobs.lake.layout import Locations, from_spark, join
 
@@ -39,11 +41,6 @@ def _log_entries(uri: str) -> list[dict[str, Any]]:
     as one array: a compaction of 100,000 files took 0.6-1.0 s line by line, 0.1 s so."""
     lines = fs.read_bytes(uri).splitlines()[1:]
     return msgspec.json.decode(b"[" + b",".join(line for line in lines if line.strip()) + b"]")
-
-
-# A file source's taken files (location -> modification time, ms) and the last of its log
-# files they were read from (CheckpointLog.recorded_through).
-Recorded = tuple[dict[str, int], int]
 
 
 def _log_files(folder: str) -> dict[int, str]:
@@ -182,33 +179,17 @@ class CheckpointLog:
     def recorded_files(self, source: int = 0) -> dict[str, int]:
         """Every file source `source` has taken, in any batch -> the modification time (ms)
         it had when the source listed it."""
-        return self.recorded_through(source)[0]
-
-    def recorded_through(self, source: int = 0, known: Recorded | None = None) -> Recorded:
-        """`recorded_files`, and the last of the source's log files they come from. With
-        `known` (an earlier answer), only the log files written since are read, unless one
-        of them is a compaction (which holds every entry: read alone)."""
         planned = self.last_planned()
         if planned is not None and self.delta_offset(planned, source) is not None:
             # A Delta upstream's: the files of the table as its source has read it through.
             through = self.delta_offset(planned, source).version - 1
             files = delta.table_files(self.landing, through) if through >= 0 else {}
-            return {path: int(entry.get("modificationTime") or 0) for path, entry in files.items()}, planned
-        folder = join(self.checkpoint, "sources", str(source))
-        logs = _log_files(folder)
-        last = max(logs, default=-1)
-        newer = [b for b in sorted(logs) if known is not None and b > known[1]]
-        if known is not None and not any(logs[b].endswith(".compact") for b in newer):
-            added = {from_spark(e["path"]): e["timestamp"] for b in newer for e in _log_entries(join(folder, logs[b]))}
-            return {**known[0], **added}, last
-        first = max((b for b in logs if logs[b].endswith(".compact")), default=0)  # all entries so far
-        entries = {
-            from_spark(entry["path"]): entry["timestamp"]
-            for b in sorted(logs)
-            if b >= first
-            for entry in _log_entries(join(folder, logs[b]))
-        }
-        return entries, last
+            return {path: int(entry.get("modificationTime") or 0) for path, entry in files.items()}
+        return self.source_log(source).all_taken()
+
+    def source_log(self, source: int = 0, landing: str = "") -> SourceLog:
+        """Source `source`'s file log, whose index is kept by the folders of `landing`."""
+        return SourceLog(join(self.checkpoint, "sources", str(source)), landing)
 
     def query_id(self) -> str | None:
         """The streaming query's id, kept across its runs (None before its first)."""

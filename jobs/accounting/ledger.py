@@ -9,6 +9,7 @@ metrics/N          batch N's lines read per source and what only Spark counted, 
 outlived.json      the parts of the declaration a checkpoint outlives a change of (a `where`), as the last run had them
 closed.json        a backfill's range closed: the batch whose watermark passed every window (jobs/backfill/stage.py)
 retention.json     how far retention has looked at accounted batches (jobs/run/retention.py)
+listing.json       per source, the newest dated folder taken and the last whole listing (jobs/run/pending.py)
 quarantined_files.json  landed files quarantined by hand, with the reason (python -m jobs quarantine-file)
 retired.json       the build that replaced this checkpoint's (jobs/change/rebuild.py): no run resumes it
 previous_builds.json  builds this one replaced, kept for a rollback until retention removes them
@@ -103,6 +104,14 @@ class Ledger:
 
     def record_retention_mark(self, batch_id: int) -> None:
         fs.write_json(join(self.uri, "retention.json"), {"through_batch": batch_id})
+
+    # How a dated landing is listed: per source, the newest day taken and when it was last listed whole.
+    def listing_state(self) -> dict[str, dict[str, Any]]:
+        said = fs.read_json_if_there(join(self.uri, "listing.json"))
+        return said["sources"] if said else {}
+
+    def record_listing_state(self, sources: dict[str, dict[str, Any]]) -> None:
+        fs.write_json(join(self.uri, "listing.json"), {"sources": sources})
 
     # Validation: every batch up to the mark has had its rows validated. Written by validations,
     # which may overlap (a run's, `validate`): at worst a later one checks a batch again.

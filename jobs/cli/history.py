@@ -102,6 +102,11 @@ def _late(args: argparse.Namespace) -> int:
         _print_table(["pipeline", "last_append", "since", "freshness"], rows)
         held = sum(f.limit_s is not None for f in checked)
         unchecked = f"; {len(broken)} declaration(s) not checked" if broken else ""
+        never = [f.pipeline for f in checked if f.limit_s is not None and f.age_s is None]
+        if never:  # not late, and not fresh either: a wrong --root says so here, not as an all-clear
+            print(
+                f"never run under {args.root}: {', '.join(never)} (no run in an event log there yet)", file=sys.stderr
+            )
         print(f"{len(late)} late table(s) of {held} with a freshness{unchecked}")
     return ExitCode.USAGE if broken else ExitCode.OK
 

@@ -23,6 +23,11 @@ class Quality(Part):
     # Judging starts once the pipeline has this many comparable runs (succeeded, with input).
     min_runs: int = Field(8, ge=3)
 
+    @field_validator("anomalies", mode="before")
+    @classmethod
+    def _off_unquoted(cls, value: Any) -> Any:
+        return "off" if value is False else value  # YAML reads an unquoted `off` as false
+
 
 class Retention(Part):
     """How long what a run keeps is kept (the declaration's optional `retention:` block;

@@ -83,6 +83,16 @@ def _declared_types(value: Any) -> dict[str, str]:
     return {str(name): schema.spelled(declared_kind(kind, str(name))) for name, kind in value.items()}
 
 
+class Listing(Part):
+    """How a run lists a dated landing (dt=YYYY-MM-DD folders): from the newest day it has
+    taken, and every day within `lateness` of today (files may still land in them); every
+    folder at least every `whole_every`, when a file that landed in a day already passed is
+    found, taken and named (docs/layout.md, "Dated folders")."""
+
+    lateness_s: Duration = Field(2 * 24 * 3600, alias="lateness")
+    whole_every_s: Duration = Field(24 * 3600, alias="whole_every")
+
+
 class Source(Part):
     """Newline-delimited JSON landed in a folder. With a stream-stream join each source
     lands in a folder of its own, <landing>/<name>/. Or another pipeline's table
@@ -113,6 +123,7 @@ class Source(Part):
     # Other pipelines read this landing too (each declaring it shared): retention then removes a
     # landed file only once every one of them has read it. Unshared, a second reader is refused.
     shared: bool = False
+    listing: Listing = Listing()
     _recorded: dict[str, str] | None = PrivateAttr(default=None)
     _quarantined_files: tuple[tuple[str, str], ...] = PrivateAttr(default=())
 

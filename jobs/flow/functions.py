@@ -4,8 +4,8 @@ session, and the tally they count into.
     jobs_decode_N(line, source_file, block_start, file_size)  -> the declared fields, the
         line's number, its reason and detail (io.triggeronce.jobs.sql.Decode; the reading of
         tests/reference/decode.py, which stays the reference it is tested against)
-    jobs_count_N(source_file, late_at_us, rescued, broken, reason, block_start, line_number,
-        line, detail, filtered) -> usable?  (io.triggeronce.jobs.sql.Count)
+    jobs_count_N(source_file, late_at_us, rescued, broken, reason, (block_start, line_number,
+        line, detail), filtered, key_hash) -> usable?  (io.triggeronce.jobs.sql.Count)
     jobs_transformed_N(source_file, late_at_us) -> true: a record a transform gave back
         (io.triggeronce.jobs.sql.Transformed; jobs/flow/transform.py)
 

@@ -64,7 +64,7 @@ def usable_events(
         rules = tuple(rule.name for rule in pipeline.rules_for(source))
         transforms = pattern.transforms(index)  # then late as the transform gives them back
         late_at = None if transforms else pattern.late_at(F.col(EVENT_TIME))
-        events = counted(events, tally, late_at, rules, filtered(events), transforms)
+        events = counted(events, tally, late_at, rules, filtered(events), transforms, pattern.keys(index))
     return usable(events)
 
 
@@ -102,6 +102,7 @@ def start_query(
     spark: SparkSession,
     pipeline: PipelineBase,
     *,
+    paths: list[str],
     landings: list[str],
     output: str,
     checkpoint: str,
@@ -110,11 +111,11 @@ def start_query(
     dimension: DataFrame | None = None,
     tally: Tally | None = None,
 ) -> StreamingQuery:
-    """Start the streaming query of `pipeline`: each source's landing (at most `limits` per
-    batch), the flow (its rows counted in `tally`), the sink."""
+    """Start the streaming query of `pipeline`: each source's landing, as `paths` say what of
+    it to list (at most `limits` per batch), the flow (its rows counted in `tally`), the sink."""
     lines = [
-        stream_table(spark, landing, source, limits) if source.table else stream_lines(spark, landing, limits)
-        for source, landing in zip(pattern_of(pipeline).sources, landings, strict=True)
+        stream_table(spark, path, source, limits) if source.table else stream_lines(spark, path, landing, limits)
+        for source, path, landing in zip(pattern_of(pipeline).sources, paths, landings, strict=True)
     ]
     table = pipeline_table(pipeline, lines, dimension, tally)
     retention_s = pipeline.retention.output_after_s

@@ -29,9 +29,10 @@ READ_LIMIT = RECORD_LIMIT + 2**20
 LINE_LIMIT_SETTING = "mapreduce.input.linerecordreader.line.maxlength"
 
 
-# Spark's "text" streaming source, whose batches it sizes from the state the query keeps
-# (the product's jar; jobs/flow/admission.py).
-SIZED_TEXT = "io.triggeronce.jobs.source.SizedText"
+# The product's streaming source of landed lines (the product's jar, on Spark's DataSource V2
+# API): its own file log, whose index a start reads only for the folders it lists, and its
+# batches sized from the state the query keeps (jobs/flow/admission.py).
+LANDING_SOURCE = "io.triggeronce.jobs.source.LandingSource"
 
 
 # A local landing is listed through the product's file system, which never shows a link, a fifo
@@ -45,23 +46,30 @@ LANDING_OPTIONS = {
 }
 
 
-def stream_lines(spark: SparkSession, path: str, limits: Limits | None = None) -> DataFrame:
-    """The streaming source: every line of every file landed under `path`, with where it
-    was read from (`_with_file`), at most `limits` per batch."""
-    reader = spark.readStream.format(SIZED_TEXT).option("recursiveFileLookup", "true").options(**LANDING_OPTIONS)
+def stream_lines(spark: SparkSession, path: str, landing: str, limits: Limits | None = None) -> DataFrame:
+    """The streaming source: every line of every file under `path` (the landing `landing`, or
+    a pattern of part of it: its new files' names, its dated folders), with where it was read
+    from, at most `limits` per batch."""
+    reader = spark.readStream.format(LANDING_SOURCE).option("landing", landing).options(**LANDING_OPTIONS)
     if limits and limits.max_files:
         reader = reader.option("maxFilesPerTrigger", limits.max_files)
     if limits and limits.max_bytes:
         reader = reader.option("maxBytesPerTrigger", limits.max_bytes)
     if limits and limits.sized_cap:
         reader = reader.option("sizing.cap", limits.sized_cap).option("sizing.stateBudget", limits.state_budget)
-    return _with_file(reader.load(path))
+    lines = reader.load(path)
+    return lines.select(
+        F.col("value").alias(LINE),
+        F.col("file_path").alias(SOURCE_FILE),
+        F.col("file_block_start").alias(BLOCK_START),
+        F.col("file_size").alias(FILE_SIZE),
+    )
 
 
-def batch_sizes(spark: SparkSession, query_id: str) -> list[dict[str, int]]:
-    """What the sized source chose for each batch of query `query_id` after its first
-    (io.triggeronce.jobs.source.BatchSizing), taken from the JVM."""
-    return json.loads(spark.sparkContext._jvm.io.triggeronce.jobs.source.BatchSizing.take(query_id))
+def batch_sizes(progress_sources: list) -> list[dict[str, int]]:
+    """What the landing source chose for each batch after its first, from a progress's
+    sources (their metrics' `sizing`: every choice the query made so far)."""
+    return [choice for s in progress_sources for choice in json.loads((s.metrics or {}).get("sizing") or "[]")]
 
 
 def read_lines(spark: SparkSession, paths: list[str]) -> DataFrame:

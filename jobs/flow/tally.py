@@ -11,7 +11,8 @@ fed by the SQL functions of jobs/flow/functions.py), as the query reads them:
                                 they are in the file, the line, the reason and its detail; and
                                 for each usable record the time at or before which its pattern
                                 drops it as late (`late_at`: the watermark that decides is only
-                                known once the batch has run)
+                                known once the batch has run); per batch, the distinct keys of
+                                the usable records the `where` keeps (a HyperLogLog sketch)
 
 and a processor's guard (jobs/flow/guard.py), in Spark's Python workers, adds the rows a
 processor failed on to a Python accumulator beside it.
@@ -153,6 +154,12 @@ class Tally:
         _merge_files(found, take_batch(self._accumulator.value, batch_id))
         return {from_spark(name): count for name, count in found.items()}
 
+    def distinct_keys(self) -> int | None:
+        """The distinct keys of every batch taken so far (an estimate, about 1.6% off: a
+        HyperLogLog sketch); None when no batch had keys to count."""
+        found = self.jvm.distinctKeys()
+        return None if found < 0 else int(found)
+
 
 def files_of_json(text: str) -> Files:
     """The JVM's counts of a batch (Tally.takeBatch's JSON) as FileCounts."""
@@ -203,6 +210,7 @@ def counted(
     rules: tuple[str, ...] = (),
     filtered: Column | None = None,
     transforms: bool = False,
+    keys: list[str] | None = None,
 ) -> DataFrame:
     """Parsed records -> the usable ones, every record counted in `tally` on its way
     through, in the JVM: only the quarantined ones bring their line. `rules`: the names of
@@ -210,9 +218,12 @@ def counted(
     `filtered`: whether the declaration's `where` filters a record (counted so, never late;
     still usable: the watermark sees it, jobs/flow/expressions.py). `transforms`: the ones it
     keeps go through a transform next, counted as filtered until it gives them back, and late
-    as they come out (jobs/flow/transform.py): `late_at` is then None."""
+    as they come out (jobs/flow/transform.py): `late_at` is then None. `keys`: the paths the
+    pattern's state is keyed by, whose distinct values over the usable records the `where`
+    keeps are counted per batch (a hash of them, into a sketch: Tally.distinct_keys)."""
     from pyspark.sql import functions as F
 
+    from jobs.flow.fields import field
     from jobs.flow.functions import register_count
 
     quarantined = F.col(QUARANTINE_REASON).isNotNull()
@@ -223,11 +234,12 @@ def counted(
         "broken": F.col(BROKEN) if rules else F.lit(0).cast("long"),
         "reason": F.col(QUARANTINE_REASON),
         # Where a quarantined record is, and what it says: null for the usable ones.
-        "block_start": F.when(quarantined, F.col(BLOCK_START)),
-        "line_number": F.when(quarantined, F.col(LINE_NUMBER)),
-        "line": F.when(quarantined, F.col(LINE)),
-        "detail": F.when(quarantined, F.col(QUARANTINE_DETAIL)),
+        "where": F.when(
+            quarantined,
+            F.struct(F.col(BLOCK_START), F.col(LINE_NUMBER), F.col(LINE), F.col(QUARANTINE_DETAIL)),
+        ),
         "filtered": F.lit(False) if filtered is None else filtered,
+        "key_hash": F.xxhash64(*(field(key) for key in keys)) if keys else F.lit(None).cast("long"),
     }
     count = register_count(parsed.sparkSession, rules, tally.jvm, transforms)
     # A column, then a filter on it: as a filter, Spark would push the count below the
@@ -245,9 +257,7 @@ COUNTED = (
     "rescued",
     "broken",
     "reason",
-    "block_start",
-    "line_number",
-    "line",
-    "detail",
+    "where",
     "filtered",
+    "key_hash",
 )

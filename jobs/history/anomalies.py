@@ -53,6 +53,7 @@ METRICS = {
     "input_rows": ROWS,
     "used_rows": ROWS,
     "output_rows": ROWS,
+    "distinct_keys": ROWS,
     "quarantine_share": SHARE,
     "filtered_share": SHARE,
     "late_share": SHARE,
@@ -90,17 +91,19 @@ def metrics_of(run: dict) -> dict[str, float]:
     return found
 
 
-def output_metrics(accounts: Sequence[BatchAccount]) -> dict[str, float]:
-    """What a run wrote, measured: `null_share:<column>` (its batches' nulls in each top-level
-    column over their output rows, from the files' footers); none while a batch's are unknown."""
+def run_metrics(accounts: Sequence[BatchAccount], distinct_keys: int | None = None) -> dict[str, float]:
+    """What a run measured: `distinct_keys` (of its input, counted in the query: None, a pattern
+    keyed by nothing) and `null_share:<column>` (its batches' nulls in each top-level column
+    over their output rows, from the files' footers; none while a batch's are unknown)."""
+    found = {} if distinct_keys is None or not accounts else {"distinct_keys": float(distinct_keys)}
     if any(a.output_nulls is None or a.output_rows is None for a in accounts):
-        return {}
+        return found
     wrote = [a for a in accounts if a.output_rows]  # a batch that wrote no file counted no column
     if not wrote:
-        return {}
+        return found
     rows = sum(a.output_rows or 0 for a in wrote)
     columns = set.intersection(*(set(a.output_nulls or {}) for a in wrote))
-    return {f"null_share:{c}": sum((a.output_nulls or {})[c] for a in wrote) / rows for c in sorted(columns)}
+    return found | {f"null_share:{c}": sum((a.output_nulls or {})[c] for a in wrote) / rows for c in sorted(columns)}
 
 
 def kind_of(metric: str) -> Metric:

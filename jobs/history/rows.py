@@ -67,7 +67,7 @@ RUNS = pa.schema(
         ("quarantine_reasons", _COUNTS),  # reason -> rows
         ("rule_violations", _COUNTS),  # rule -> rows that broke it
         ("warnings", pa.list_(pa.string())),
-        # Measured on the run's output (null_share:<column>); with its account,
+        # Measured: the input's distinct_keys, the output's null_share:<column>; with its account,
         # what anomalies are judged on (jobs/history/anomalies.py).
         ("metrics", pa.list_(pa.struct([("name", pa.string()), ("value", pa.float64())]))),
         ("anomalies", pa.list_(_ANOMALY)),

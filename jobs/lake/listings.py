@@ -38,19 +38,22 @@ SKIPPED_SPECIAL = "not a regular file"
 SKIPPED_NAME = "a name that is not UTF-8 text (which Spark cannot open)"
 
 
-def listing(uri: str) -> Listing:
-    """Every file under a folder, at any depth, as locations like `uri`, and what was passed over."""
+def listing(uri: str, leave_out: frozenset[str] = frozenset()) -> Listing:
+    """Every file under a folder, at any depth, as locations like `uri`, and what was passed
+    over; but for the folders directly under it named in `leave_out` (a dated landing's days
+    already passed: jobs/run/pending.py)."""
     with fs.errors(uri):
         if is_s3(uri):
-            return _s3_listing(uri)
-        return _local_listing(uri)
+            return _s3_listing(uri) if not leave_out else _s3_listing_but(uri, leave_out)
+        return _local_listing(uri, leave_out)
 
 
-def _local_listing(uri: str) -> Listing:
+def _local_listing(uri: str, leave_out: frozenset[str] = frozenset()) -> Listing:
     """Folder by folder, never through a link (the folder `uri` itself is resolved once)."""
     files: dict[str, tuple[int, int]] = {}
     skipped: dict[str, str] = {}
-    folders = [(str(local_path(uri)), uri.rstrip("/"))]
+    root = uri.rstrip("/")
+    folders = [(str(local_path(uri)), root)]
     while folders:
         folder, location = folders.pop()
         try:
@@ -67,7 +70,8 @@ def _local_listing(uri: str) -> Listing:
                 elif entry.is_symlink():
                     skipped[where] = SKIPPED_LINK
                 elif entry.is_dir(follow_symlinks=False):
-                    folders.append((entry.path, where))
+                    if not (location == root and entry.name in leave_out):
+                        folders.append((entry.path, where))
                 elif entry.is_file(follow_symlinks=False):
                     stat = entry.stat(follow_symlinks=False)
                     files[where] = (stat.st_size, stat.st_mtime_ns // 10**6)
@@ -101,6 +105,26 @@ def _s3_listing(uri: str) -> Listing:
         else:
             files[where] = (size, mtime_ms)
     return Listing(dict(sorted(files.items())), skipped)
+
+
+def _s3_listing_but(uri: str, leave_out: frozenset[str]) -> Listing:
+    """The objects directly under the prefix, then each folder under it but those left out."""
+    base = uri.rstrip("/")
+    top, folders = Listing({}, {}), []
+    for relative, size, mtime_ms in s3.objects_under(base, top_only=True):
+        if not relative or relative.startswith((".", "_")):
+            continue
+        if relative.endswith("/"):
+            folders.append(relative[:-1])
+        else:
+            top.files[f"{base}/{relative}"] = (size, mtime_ms)
+    for name in folders:
+        if name in leave_out or name in ("", ".", ".."):
+            continue  # an odd segment: the whole listing names its keys (_s3_listing)
+        found = _s3_listing(f"{base}/{name}")
+        top.files.update(found.files)
+        top.skipped.update(found.skipped)
+    return Listing(dict(sorted(top.files.items())), top.skipped)
 
 
 def is_file_inside(uri: str, folder: str) -> bool:

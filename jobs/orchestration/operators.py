@@ -165,12 +165,14 @@ class ValidateTableOperator(JobsSubmitOperator):
             runs = in_use(self.pipeline_name, self.root).runs
             reports, results = load_reports(runs), load_results(runs)
         current = current_table_check(reports, results)
+        why = None
         if not has_committed_batches(reports):
-            raise AirflowSkipException(f"nothing to validate yet: {self.pipeline_name} has committed no batch")
-        if current and not context["params"].get("revalidate"):
-            raise AirflowSkipException(
-                f"unchanged: no run of {self.pipeline_name} appended rows since table check {current}"
-            )
+            why = f"nothing to validate yet: {self.pipeline_name} has committed no batch"
+        elif current and not context["params"].get("revalidate"):
+            why = f"unchanged: no run of {self.pipeline_name} appended rows since table check {current}"
+        if why:
+            self.log.info("%s", why)  # Airflow's own log of a skip says only "Skipping task."
+            raise AirflowSkipException(why)
         return super().execute(context)
 
 

@@ -5,17 +5,13 @@ folder read the committed rows only: files no batch committed (a run died betwee
 a batch and committing it), and files past the table's declared retention, which Spark's
 sink log dropped when it compacted.
 
-Landed files the file source passes over without a word are found and named in the run
-report. Spark's file source (the product keeps its defaults, as Auto Loader does):
-- skips a file whose modification time is more than `maxFileAge` (7 days) before the
-  newest file it has taken, so that what it remembers stays bounded; such a file was
-  most likely copied in with its old time kept (`cp -p`, `rsync -t`);
-- takes each name once: a file rewritten in place after it was read is not read again
-  (Auto Loader's `allowOverwrites=false`), since its earlier rows are already counted and
-  reading it again would count them twice.
-Neither is changed here; both are reported after each run, with the files' names, so
-that nothing is skipped silently. To have such a file read, land its content under a new
-name with a fresh modification time.
+Landed files the landing source will not read are named in the run report. It takes each
+name once (as Auto Loader does by default, `allowOverwrites=false`): a file rewritten in place
+after it was read is not read again, since its earlier rows are already counted and reading it
+again would count them twice. That is reported after each run, with the files' names, so that
+nothing is skipped silently. To have such a file read, land its content under a new name. (A
+new name is read whatever its modification time: the source's log is an index, not a window
+of recent times as Spark's own file source keeps with `maxFileAge`.)
 """
 
 from __future__ import annotations
@@ -26,17 +22,17 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 
-from jobs.accounting.checkpoint import CheckpointLog, Recorded
+from jobs.accounting.checkpoint import CheckpointLog
+from jobs.accounting.source_log import TakenFiles
 from jobs.lake import fs, listings
 from jobs.lake.layout import is_s3
 from jobs.units import printable
 
-MAX_FILE_AGE_DAYS = 7  # Spark's default maxFileAge
-MAX_FILE_AGE_MS = MAX_FILE_AGE_DAYS * 24 * 3600 * 1000
-
 
 class SkippedFiles(BaseModel):
-    too_old: list[str] = Field(default_factory=list)  # landed more than maxFileAge before the newest
+    # Landed more than 7 days before the newest taken, which Spark's own file source passed over
+    # (reports of runs before the product's source; a new name is read now, whatever its time).
+    too_old: list[str] = Field(default_factory=list)
     overwritten: list[str] = Field(default_factory=list)  # changed after they were read
     # In the landing but not a regular file inside it (a link, an S3 key with a '..' segment:
     # jobs/lake/fs.py Listing) -> why: never followed, read or counted.
@@ -51,7 +47,7 @@ class SkippedFiles(BaseModel):
         parts = []
         if self.too_old:
             parts.append(
-                f"{len(self.too_old)} landed more than {MAX_FILE_AGE_DAYS} days older than the newest "
+                f"{len(self.too_old)} landed more than 7 days older than the newest "
                 f"(Spark's maxFileAge): {file_names(self.too_old)}"
             )
         if self.overwritten:
@@ -93,43 +89,36 @@ def skipped_files(
     landings: list[str],
     checkpoint_log: CheckpointLog,
     listed: tuple[dict[str, int], ...] | None = None,
-    taken: tuple[Recorded, ...] | None = None,
     not_files: dict[str, str] | None = None,
-) -> SkippedFiles:
-    """Files under each source's landing that the source has not taken and never will.
+) -> tuple[SkippedFiles, list[TakenFiles]]:
+    """Files under each source's landing that the source has taken and will never read again
+    (rewritten since), and per source, what it has taken of the folders listed.
 
-    `listed` and `taken`: what the run listed and read before Spark started
-    (jobs/run/pending.py): each landing's files as listed then are judged, and the source's
-    log is read on from where it was read then, so that a long history is listed and read
-    once a run. A file landed during the run is the next run's to judge, as it is the next
-    run's to read."""
+    `listed`: what the run listed before Spark started (jobs/run/pending.py): each landing's
+    files as listed then are judged against the index of their folders, so that a long history
+    is neither listed nor read whole. A file landed during the run is the next run's to judge,
+    as it is the next run's to read."""
     skipped = SkippedFiles(not_files=dict(sorted((not_files or {}).items())))
+    taken_per_source = []
     for source, landing in enumerate(landings):
-        if listed is not None and taken is not None:
+        if listed is not None:
             files = listed[source]
-            recorded = checkpoint_log.recorded_through(source, taken[source])[0]
         else:
-            found, recorded = listings.listing(landing), checkpoint_log.recorded_files(source)
+            found = listings.listing(landing)
             files = {uri: mtime_ms for uri, (_, mtime_ms) in found.files.items()}
             skipped.not_files |= found.skipped
-        found = _skipped_among(files, recorded)
-        skipped.too_old += found.too_old
-        skipped.overwritten += found.overwritten
-    return skipped
+        taken = checkpoint_log.source_log(source, landing).taken_in(files)
+        skipped.overwritten += _overwritten(files, taken)
+        taken_per_source.append(taken)
+    return skipped, taken_per_source
 
 
-def _skipped_among(files: dict[str, int], recorded: dict[str, int]) -> SkippedFiles:
-    """`files`: the landing's files -> modification times; `recorded`: what the checkpoint
-    says the source took, with its modification times then."""
-    if not recorded:
-        return SkippedFiles()  # a first batch takes every file, however old
-    oldest_taken = max(recorded.values()) - MAX_FILE_AGE_MS
-    skipped = SkippedFiles()
-    for uri, mtime in files.items():
-        was = recorded.get(uri)
-        # S3 keeps modification times to the second; a local disk, to the millisecond here.
-        if was is not None and abs(mtime - was) >= (1000 if is_s3(uri) else 1):
-            skipped.overwritten.append(uri)
-        elif was is None and mtime < oldest_taken:
-            skipped.too_old.append(uri)
-    return skipped
+def _overwritten(files: dict[str, int], taken: TakenFiles) -> list[str]:
+    """`files`: the landing's files -> modification times; `taken`: what the source took, with
+    its modification times then: those changed since."""
+    # S3 keeps modification times to the second; a local disk, to the millisecond here.
+    return [
+        uri
+        for uri, mtime in files.items()
+        if (was := taken.get(uri)) is not None and abs(mtime - was) >= (1000 if is_s3(uri) else 1)
+    ]

@@ -94,7 +94,8 @@ class Finished:
         written = f", {report.output_rows} rows written" if report.batch_ids else ""
         checked = f", validation {self.validation}" if self.validation else ""
         ended = report.used_none_said() if report.used_none else report.ended_said()
-        return f"{self.pipeline}: {ended} in {report.duration_s}s, {read}{written}{checked}, exit {int(self.code)}"
+        why = f": {self.code.meaning}" if self.code == ExitCode.ANOMALOUS else ""  # succeeded, yet not 0
+        return f"{self.pipeline}: {ended} in {report.duration_s}s, {read}{written}{checked}, exit {int(self.code)}{why}"
 
 
 def reported_code(report: RunReport, validation: str | None = None) -> ExitCode:

@@ -2,26 +2,31 @@
 all (a run with nothing new starts no JVM) and how much (a small increment starts lean,
 jobs/jvm/archive.py).
 
-Read from the same logs Spark reads: a landed file the file source has taken is in its
-log; one it would pass over (more than maxFileAge older than the newest taken, see
-jobs/run/audit.py) is not new either. It lists what the run lists: the whole landing, or
-its dt= folders from --landing-since on, which keeps a long history cheap for both.
-Anything this cannot tell from the logs (a batch to redo, batches to account, a listing
-by --landing-glob) needs Spark.
+Read from the same log the landing source keeps: a landed file it has taken is in its index
+(jobs/accounting/source_log.py), asked only of the folders listed. It lists what the run lists:
+the whole landing; of a dated landing (dt=YYYY-MM-DD folders), the days from the newest it has
+taken and those within the declared lateness of today (`source.listing`), every folder again at
+least every `whole_every` (a file found late in a day already passed is taken and named); or
+its dt= folders from --landing-since on. A long history then costs neither a listing nor a read
+of everything ever taken. Anything this cannot tell from the logs (a batch to redo, batches to
+account, a listing by --landing-glob) needs Spark.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
 
-from jobs.accounting.checkpoint import CheckpointLog, Recorded
+from jobs.accounting.checkpoint import CheckpointLog
 from jobs.accounting.ledger import Ledger
+from jobs.accounting.source_log import TakenFiles
 from jobs.declare import PipelineBase
-from jobs.lake import delta, delta_source, gzip_size, listings
-from jobs.lake.landing import dated_folders, new_files_path, source_landings
-from jobs.lake.layout import join
+from jobs.declare.parts import Listing
+from jobs.lake import delta, delta_source, fs, gzip_size, listings
+from jobs.lake.landing import any_of, dated_folders, folder_date, new_files_path, source_landings
+from jobs.lake.layout import join, literal
 from jobs.request import RunRequest, TriggerKind
-from jobs.run.audit import MAX_FILE_AGE_MS
 
 # Up to this many new files, the run hands Spark their names rather than the landing to list
 # (jobs/lake/landing.py new_files_path): a long history costs its log, not a listing each run.
@@ -39,11 +44,15 @@ class Pending:
     needs_spark: str | None = None  # why Spark starts whatever landed
     # Per source, the new files' locations (as fs lists them), when there are few enough to name.
     named: tuple[tuple[str, ...], ...] | None = None
-    # Per source, when the whole landing was listed: every file listed (location ->
-    # modification time, ms) and what the source had taken then (its log read up to a point),
-    # which the run's audit judges and reads on from rather than listing and reading again.
+    # Per source, when the run lists the landing (whole or its open days): every file listed
+    # (location -> modification time, ms), which the run's audit judges rather than listing again.
     listed: tuple[dict[str, int], ...] | None = None
-    taken: tuple[Recorded, ...] | None = None
+    # Per source, what the source lists when not the whole landing: its open days (a pattern).
+    days: tuple[str | None, ...] | None = None
+    # Per source, whether its whole landing was listed; the new files found in days already passed.
+    whole: tuple[bool, ...] = ()
+    found_late: tuple[str, ...] = ()
+    listed_at_ms: int = 0
     # What the listings passed over, never to be read (links, odd S3 keys: listings.Listing) -> why.
     not_files: dict[str, str] = field(default_factory=dict)
     # How many times their size the new gzip files' lines are, at most (jobs/flow/admission.py).
@@ -56,11 +65,11 @@ class Pending:
     def source_paths(self, landings: list[str], listed: list[str]) -> list[str]:
         """What each source lists: its new files by name when they are few enough to name
         (jobs/lake/landing.py new_files_path), else its landing as the run lists it (`listed`)."""
-        if self.named is None:
-            return listed
+        days = self.days or (None,) * len(landings)
+        named = self.named or (None,) * len(landings)
         return [
-            (new_files_path(landing, files) if files else None) or whole
-            for landing, whole, files in zip(landings, listed, self.named, strict=True)
+            (new_files_path(landing, files) if files else None) or day or whole
+            for landing, whole, day, files in zip(landings, listed, days, named, strict=True)
         ]
 
     def describe(self) -> str:
@@ -81,30 +90,111 @@ def pending_input(pipeline: PipelineBase, request: RunRequest) -> Pending:
     gzipped: list[tuple[str, int]] = []
     named: list[tuple[str, ...]] = []
     listed: list[dict[str, int]] = []
-    recorded: list[Recorded] = []
+    days: list[str | None] = []
+    whole: list[bool] = []
+    found_late: list[str] = []
     not_files: dict[str, str] = {}
+    listed_at_ms = int(time.time() * 1000)
+    states = Ledger(request.locations.ledger).listing_state()
     for source, landing in enumerate(source_landings(request.locations.landing, [s.name for s in pipeline.sources])):
-        recorded.append(checkpoint_log.recorded_through(source))
-        found = _listed(landing, request)
+        if request.lists_all:
+            days_open = open_days(landing, pipeline.sources[source].listing, states.get(str(source)), listed_at_ms)
+            chosen, found = (days_open or (None, None))[0], listed_days(landing, days_open)
+        else:
+            chosen, found = None, _listed(landing, request)
         not_files |= found.skipped
-        new = _new_files(found, recorded[-1][0])
+        taken = checkpoint_log.source_log(source, landing).taken_in(found.files)
+        new = [uri for uri in found.files if uri not in taken]
         files, size = files + len(new), size + sum(found.files[uri][0] for uri in new)
         gzipped += [(uri, found.files[uri][0]) for uri in new if uri.endswith(".gz") and found.files[uri][0]]
         named.append(tuple(new))
         listed.append({uri: mtime_ms for uri, (_, mtime_ms) in found.files.items()})
+        days.append(None if chosen is None else join(literal(landing), any_of(chosen)))
+        whole.append(chosen is None)
+        if chosen is None:
+            found_late += _late(landing, new, pipeline.sources[source].listing, states.get(str(source)), listed_at_ms)
     inflation = _inflation(gzipped)
     if not request.lists_all:
         return Pending(files, size, inflation=inflation, not_files=not_files)
-    named_files = tuple(named) if files <= NAMED_FILES else None
     return Pending(
         files,
         size,
-        named=named_files,
+        named=tuple(named) if files <= NAMED_FILES else None,
         listed=tuple(listed),
-        taken=tuple(recorded),
+        days=tuple(days),
+        whole=tuple(whole),
+        found_late=tuple(sorted(found_late)),
+        listed_at_ms=listed_at_ms,
         inflation=inflation,
         not_files=not_files,
     )
+
+
+def open_days(
+    landing: str, listing: Listing, state: dict | None, now_ms: int
+) -> tuple[list[str], frozenset[str]] | None:
+    """The top-level names of `landing` a run lists (every name that is not a dt=YYYY-MM-DD
+    folder, and the days from the newest the source has taken, `state`, or within the lateness
+    of today, whichever is earlier), and the days it leaves out; None: the whole landing
+    (nothing recorded yet, a whole listing due, or no day to leave out)."""
+    if not state or not state.get("newest_day") or now_ms - state.get("whole_at_ms", 0) >= listing.whole_every_s * 1000:
+        return None
+    names = fs.list_names(landing)
+    since = _cutoff(state, listing, now_ms)
+    chosen = [name for name in names if (day := folder_date(name)) is None or day >= since]
+    # Hadoop reads 'a:b' in a pattern as a URI with a scheme: such a landing is listed whole.
+    if len(chosen) == len(names) or not chosen or any(":" in name for name in chosen):
+        return None
+    return chosen, frozenset(names) - set(chosen)
+
+
+def _cutoff(state: dict, listing: Listing, now_ms: int) -> date:
+    today = datetime.fromtimestamp(now_ms / 1000, UTC).date()
+    return min(date.fromisoformat(state["newest_day"]), today - timedelta(seconds=listing.lateness_s))
+
+
+def _late(landing: str, new: list[str], listing: Listing, state: dict | None, now_ms: int) -> list[str]:
+    """Of the new files a whole listing found, those in a day a run no longer lists: landed late."""
+    if not state or not state.get("newest_day"):
+        return []
+    since = _cutoff(state, listing, now_ms)
+    late = []
+    for uri in new:
+        day = folder_date(uri.removeprefix(landing.rstrip("/") + "/").split("/", 1)[0])
+        if day is not None and day < since and "/" in uri.removeprefix(landing.rstrip("/") + "/"):
+            late.append(uri)
+    return late
+
+
+def listed_days(landing: str, days_open: tuple[list[str], frozenset[str]] | None) -> listings.Listing:
+    """The landing, but for the days `open_days` left out."""
+    return listings.listing(landing, days_open[1] if days_open else frozenset())
+
+
+def record_listing(ledger: Ledger, landings: list[str], pending: Pending, taken: list[TakenFiles]) -> None:
+    """After a run that listed its landings: per source, the newest day it has taken, and when
+    it last listed the whole landing (what the next run's `open_days` starts from)."""
+    before = ledger.listing_state()
+    states = {}
+    for source, landing in enumerate(landings):
+        was = before.get(str(source), {})
+        whole = pending.whole[source] if source < len(pending.whole) else False
+        states[str(source)] = {
+            "newest_day": newest_day(landing, taken[source], was.get("newest_day")),
+            "whole_at_ms": pending.listed_at_ms if whole else was.get("whole_at_ms", 0),
+        }
+    if states != before:
+        ledger.record_listing_state(states)
+
+
+def newest_day(landing: str, taken: TakenFiles, before: str | None) -> str | None:
+    """The newest dt=YYYY-MM-DD folder of `landing` holding a file the source took, or `before`."""
+    found = [before] if before else []
+    for uri in taken:
+        relative = uri.removeprefix(landing.rstrip("/") + "/")
+        if "/" in relative and (day := folder_date(relative.split("/", 1)[0])) is not None:
+            found.append(day.isoformat())
+    return max(found, default=None)
 
 
 def _new_in_table(table: str, checkpoint_log: CheckpointLog) -> Pending:
@@ -138,17 +228,6 @@ def _only_spark_can_tell(request: RunRequest, checkpoint_log: CheckpointLog) -> 
     if set(checkpoint_log.committed_batches()) - Ledger(request.locations.ledger).accounted_batches():
         return "committed batches are not accounted yet"
     return None
-
-
-def _new_files(found: listings.Listing, taken: dict[str, int]) -> list[str]:
-    """The files of a listing the source has not taken, in its order: the source passes over
-    a file older than MAX_FILE_AGE_MS before the newest it took, as Spark's does."""
-    passed_over_before = max(taken.values()) - MAX_FILE_AGE_MS if taken else None
-    return [
-        uri
-        for uri, (_, mtime_ms) in found.files.items()
-        if uri not in taken and (passed_over_before is None or mtime_ms >= passed_over_before)
-    ]
 
 
 def _inflation(gzipped: list[tuple[str, int]]) -> float:

@@ -14,6 +14,7 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.listener import StreamingQueryProgress
 
 from jobs.flow.patterns import Pattern
+from jobs.flow.source import batch_sizes
 from jobs.run.report import shown
 
 
@@ -59,6 +60,7 @@ class ProgressWatch:
         self.last_state_rows: int | None = None
         self.drained = False  # a batch without new rows ran: every file the run may take is read
         self.redone = -1 if redone is None else redone  # the batches up to it were planned by an earlier run
+        self.batch_sizes: list[dict[str, int]] = []  # what the landing source chose, as its last progress says
 
     def poll(self) -> None:
         for progress in self.query.recentProgress:
@@ -66,6 +68,7 @@ class ProgressWatch:
             if progress.batchId <= self.last_seen or "addBatch" not in (progress.durationMs or {}):
                 continue
             self.last_seen = progress.batchId
+            self.batch_sizes = batch_sizes(progress.sources) or self.batch_sizes
             if progress.stateOperators:
                 self.last_state_rows = state_rows_of(progress)
             counted = spark_counts(progress)

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field, PrivateAttr, model_validator
 
 from jobs.accounting.accounts import BatchAccount, from_version_1, tied_files
 from jobs.flow.admission import BatchSize, describe_sizes
-from jobs.history.anomalies import Anomaly, output_metrics
+from jobs.history.anomalies import Anomaly, run_metrics
 from jobs.lake import fs
 from jobs.lake.layout import StorageError, join, normalize
 from jobs.run.audit import SkippedFiles, file_names
@@ -134,12 +134,12 @@ class RunReport(BaseModel):
     expired_output_files_removed: int = 0
     retention: RetentionDone = Field(default_factory=RetentionDone)  # to landed files (jobs/run/retention.py)
     skipped_files: SkippedFiles = Field(default_factory=SkippedFiles)  # landed, never to be read (run/audit.py)
-    # Landed files of the run's batches that were gone before they were accounted.
-    missing_files: list[str] = Field(default_factory=list)
+    missing_files: list[str] = Field(default_factory=list)  # of its batches, gone before they were accounted
+    found_late: list[str] = Field(default_factory=list)  # new in a day a run no longer lists (run/pending.py)
     # Files sharing a modification time with a file of another batch (jobs/run/audit.py).
     tied_files: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)  # what it got wrong though it succeeded (run/warnings.py)
-    metrics: dict[str, float] = Field(default_factory=dict)  # measured on its output (jobs/history/anomalies.py)
+    metrics: dict[str, float] = Field(default_factory=dict)  # measured (jobs/history/anomalies.py run_metrics)
     anomalies: list[Anomaly] = Field(default_factory=list)  # metrics outside what its history expects
     anomalies_fail: bool = False  # the declaration's `quality: {anomalies: fail}`: exit 8 with any
     # Why its validation did not finish: its rows wait for a later one (jobs/validate/result.py).
@@ -172,7 +172,7 @@ class RunReport(BaseModel):
         told = {str(batch): rows for batch, rows in sorted((b, n) for b, n in read.items() if b is not None)}
         self.upstream_batches = told | ({"?": read[None]} if None in read else {})
 
-    def add_batches(self, accounts: list[BatchAccount]) -> None:
+    def add_batches(self, accounts: list[BatchAccount], distinct_keys: int | None = None) -> None:
         self._accounts += accounts
         self.tied_files = tied_files(self._accounts)
         for account in accounts:
@@ -190,7 +190,7 @@ class RunReport(BaseModel):
             self.duplicates_dropped = _sum_known(self.duplicates_dropped, account.duplicates_dropped)
             self.output_rows = _sum_known(self.output_rows, account.output_rows)
             self.missing_files += account.missing_files
-        self.batches, self.metrics = len(self.batch_ids), output_metrics(self._accounts)
+        self.batches, self.metrics = len(self.batch_ids), run_metrics(self._accounts, distinct_keys)
 
     def _add_reasons(self, account: BatchAccount) -> None:
         if self.quarantine_reasons is None or (account.quarantine_reasons is None and account.quarantined_rows):

@@ -36,7 +36,6 @@ from jobs.declare import DeclarationError, PipelineBase
 from jobs.flow.admission import BatchSize, batch_limits, inflated
 from jobs.flow.patterns import pattern_of
 from jobs.flow.query import start_query
-from jobs.flow.source import batch_sizes
 from jobs.history import log as history
 from jobs.lake.landing import source_landings
 from jobs.lake.layout import Locations, StorageError, StorageUnavailable
@@ -59,7 +58,7 @@ from jobs.run.events import (
     Started,
 )
 from jobs.run.failure import data_condition, failure_cause, one_line, state_reshaped
-from jobs.run.pending import Pending, pending_input
+from jobs.run.pending import Pending, pending_input, record_listing
 from jobs.run.preflight import before_spark, check_table, context_with_spark, context_without_spark, nowhere
 from jobs.run.progress import ProgressWatch
 from jobs.run.report import RuleCount, RunReport, RunStatus, last_state_rows, save
@@ -196,8 +195,8 @@ def _execute(run: RunContext, report: RunReport, pending: Pending) -> None:
 
 
 def _counted(run: RunContext, report: RunReport, accounts: list[BatchAccount]) -> None:
-    """Batches accounted: in the report, and said."""
-    report.add_batches(accounts)
+    """Batches accounted: in the report (with the distinct keys the run counted so far), and said."""
+    report.add_batches(accounts, run.tally.distinct_keys())
     for account in accounts:
         run.emit(BatchCommitted(report.pipeline, account.batch_id, account.input_rows, account.output_rows or 0))
 
@@ -235,7 +234,8 @@ def _start(run: RunContext, report: RunReport, pending: Pending) -> StreamingQue
     return start_query(
         run.spark,
         run.pipeline,
-        landings=landed if run.pipeline.source.table else pending.source_paths(landed, listed),  # a table: its sink log
+        paths=landed if run.pipeline.source.table else pending.source_paths(landed, listed),  # a table: its sink log
+        landings=landed,
         output=run.locations.output,
         checkpoint=run.locations.checkpoint,
         trigger=options.trigger,
@@ -286,7 +286,7 @@ def _settle(run: RunContext, report: RunReport, watch: ProgressWatch, accounting
     report.watermark = ms_to_iso(run.checkpoint_log.next_watermark_ms(committed[-1])) if committed else None
     report.state_rows = watch.last_state_rows
     ran = set(report.batch_ids)  # not a batch planned and then stopped before its commit
-    sizes = batch_sizes(run.spark, str(watch.query.id))
+    sizes = watch.batch_sizes
     report.batch_sizes = [BatchSize(**size) for size in sizes if size["after_batch"] + 1 in ran]
     if report.state_rows is None:
         checkpoint = run.locations.checkpoint
@@ -300,15 +300,15 @@ def _audit(run: RunContext, report: RunReport, pending: Pending, *, with_retenti
     report.uncommitted_files_removed, report.expired_output_files_removed = stray
     if run.request.lists_all and run.pipeline.source.table is None:  # what a run does not list is not skipped
         landed = source_landings(run.locations.landing, [s.name for s in run.pipeline.sources])
-        report.skipped_files = skipped_files(
-            landed, run.checkpoint_log, pending.listed, pending.taken, pending.not_files
-        )
+        report.skipped_files, taken = skipped_files(landed, run.checkpoint_log, pending.listed, pending.not_files)
+        report.found_late = list(pending.found_late)
+        record_listing(run.ledger, landed, pending, taken)
     if run.pipeline.source.table_format == "delta":  # the upstream's rewrites passed over (jobs/run/owed.py)
         owed.record_skipped(run.checkpoint_log, run.locations.ledger)
         report.owed = owed.owed(run.locations.ledger, run.pipeline.name)
     if with_retention:
         report.retention = apply_retention(run)
-    passed_over = len(report.skipped_files.too_old) + len(report.skipped_files.overwritten)
+    passed_over = len(report.skipped_files.overwritten)
     run.log.info("  audit: %d stray output file(s) removed, %d landed file(s) passed over", sum(stray), passed_over)
 
 

@@ -4,6 +4,7 @@
                         and every event before it is dropped as late from then on
     mostly_late         the last runs dropped most of their rows as late
     not_files           the landing holds links or odd S3 keys, which no run follows or reads
+    files_landed_late   files landed in a day folder past the listing's lateness (read by a whole listing)
 
 The run report carries them (`warnings`), its summary shows them, and the data quality
 report's overview calls a pipeline with any of them `warning`, not healthy. No Spark.
@@ -90,6 +91,12 @@ def run_warnings(runs: list[RunReport], now: datetime) -> list[str]:
         found.append(
             f"not_files: {len(not_files)} entries of the landing are not regular files inside it ({kinds}), "
             f"never read: {file_names(list(not_files), whole=True)}; land the files themselves"
+        )
+    if last.found_late:
+        found.append(
+            f"files_landed_late: {len(last.found_late)} file(s) landed in a dated folder of a day runs no longer "
+            f"list (past the source's listing lateness), found by the whole listing and read now: "
+            f"{file_names(last.found_late, whole=True)}; raise `source: listing: lateness` if they keep coming"
         )
     with_input = [r for r in runs if r.input_rows]
     recent = with_input[-LATE_RUNS:]

@@ -1,9 +1,10 @@
-"""Reading Spark's logs after they compact: 25+ batches, one landed file each.
+"""Reading the logs after they compact: 25+ batches, one landed file each.
 
-Spark compacts the file source log and the file sink log every 10 batches (a `.compact`
-file holds every entry so far), and once more than `minBatchesToRetain` batches have run
-it deletes the plain files a compaction covers. The checkpoint readers must still say,
-batch by batch, which files a batch read and which it committed.
+Spark compacts the file sink log every 10 batches (a `.compact` file holds every entry so
+far), and once more than `minBatchesToRetain` batches have run it deletes the plain files a
+compaction covers; the landing source compacts its index of each landing folder every 10
+parts. The checkpoint readers must still say, batch by batch, which files a batch read and
+which it committed, and of a folder, which files were taken.
 """
 
 from __future__ import annotations
@@ -45,8 +46,13 @@ def test_batches_stay_readable_after_spark_compacts_its_logs(spark, clickstream,
 
     log = CheckpointLog.of(locations)
     source_log, sink_log = Path(locations.checkpoint) / "sources" / "0", Path(locations.output) / "_spark_metadata"
-    for folder in (source_log, sink_log):
-        assert {"9.compact", "19.compact"} <= {p.name for p in folder.iterdir()}, folder
+    assert {"9.compact", "19.compact"} <= {p.name for p in sink_log.iterdir()}
+    assert {str(i) for i in range(FILES)} <= {p.name for p in source_log.iterdir()}  # an entry a batch
+    [landing_folder] = (source_log / "folders").glob("[0-9a-f]*")  # the landing's one folder, compacted
+    assert {p.name for p in landing_folder.iterdir() if not p.name.startswith(".")} == {
+        "19.compact",
+        *map(str, range(20, FILES)),
+    }
 
     # The model, batch by batch (a file each, then a batch with no data once the watermark
     # moved): what each batch writes.
@@ -70,8 +76,7 @@ def test_batches_stay_readable_after_spark_compacts_its_logs(spark, clickstream,
                 assert written_rows(committed) == written.get(batch_id, 0), f"batch {batch_id}"
 
     check(known_from=0)  # every plain file there; batches 9 and 19 only in their compact files
-    for folder in (source_log, sink_log):
-        delete_what_compaction_covers(folder, 9)
+    delete_what_compaction_covers(sink_log, 9)
     check(known_from=10)  # batches 0-8 now only in 9.compact; the sink cannot tell 9's own from 0-8's
 
     # The run's accounting stays exact across the compactions.
@@ -84,10 +89,9 @@ def test_batches_stay_readable_after_spark_compacts_its_logs(spark, clickstream,
     assert report.output_rows == sum(written.values()) == len(whole.emitted)
     assert len(data_batches) == FILES >= 25
 
-    # What the source took, read on from an earlier read (a run's audit reads on from its
-    # start): the same as a whole read, whether a compaction came since (read whole) or not.
-    everything, last = log.recorded_through()
-    assert sorted(Path(uri).name for uri in everything) == sorted(files) and last == FILES - 1
-    for known_through in (3, 21):  # 9.compact and 19.compact since 3; plain files since 21
-        earlier = {uri: ms for uri, ms in everything.items() if int(Path(uri).stem[-2:]) <= known_through}
-        assert log.recorded_through(0, (earlier, known_through)) == (everything, last)
+    # What the source took, from its index: of the landing's folder, every file; nothing of another.
+    taken = log.source_log(0, locations.landing)
+    everything = taken.all_taken()
+    assert sorted(Path(uri).name for uri in everything) == sorted(files)
+    assert taken.taken_in([f"{locations.landing}/part-99.json"]) == everything
+    assert taken.taken_in([f"{locations.landing}/dt=2023-07-30/x.json"]) == {}

@@ -101,6 +101,33 @@ def test_only_a_real_date_is_a_dated_folder():
         assert folder_date(name) is None, name
 
 
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(root=names, folders=st.lists(names, min_size=1, max_size=3, unique=True), inner=names)
+def test_the_index_of_taken_files_reads_any_folder_name_as_the_source_wrote_it(
+    spark, tmp_path_factory, root, folders, inner
+):
+    """The landing source keys its index by each folder's name under the landing, hashed in the
+    JVM; the product's listing asks it in Python: both must name every folder alike, or a
+    file would be taken twice (or never)."""
+    from jobs.accounting.checkpoint import CheckpointLog
+    from jobs.request import RunRequest
+    from jobs.run.pending import pending_input
+
+    pipeline = declare.load("clickstream")
+    locations = Locations.resolve(pipeline.name, root=str(tmp_path_factory.mktemp("index") / root))
+    where = [*folders, f"{folders[0]}/{inner}"]
+    files = {f"{folder}/f{n}.json": [event("u1", f"2023-07-30T10:{n:02d}:00Z")] for n, folder in enumerate(where)}
+    land_in_order(locations.landing, files)
+    first = run_pipeline(spark, pipeline, locations)
+    assert first.input_files == len(files)
+    landed = [f"{locations.landing}/{name}" for name in files]
+    taken = CheckpointLog.of(locations).source_log(0, locations.landing).taken_in(landed)
+    assert sorted(taken) == sorted(landed)
+    assert pending_input(pipeline, RunRequest(pipeline.name, locations)).nothing_new
+    land_in_order(locations.landing, {f"{where[-1]}/later.json": [event("u2", "2023-07-30T10:30:00Z")]})
+    assert run_pipeline(spark, pipeline, locations).input_files == 1
+
+
 def test_a_run_under_a_root_named_like_a_pattern_takes_every_file(spark, tmp_path):
     """Root 'lake [prod] {a,b}': before, the run took 0 files and exited 0, and never would."""
     root = tmp_path / "lake [prod] {a,b}"

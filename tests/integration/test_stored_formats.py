@@ -22,11 +22,11 @@ PLACEHOLDER = "@ROOT@"  # where the fixture's root was, in every text file that 
 ARRIVALS = ("a.json", "b.json")  # in the order they landed, each followed by a run
 
 
-def restored(tmp_path: Path) -> Path:
+def restored(tmp_path: Path, fixture: Path = FIXTURE) -> Path:
     """The fixture under tmp_path, naming its new place where it named its old one (Spark's
     logs and the ledger hold absolute paths); without checksums, which no longer match."""
     root = tmp_path / "root"
-    shutil.copytree(FIXTURE, root)
+    shutil.copytree(fixture, root)
     for path in (p for p in root.rglob("*") if p.is_file()):
         data = path.read_bytes()
         if PLACEHOLDER.encode() in data:

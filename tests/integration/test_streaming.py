@@ -145,6 +145,7 @@ def test_late_rows_match_sparks_own_count_when_no_two_share_a_window(spark, clic
     query = start_query(
         spark,
         clickstream,
+        paths=[locations.landing],
         landings=[locations.landing],
         output=locations.output,
         checkpoint=locations.checkpoint,
@@ -211,7 +212,7 @@ def _batches_of_files(spark, landing: Path, checkpoint: Path, limits: Limits) ->
     """How many files each batch of a count per file took (a state row per file), and what
     the sized source chose."""
     taken: list[int] = []
-    counts = stream_lines(spark, str(landing), limits).groupBy(SOURCE_FILE).count()
+    counts = stream_lines(spark, str(landing), str(landing), limits).groupBy(SOURCE_FILE).count()
     query = (
         counts.writeStream.outputMode("update")
         .foreachBatch(lambda batch, _: taken.append(batch.count()))  # update: this batch's files
@@ -220,7 +221,7 @@ def _batches_of_files(spark, landing: Path, checkpoint: Path, limits: Limits) ->
         .start()
     )
     query.awaitTermination()
-    return [n for n in taken if n], batch_sizes(spark, str(query.id))
+    return [n for n in taken if n], batch_sizes(query.lastProgress.sources)
 
 
 def test_batches_after_the_first_are_sized_by_the_state_the_query_keeps(spark, tmp_path):

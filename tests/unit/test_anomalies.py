@@ -1,6 +1,6 @@
 """Anomalies judged on generated histories: a steady one (with and without a daily rhythm)
 flags nothing when replayed run by run; a run whose input halves, whose quarantine share
-jumps, or whose output's null share rises is flagged, each alone."""
+jumps, whose output's null share rises, or whose keys collapse is flagged, each alone."""
 
 from __future__ import annotations
 
@@ -33,7 +33,10 @@ def _row(at: datetime, rng: random.Random, rows: float, quarantined: float = 0.0
         "duplicate_rows": 0,
         "watermark": at - timedelta(minutes=rng.uniform(9, 11)),
         "quarantine_reasons": [{"name": "malformed_json", "rows": bad}] if bad else [],
-        "metrics": [{"name": "null_share:country", "value": nulls * rng.uniform(0.8, 1.2)}],
+        "metrics": [
+            {"name": "distinct_keys", "value": round(input_rows / 4 * rng.uniform(0.95, 1.05))},
+            {"name": "null_share:country", "value": nulls * rng.uniform(0.8, 1.2)},
+        ],
     }
 
 
@@ -107,6 +110,13 @@ def test_a_run_whose_output_null_share_rises_is_flagged_on_it_alone():
     assert found["null_share:country"].expected_high < 0.05
 
 
+def test_a_run_whose_keys_collapse_is_flagged_on_them_alone():
+    """As many events as ever, from a tenth of the users."""
+    metrics, found = _steady_then({"metrics": [{"name": "distinct_keys", "value": 250}]})
+    assert metrics == ["distinct_keys"]
+    assert found["distinct_keys"].expected_low > 1_500
+
+
 def test_shares_and_times_that_fall_are_no_anomaly():
     metrics, _ = _steady_then({"quarantined_rows": 0, "quarantine_reasons": [], "duration_s": 1.0})
     assert metrics == []
@@ -124,7 +134,7 @@ def test_the_null_share_of_what_a_run_wrote_is_read_from_its_files_footers(tmp_p
     import pyarrow.parquet as pq
 
     from jobs.accounting.accounts import BatchAccount
-    from jobs.history.anomalies import output_metrics
+    from jobs.history.anomalies import run_metrics
     from jobs.lake import fs
 
     written = tmp_path / "part-0.parquet"
@@ -137,5 +147,8 @@ def test_the_null_share_of_what_a_run_wrote_is_read_from_its_files_footers(tmp_p
         return BatchAccount(batch_id=batch_id, late_watermark_ms=0, output_rows=rows, output_nulls=nulls, **counts)
 
     run = [account(0, 4, {"country": 2, "n": 1}), account(1, 6, {"country": 0, "n": 0}), account(2, 0, {})]
-    assert output_metrics(run) == {"null_share:country": 0.2, "null_share:n": 0.1}
-    assert output_metrics([*run, account(2, 1, None)]) == {}  # a batch accounted before nulls were counted
+    assert run_metrics(run) == {"null_share:country": 0.2, "null_share:n": 0.1}
+    assert run_metrics([*run, account(2, 1, None)]) == {}  # a batch accounted before nulls were counted
+    # The keys the query counted, whatever the footers say; none without batches.
+    assert run_metrics([*run, account(2, 1, None)], 7) == {"distinct_keys": 7.0}
+    assert run_metrics([], 7) == {}

@@ -210,6 +210,12 @@ class Pattern(ABC):
         pipeline's own source's: a join's second has none)."""
         return index == 0 and self.pipeline.transform is not None
 
+    def keys(self, index: int) -> list[str]:
+        """The paths (or computed columns) of source `index` whose values its state is keyed
+        by, read before the pattern: a run's distinct keys are counted over them. None here (a
+        pattern keyed by nothing), nor where a transform comes first, which may make them."""
+        return []
+
     # False: Spark runs its query's batches without end, each batch with no new rows too
     # (transformWithState in processing time): the run stops it once one such batch has run.
     stops_itself: ClassVar[bool] = True

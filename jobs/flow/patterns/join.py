@@ -39,6 +39,9 @@ class JoinPattern(Pattern):
         """The right side's field that holds the key, left out of the output (the left's is kept)."""
         return self.pipeline.join.key.split(".")[0]
 
+    def keys(self, index: int) -> list[str]:
+        return [] if self.transforms(index) else [self.pipeline.join.key]
+
     def describe(self) -> str:
         join, right = self.pipeline.join, self.pipeline.join.source
         side = f"{right.format} from <landing>/{right.name}/, {len(right.fields)} fields, event time {right.event_time.column}"

@@ -49,6 +49,9 @@ class ProcessPattern(Pattern):
     def key_columns(self) -> list[str]:
         return [key.name for key in self.pipeline.keys]
 
+    def keys(self, index: int) -> list[str]:
+        return [] if self.transforms(index) else [str(key.path) for key in self.pipeline.keys]
+
     def describe(self) -> str:
         settings = self.pipeline.process.settings.model_dump(by_alias=True)
         return f"processor {self.processor.name} per {', '.join(map(str, self.pipeline.keys))} {settings}"

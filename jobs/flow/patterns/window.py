@@ -53,6 +53,9 @@ class WindowPattern(Pattern):
     def key_columns(self) -> list[str]:
         return [key.name for key in self.pipeline.keys]
 
+    def keys(self, index: int) -> list[str]:
+        return [] if self.transforms(index) else [str(key.path) for key in self.pipeline.keys]
+
     def describe(self) -> str:
         window = self.pipeline.window
         every = f"{window.duration_s}s windows" + ("" if window.is_tumbling else f" sliding every {window.slide_s}s")

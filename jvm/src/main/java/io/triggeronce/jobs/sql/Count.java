@@ -4,22 +4,26 @@ import io.triggeronce.jobs.tally.FileCounts;
 import io.triggeronce.jobs.tally.LastFile;
 import io.triggeronce.jobs.tally.Tally;
 import java.util.List;
-import org.apache.spark.sql.api.java.UDF10;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.api.java.UDF8;
 
 /**
  * Every parsed record counted on its way, as a SQL function: (source file, the time at or
  * before which its pattern drops it as late, in microseconds, whether a value was rescued,
  * the bits of the rules it breaks, why it cannot be used, where it is and what it says
- * when it cannot, and whether the declaration's `where` filters it) -> whether it is usable.
- * What each record is goes into the tally, per file (jobs/flow/tally.py, in the JVM). A
- * filtered record is usable: it goes on to the watermark, and is never late.
+ * when it cannot (a struct of block start, line number, line and detail; null when it can),
+ * whether the declaration's `where` filters it, and a hash of its pattern's keys, or null)
+ * -> whether it is usable. What each record is goes into the tally, per file
+ * (jobs/flow/tally.py, in the JVM), and the keys of each usable record the `where` keeps
+ * into the batch's distinct keys. A filtered record is usable: it goes on to the watermark,
+ * and is never late.
  *
  * <p>In a pipeline with a transform (jobs/flow/transform.py), a usable record the `where`
  * keeps is handed to it: counted as filtered until it comes out of the transform, where
  * {@link Transformed} takes it back and records when it is late.
  */
 public final class Count
-        implements UDF10<String, Long, Boolean, Long, String, Long, Long, String, String, Boolean, Boolean> {
+        implements UDF8<String, Long, Boolean, Long, String, Row, Boolean, Long, Boolean> {
     private static final long serialVersionUID = 1L;
 
     private final Tally tally;
@@ -48,11 +52,9 @@ public final class Count
             Boolean rescued,
             Long broken,
             String reason,
-            Long blockStart,
-            Long lineNumber,
-            String line,
-            String detail,
-            Boolean filtered) {
+            Row where,
+            Boolean filtered,
+            Long keyHash) {
         FileCounts counts = counts(file);
         counts.records++;
         boolean usable = reason == null;
@@ -66,6 +68,9 @@ public final class Count
                 }
             }
         }
+        if (usable && keyHash != null && !Boolean.TRUE.equals(filtered)) {
+            last.keys(tally).add(keyHash);
+        }
         if (usable && Boolean.TRUE.equals(filtered)) {
             counts.filtered++;
         } else if (usable && transforms) {
@@ -76,7 +81,11 @@ public final class Count
         }
         if (!usable) {
             counts.quarantined.add(new FileCounts.Quarantined(
-                    blockStart == null ? 0 : blockStart, lineNumber == null ? 0 : lineNumber, line, reason, detail));
+                    where == null || where.isNullAt(0) ? 0 : where.getLong(0),
+                    where == null || where.isNullAt(1) ? 0 : where.getLong(1),
+                    where == null ? null : where.getString(2),
+                    reason,
+                    where == null ? null : where.getString(3)));
         }
         return usable;
     }

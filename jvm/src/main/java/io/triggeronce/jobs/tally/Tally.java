@@ -16,7 +16,8 @@ import org.apache.spark.util.AccumulatorV2;
  * Each batch's rows, counted as the query reads them, per landed file (what
  * jobs/flow/tally.py's Tally keeps, in the JVM): the lines the decoder read and the blank
  * ones, the records, those with a value rescued, each rule's violations, the time at or
- * before which each usable record is late, and the quarantined ones with where they are.
+ * before which each usable record is late, and the quarantined ones with where they are;
+ * and per batch, the distinct keys of the records its pattern reads ({@link Keys}).
  *
  * <p>Exact when Spark runs a task again: a task's counts are kept under (batch, stage,
  * partition) and its attempt, and a batch is taken with one attempt of each task, as
@@ -31,8 +32,17 @@ public final class Tally extends AccumulatorV2<Object, Map<Tally.TaskKey, Map<Lo
     public record TaskKey(long batch, int stage, int partition) implements java.io.Serializable {}
 
     private Map<TaskKey, Map<Long, Map<String, FileCounts>>> counts = new HashMap<>();
+    private Map<Long, Keys> keys = new HashMap<>(); // batch -> its keys, every attempt merged
     private transient long attempt = -1;
     private transient Map<String, FileCounts> current;
+    private transient Keys runKeys; // on the driver: the keys of every batch taken
+
+    /** In a task: the keys of the task's batch, made on first use (call once per attempt). */
+    public Keys keys() {
+        TaskContext context = TaskContext.get();
+        String batch = context == null ? null : context.getLocalProperty(BATCH_ID);
+        return keys.computeIfAbsent(batch == null ? -1L : Long.parseLong(batch), b -> new Keys());
+    }
 
     /** In a task: the counts of this file for the task's batch and attempt, made on first use. */
     public FileCounts file(String name) {
@@ -52,7 +62,7 @@ public final class Tally extends AccumulatorV2<Object, Map<Tally.TaskKey, Map<Lo
     @Override
     public boolean isZero() {
         synchronized (this) {
-            return counts.isEmpty();
+            return counts.isEmpty() && keys.isEmpty();
         }
     }
 
@@ -69,6 +79,7 @@ public final class Tally extends AccumulatorV2<Object, Map<Tally.TaskKey, Map<Lo
     public void reset() {
         synchronized (this) {
             counts = new HashMap<>();
+            keys = new HashMap<>();
             current = null;
             attempt = -1;
         }
@@ -83,6 +94,9 @@ public final class Tally extends AccumulatorV2<Object, Map<Tally.TaskKey, Map<Lo
     public void merge(AccumulatorV2<Object, Map<TaskKey, Map<Long, Map<String, FileCounts>>>> other) {
         Map<TaskKey, Map<Long, Map<String, FileCounts>>> more = other.value();
         synchronized (this) {
+            if (other instanceof Tally tally) {
+                tally.keys.forEach((batch, found) -> keys.computeIfAbsent(batch, b -> new Keys()).merge(found));
+            }
             for (Map.Entry<TaskKey, Map<Long, Map<String, FileCounts>>> task : more.entrySet()) {
                 Map<Long, Map<String, FileCounts>> attempts = counts.computeIfAbsent(task.getKey(), k -> new HashMap<>());
                 for (Map.Entry<Long, Map<String, FileCounts>> run : task.getValue().entrySet()) {
@@ -120,8 +134,22 @@ public final class Tally extends AccumulatorV2<Object, Map<Tally.TaskKey, Map<Lo
                     found.computeIfAbsent(file.getKey(), n -> new FileCounts()).merge(file.getValue());
                 }
             }
+            Keys batchKeys = keys.remove(batchId);
+            if (batchKeys != null) {
+                if (runKeys == null) {
+                    runKeys = new Keys();
+                }
+                runKeys.merge(batchKeys);
+            }
         }
         return json(found);
+    }
+
+    /** On the driver: the distinct keys of every batch taken so far (-1: none had keys). */
+    public long distinctKeys() {
+        synchronized (this) {
+            return runKeys == null ? -1 : runKeys.estimate();
+        }
     }
 
     static String json(Map<String, FileCounts> files) {

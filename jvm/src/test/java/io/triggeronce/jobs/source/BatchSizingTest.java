@@ -1,7 +1,6 @@
 package io.triggeronce.jobs.source;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.junit.jupiter.api.Test;
 
@@ -31,13 +30,5 @@ class BatchSizingTest {
     void aStatePastItsBudgetOrNothingMeasuredKeepsTheDefault() {
         assertEquals(FLOOR, BatchSizing.next(FLOOR, CAP, BUDGET, 300 * MiB, 64 * MiB));
         assertEquals(FLOOR, BatchSizing.next(FLOOR, CAP, BUDGET, 4 * MiB, 0));
-    }
-
-    @Test
-    void choicesAreTakenOncePerQuery() {
-        BatchSizing.record("q", new BatchSizing.Choice(0, CAP, 5, 7));
-        String taken = BatchSizing.take("q");
-        assertTrue(taken.contains("\"after_batch\":0,\"max_bytes\":134217728,\"state_bytes\":5"), taken);
-        assertEquals("[]", BatchSizing.take("q"));
     }
 }

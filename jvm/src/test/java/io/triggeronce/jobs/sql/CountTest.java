@@ -6,6 +6,7 @@ import io.triggeronce.jobs.tally.FileCounts;
 import io.triggeronce.jobs.tally.Tally;
 import java.util.List;
 import java.util.Map;
+import org.apache.spark.sql.RowFactory;
 import org.junit.jupiter.api.Test;
 
 class CountTest {
@@ -14,12 +15,12 @@ class CountTest {
         Tally tally = new Tally();
         Count count = new Count(tally, List.of("known_event", "has_id"), false);
         long t1 = 1_690_711_260_000_000L;
-        assertEquals(true, count.call("a.json", t1, false, 3L, null, null, null, null, null, false));
-        assertEquals(true, count.call("a.json", t1 + 60_000_000L, true, 2L, null, null, null, null, null, false));
-        assertEquals(false, count.call("b.json", null, true, 0L, "malformed_json", 0L, 3L, "{x", "JSON is malformed", null));
-        assertEquals(true, count.call("b.json", t1, false, 2L, null, null, null, null, null, null));
+        assertEquals(true, count.call("a.json", t1, false, 3L, null, null, false, null));
+        assertEquals(true, count.call("a.json", t1 + 60_000_000L, true, 2L, null, null, false, null));
+        assertEquals(false, count.call("b.json", null, true, 0L, "malformed_json", RowFactory.create(0L, 3L, "{x", "JSON is malformed"), null, null));
+        assertEquals(true, count.call("b.json", t1, false, 2L, null, null, null, null));
         // Filtered by `where`: usable (on to the watermark), counted as filtered, never late.
-        assertEquals(true, count.call("b.json", t1 - 60_000_000L, false, 0L, null, null, null, null, null, true));
+        assertEquals(true, count.call("b.json", t1 - 60_000_000L, false, 0L, null, null, true, null));
         Map<String, FileCounts> files = tally.value().values().iterator().next().values().iterator().next();
         FileCounts a = files.get("a.json");
         FileCounts b = files.get("b.json");
@@ -32,5 +33,20 @@ class CountTest {
         assertEquals(Map.of(t1, 1L), b.lateAt); // the quarantined record is not late too, nor the filtered one
         assertEquals(1, b.filtered);
         assertEquals(0, a.filtered);
+        assertEquals(-1, tally.distinctKeys()); // no keys handed in
+    }
+
+    @Test
+    void theKeysOfUsableRecordsTheWhereKeepsAreCountedOncePerBatch() {
+        Tally tally = new Tally();
+        Count count = new Count(tally, List.of(), false);
+        for (long key = 0; key < 1_000; key++) {
+            count.call("a.json", null, false, 0L, null, null, false, key);
+            count.call("a.json", null, false, 0L, null, null, false, key); // seen again
+        }
+        count.call("a.json", null, false, 0L, "malformed_json", RowFactory.create(0L, 1L, "{", "bad"), null, 5_000L); // quarantined
+        count.call("a.json", null, false, 0L, null, null, true, 6_000L); // filtered
+        tally.takeBatch(-1); // outside a task: batch -1
+        assertEquals(true, Math.abs(tally.distinctKeys() - 1_000) <= 30, "estimate " + tally.distinctKeys());
     }
 }

@@ -19,9 +19,9 @@ class TransformedTest {
         Count count = new Count(tally, List.of(), true);
         Transformed transformed = new Transformed(tally, "mine:tag");
         for (int i = 0; i < 3; i++) {
-            assertEquals(true, count.call("a.json", null, false, 0L, null, null, null, null, null, false));
+            assertEquals(true, count.call("a.json", null, false, 0L, null, null, false, null));
         }
-        assertEquals(true, count.call("a.json", null, false, 0L, null, null, null, null, null, true)); // `where`
+        assertEquals(true, count.call("a.json", null, false, 0L, null, null, true, null)); // `where`
         assertEquals(true, transformed.call("a.json", T1)); // one of the three is given back
         FileCounts a = tally.value().values().iterator().next().values().iterator().next().get("a.json");
         assertEquals(4, a.records);
@@ -34,7 +34,7 @@ class TransformedTest {
         Tally tally = new Tally();
         Count count = new Count(tally, List.of(), true);
         Transformed transformed = new Transformed(tally, "mine:explode");
-        count.call("a.json", null, false, 0L, null, null, null, null, null, false);
+        count.call("a.json", null, false, 0L, null, null, false, null);
         transformed.call("a.json", null);
         IllegalStateException error = assertThrows(IllegalStateException.class, () -> transformed.call("a.json", null));
         assertTrue(error.getMessage().contains("transform mine:explode gave back more records of a.json"));

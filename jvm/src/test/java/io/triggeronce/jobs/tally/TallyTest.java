@@ -31,4 +31,24 @@ class TallyTest {
         assertEquals("{}", driver.takeBatch(3)); // taken out
         assertEquals(true, driver.takeBatch(4).contains("\"lines\":7"));
     }
+
+    @Test
+    void keysOfEveryAttemptAreMergedAndTakenWithTheirBatch() {
+        Tally task = new Tally(); // outside a task its keys are batch -1's
+        for (long key = 0; key < 100; key++) {
+            task.keys().add(key);
+        }
+        Tally again = new Tally(); // the same task run again, and more keys
+        for (long key = 50; key < 150; key++) {
+            again.keys().add(key);
+        }
+        Tally driver = new Tally();
+        driver.merge(task);
+        driver.merge(again);
+        assertEquals(-1, driver.distinctKeys()); // not taken yet
+        driver.takeBatch(-1);
+        assertEquals(150, driver.distinctKeys());
+        driver.takeBatch(-1); // nothing more of it
+        assertEquals(150, driver.distinctKeys());
+    }
 }
