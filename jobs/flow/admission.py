@@ -12,7 +12,7 @@ for this batch and the two before it (RocksDB keeps it off the heap). A sixteent
 room for that at about one key per event, the worst case of the benchmark (make bench).
 
 By default, batches after a run's first are sized by what the pipeline keeps: after each
-batch the source (io.triggeronce.jobs.source.SizedFileSource) reads the state the query
+batch the landing source (io.triggeronce.jobs.source.LandingStream) reads the state the query
 holds (its progress's memory per state operator) and the bytes the batch read, and takes
 as many bytes next as would grow that state by at most what is left of a quarter of the
 heap, had each byte the weight the last batch's had; never fewer than the default, never

@@ -168,7 +168,7 @@ def new_files_path(landing: str, files: tuple[str, ...]) -> str | None:
     landing location, level by level (`dt={a,b}/{x.json,y.json}`), so that a long history
     is not listed again for a few new files; None when they lie at different depths or a name
     holds a ':' (the landing is listed whole). The pattern may match a file taken before (another folder's
-    name): Spark's source log passes it over, as it does when the whole landing is listed.
+    name): the source's log passes it over, as it does when the whole landing is listed.
     A file that lands meanwhile is the next run's, as one landing a moment after any
     listing; a file gone meanwhile matches nothing."""
     parts = [file.removeprefix(landing.rstrip("/") + "/").split("/") for file in files]

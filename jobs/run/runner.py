@@ -2,7 +2,7 @@
 
     lock     one run per checkpoint (a flock, or a lease in a bucket)
     preflight  the declaration against the checkpoint, the landing, the schema, the dimension
-    pending  what is new, read from Spark's own logs: with nothing new, the run ends here
+    pending  what is new, read from the checkpoint's logs: with nothing new, the run ends here
              (audit and report) without starting Spark; a small increment starts lean
     recover  account the batches an interrupted run committed but did not account
     start    the query, at most so much per batch
@@ -12,10 +12,10 @@
 and whatever happened, the run report is stored and, under the lock, the run appended to
 the pipeline's history (jobs/history/log.py).
 
-Exactly once: Spark's file source records which files each batch read, in the checkpoint,
-and the table records which batches it committed (a Parquet table's `_spark_metadata` log,
-a Delta table's transaction log with the query's id and batch); a batch interrupted before
-its commit is redone from the same files on the next run.
+Exactly once: the landing source (jobs/flow/source.py) records which files each batch read,
+in the checkpoint, and the table records which batches it committed (a Parquet table's
+`_spark_metadata` log, a Delta table's transaction log with the query's id and batch); a
+batch interrupted before its commit is redone from the same files on the next run.
 """
 
 from __future__ import annotations

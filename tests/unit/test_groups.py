@@ -93,7 +93,7 @@ def test_pending_input_is_read_from_the_file_sources_log(tmp_path):
     (landing / "_SUCCESS").write_text("")  # hidden: Spark never reads it
     now_ms = int(time.time() * 1000)
     eight_days_ago = time.time() - 8 * 24 * 3600
-    os.utime(old, (eight_days_ago, eight_days_ago))  # Spark passes it over (maxFileAge)
+    os.utime(old, (eight_days_ago, eight_days_ago))  # an old time is still new: the log is an index
     assert pending_input(pipeline, RunRequest(pipeline.name, locations)).files == 3  # a first run takes every file
 
     checkpoint = tmp_path / "checkpoints" / "clickstream"

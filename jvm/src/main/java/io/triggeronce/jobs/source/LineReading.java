@@ -42,14 +42,16 @@ final class LineReading implements PartitionReaderFactory {
 
     private static final class Lines implements PartitionReader<InternalRow> {
         private final Slices.Task task;
-        private final HadoopConf conf;
+        // One per task, not per slice: making one copies the whole configuration, under its
+        // lock, which the task's other slices and the other tasks' would wait for.
+        private final TaskAttemptContextImpl context;
         private final GenericInternalRow row = new GenericInternalRow(4);
         private int next; // the next slice to open
         private LineRecordReader reader;
 
         Lines(Slices.Task task, HadoopConf conf) {
             this.task = task;
-            this.conf = conf;
+            this.context = new TaskAttemptContextImpl(conf.get(), new TaskAttemptID());
         }
 
         @Override
@@ -80,8 +82,7 @@ final class LineReading implements PartitionReaderFactory {
         private void open(Slices.Slice slice) throws IOException {
             Path path = new Path(URI.create(slice.uri()));
             reader = new LineRecordReader();
-            reader.initialize(new FileSplit(path, slice.start(), slice.length(), new String[0]),
-                    new TaskAttemptContextImpl(conf.get(), new TaskAttemptID()));
+            reader.initialize(new FileSplit(path, slice.start(), slice.length(), new String[0]), context);
             row.update(1, UTF8String.fromString(slice.uri()));
             row.update(2, slice.start());
             row.update(3, slice.fileSize());
