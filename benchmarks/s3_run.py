@@ -23,6 +23,7 @@ import statistics
 import sys
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from benchmarks.measure import REPO, measure
@@ -65,43 +66,49 @@ def _line(number: int) -> str:
     )
 
 
-def one_file_runs(rounds: int) -> tuple[list[float], list[int]]:
-    """Each round: one new file landed in the bucket, then a run; its seconds and peak scratch."""
+@contextlib.contextmanager
+def local_s3() -> Iterator[dict[str, str]]:
+    """Moto's S3 server on 127.0.0.1 for a benchmark: the settings that reach it, and the
+    server stopped after."""
     from moto.server import ThreadedMotoServer
-
-    from jobs.lake import s3
-    from jobs.lake.landing import land_lines
-    from jobs.lake.layout import Locations
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
-    settings = {
-        "AWS_ACCESS_KEY_ID": "bench-access-key",
-        "AWS_SECRET_ACCESS_KEY": "bench-secret-key",
-        "AWS_REGION": "us-east-1",
-        "AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{server._server.server_port}",
-    }
-    seconds, peaks = [], []
     try:
-        with s3.environment(settings), tempfile.TemporaryDirectory(prefix="s3-run-") as scratch:
-            s3.client().create_bucket(Bucket="lake")
-            root = "s3a://lake/bench"
-            landing = Locations.resolve("clickstream", root=root).landing
-            for number in range(rounds + 1):  # the first run starts the checkpoint: not counted
-                land_lines({f"file-{number}.json": [_line(number * 10 + i) for i in range(10)]}, landing)
-                local = Path(scratch, f"run-{number}")
-                local.mkdir()
-                env = {**settings, "SPARK_LOCAL_DIRS": str(local)}
-                with Watch(local) as watch:
-                    run = measure([PY, "-m", "jobs", "run", "clickstream", f"--root={root}", "--no-validate"], env=env)
-                if run.returncode != 0:
-                    raise SystemExit(f"the S3 run failed (exit {run.returncode}): {run.stderr[-800:]}")
-                if number:
-                    seconds.append(run.seconds)
-                    peaks.append(watch.peak)
+        yield {
+            "AWS_ACCESS_KEY_ID": "bench-access-key",
+            "AWS_SECRET_ACCESS_KEY": "bench-secret-key",
+            "AWS_REGION": "us-east-1",
+            "AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{server._server.server_port}",
+        }
     finally:
         server.stop()
+
+
+def one_file_runs(rounds: int) -> tuple[list[float], list[int]]:
+    """Each round: one new file landed in the bucket, then a run; its seconds and peak scratch."""
+    from jobs.lake import s3
+    from jobs.lake.landing import land_lines
+    from jobs.lake.layout import Locations
+
+    seconds, peaks = [], []
+    with local_s3() as settings, s3.environment(settings), tempfile.TemporaryDirectory(prefix="s3-run-") as scratch:
+        s3.client().create_bucket(Bucket="lake")
+        root = "s3a://lake/bench"
+        landing = Locations.resolve("clickstream", root=root).landing
+        for number in range(rounds + 1):  # the first run starts the checkpoint: not counted
+            land_lines({f"file-{number}.json": [_line(number * 10 + i) for i in range(10)]}, landing)
+            local = Path(scratch, f"run-{number}")
+            local.mkdir()
+            env = {**settings, "SPARK_LOCAL_DIRS": str(local)}
+            with Watch(local) as watch:
+                run = measure([PY, "-m", "jobs", "run", "clickstream", f"--root={root}", "--no-validate"], env=env)
+            if run.returncode != 0:
+                raise SystemExit(f"the S3 run failed (exit {run.returncode}): {run.stderr[-800:]}")
+            if number:
+                seconds.append(run.seconds)
+                peaks.append(watch.peak)
     return seconds, peaks
 
 
