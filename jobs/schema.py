@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Any, Union
 
 if TYPE_CHECKING:
     from pyspark.sql.types import DataType
@@ -189,3 +189,31 @@ def outline(kind: Kind) -> str:
     if isinstance(kind, Array):
         return f"[{outline(kind.element)}]"
     return kind
+
+
+TYPE_CHOICES = ", ".join(SCALARS) + ", decimal(p,s), an object {field: type} or a list [type]"
+
+
+def declared_kind(declared: Any, path: str) -> Kind:
+    """A declared field's type: a scalar's name, a mapping (an object), or a list of one
+    type (an array); refused with the field's path."""
+    if isinstance(declared, str):
+        try:
+            return scalar(declared)
+        except TypeSpellingError:
+            raise ValueError(f"field {path!r} has type {declared!r}; use one of {TYPE_CHOICES}") from None
+    if isinstance(declared, dict) and declared:
+        for name in declared:
+            if not isinstance(name, str) or not name or "." in name:
+                raise ValueError(f"field {path!r} holds a field named {name!r}; name fields without dots")
+        return Struct(tuple((name, declared_kind(kind, f"{path}.{name}")) for name, kind in declared.items()))
+    if isinstance(declared, list) and len(declared) == 1:
+        return Array(declared_kind(declared[0], f"{path}[]"))
+    raise ValueError(f"field {path!r} has type {declared!r}; use one of {TYPE_CHOICES}")
+
+
+def declared_types(value: Any) -> dict[str, str]:
+    """A mapping of field (or path) -> declared type, each type in its one spelling."""
+    if not isinstance(value, dict) or not value:
+        raise ValueError("must map each field name to a type, or be 'infer'")
+    return {str(name): spelled(declared_kind(kind, str(name))) for name, kind in value.items()}

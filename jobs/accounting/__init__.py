@@ -7,6 +7,7 @@ landed file; the ledger is where the pipeline keeps its accounts and its own rec
 beside Spark's checkpoint. The words are the glossary's (docs/glossary.md).
 
 checkpoint.py       what Spark's checkpoint and sink log say (read only; file names as the product spells them)
+source_log.py       the landing source's file log: which files were taken, by folder through its index
 ledger.py           the pipeline's own files beside them (contract, accounts, Spark's counts)
 accounts.py         a batch's counts -> its account (pure), and the account's stored form
 batches.py          when a run's batches are accounted, and when their accounts are stored

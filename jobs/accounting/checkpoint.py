@@ -21,9 +21,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import msgspec
-
-from jobs.accounting.source_log import SourceLog
+from jobs.accounting.source_log import SourceLog, log_entries
 from jobs.lake import delta, delta_source, fs, listings
 from jobs.lake.layout import Locations, from_spark, join
 
@@ -34,13 +32,6 @@ def ms_to_iso(ms: int | None) -> str | None:
     """'2023-07-30T10:03:06Z', or '...06.250Z': to the millisecond Spark keeps, never more."""
     moment = datetime.fromtimestamp(ms // 1000, UTC) + timedelta(milliseconds=ms % 1000)
     return moment.isoformat(timespec="milliseconds" if ms % 1000 else "seconds").replace("+00:00", "Z")
-
-
-def _log_entries(uri: str) -> list[dict[str, Any]]:
-    """The JSON lines of one Spark metadata log file (its first line is a version), decoded
-    as one array: a compaction of 100,000 files took 0.6-1.0 s line by line, 0.1 s so."""
-    lines = fs.read_bytes(uri).splitlines()[1:]
-    return msgspec.json.decode(b"[" + b",".join(line for line in lines if line.strip()) + b"]")
 
 
 def _log_files(folder: str) -> dict[int, str]:
@@ -208,7 +199,7 @@ class CheckpointLog:
         logs = _log_files(folder)
         if batch_id not in logs:
             return None
-        added = {from_spark(e["path"]) for e in _log_entries(join(folder, logs[batch_id])) if e.get("action") == "add"}
+        added = {from_spark(e["path"]) for e in log_entries(join(folder, logs[batch_id])) if e.get("action") == "add"}
         if logs[batch_id].endswith(".compact"):
             # A compact file lists every file so far: take away what earlier batches had.
             before = _sink_entries_through(folder, logs, batch_id - 1)
@@ -240,7 +231,7 @@ class CheckpointLog:
         logs, found = _log_files(folder), {}
         for batch_id in sorted(logs):
             compact = logs[batch_id].endswith(".compact")
-            for entry in _log_entries(join(folder, logs[batch_id])):
+            for entry in log_entries(join(folder, logs[batch_id])):
                 if entry.get("action") == "add":
                     found.setdefault(from_spark(entry["path"]), None if compact else batch_id)
         return found
@@ -277,11 +268,11 @@ def _is_data(uri: str) -> bool:
 def _entries_of(folder: str, logs: dict[int, str], log_id: int) -> list[dict[str, Any]]:
     """A file source log's entries for one of its offsets, from its own file or a compact one."""
     if log_id in logs and not logs[log_id].endswith(".compact"):
-        return _log_entries(join(folder, logs[log_id]))
+        return log_entries(join(folder, logs[log_id]))
     # Compacted: the first compact file at or after the id holds its entries.
     for candidate in sorted(b for b in logs if b >= log_id):
         if logs[candidate].endswith(".compact"):
-            return [e for e in _log_entries(join(folder, logs[candidate])) if e.get("batchId") == log_id]
+            return [e for e in log_entries(join(folder, logs[candidate])) if e.get("batchId") == log_id]
     raise FileNotFoundError(f"source log entry {log_id} is missing from {folder}")
 
 
@@ -295,7 +286,7 @@ def _sink_entries_through(folder: str, logs: dict[int, str], batch_id: int) -> d
     for b in range(max(compacts) if compacts else 0, batch_id + 1):
         if b not in logs:
             return None
-        for entry in _log_entries(join(folder, logs[b])):
+        for entry in log_entries(join(folder, logs[b])):
             if entry.get("action") == "add":
                 files[from_spark(entry["path"])] = entry
             elif entry.get("action") == "delete":

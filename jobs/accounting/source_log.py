@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
+from typing import Any
+
+import msgspec
 
 from jobs.lake import fs
 from jobs.lake.layout import from_spark, join
@@ -52,10 +55,11 @@ def _ids(names: list[str]) -> dict[int, str]:
     return found
 
 
-def _entries(uri: str) -> list[dict]:
-    from jobs.accounting.checkpoint import _log_entries
-
-    return _log_entries(uri)
+def log_entries(uri: str) -> list[dict[str, Any]]:
+    """The JSON lines of one Spark metadata log file (its first line is a version), decoded
+    as one array: a compaction of 100,000 files took 0.6-1.0 s line by line, 0.1 s so."""
+    lines = fs.read_bytes(uri).splitlines()[1:]
+    return msgspec.json.decode(b"[" + b",".join(line for line in lines if line.strip()) + b"]")
 
 
 class SourceLog:
@@ -96,7 +100,7 @@ class SourceLog:
         taken: TakenFiles = {}
         for i in sorted(ids):
             if i >= compact:
-                for entry in _entries(join(self.folder, ids[i])):
+                for entry in log_entries(join(self.folder, ids[i])):
                     taken.setdefault(from_spark(entry["path"]), entry["timestamp"])
         return taken
 
@@ -115,10 +119,10 @@ class SourceLog:
                 if n.isdigit() and compact < int(n) <= head
             ]
             for name in read:  # a part past the head belongs to no entry (a run that stopped)
-                for entry in _entries(join(part, name)):
+                for entry in log_entries(join(part, name)):
                     taken.setdefault(from_spark(entry["path"]), entry["timestamp"])
         if head >= 0 and self.ids[head].isdigit():  # the newest entry's parts may not be written yet
-            for entry in _entries(join(self.folder, self.ids[head])):
+            for entry in log_entries(join(self.folder, self.ids[head])):
                 location = from_spark(entry["path"])
                 if every or folder_key(relative_folder(location, self.landing)) in keys:
                     taken.setdefault(location, entry["timestamp"])

@@ -29,10 +29,9 @@ from jobs.lake.layout import join, normalize
 from jobs.processors import PROCESSORS
 from jobs.processors.base import Processor, ProcessorSettings
 from jobs.processors.own import definition
-from jobs.schema import Array, Kind, Struct
+from jobs.schema import Array, Kind
 from jobs.units import CodeName, ColumnName, Duration, FieldPath, Name
 
-TYPE_CHOICES = ", ".join(schema.SCALARS) + ", decimal(p,s), an object {field: type} or a list [type]"
 MAX_DEPTH = 64  # objects and arrays in a record, by default: deeper than real events nest, far below any parser's limit
 MAX_FUTURE_S = 86400  # an event time more than a day after its batch's is quarantined, by default
 
@@ -56,31 +55,6 @@ class EventTime(Part):
     @classmethod
     def _none_turns_it_off(cls, value: Any) -> Any:
         return None if value is None or str(value).strip().lower() == "none" else value
-
-
-def declared_kind(declared: Any, path: str) -> Kind:
-    """A declared field's type: a scalar's name, a mapping (an object), or a list of one
-    type (an array); refused with the field's path."""
-    if isinstance(declared, str):
-        try:
-            return schema.scalar(declared)
-        except schema.TypeSpellingError:
-            raise ValueError(f"field {path!r} has type {declared!r}; use one of {TYPE_CHOICES}") from None
-    if isinstance(declared, dict) and declared:
-        for name in declared:
-            if not isinstance(name, str) or not name or "." in name:
-                raise ValueError(f"field {path!r} holds a field named {name!r}; name fields without dots")
-        return Struct(tuple((name, declared_kind(kind, f"{path}.{name}")) for name, kind in declared.items()))
-    if isinstance(declared, list) and len(declared) == 1:
-        return Array(declared_kind(declared[0], f"{path}[]"))
-    raise ValueError(f"field {path!r} has type {declared!r}; use one of {TYPE_CHOICES}")
-
-
-def _declared_types(value: Any) -> dict[str, str]:
-    """A mapping of field (or path) -> declared type, each type in its one spelling."""
-    if not isinstance(value, dict) or not value:
-        raise ValueError("must map each field name to a type, or be 'infer'")
-    return {str(name): schema.spelled(declared_kind(kind, str(name))) for name, kind in value.items()}
 
 
 class Listing(Part):
@@ -135,12 +109,12 @@ class Source(Part):
     @field_validator("declared_schema", mode="before")
     @classmethod
     def _schema_or_infer(cls, value: Any) -> Any:
-        return value if value == "infer" else _declared_types(value)
+        return value if value == "infer" else schema.declared_types(value)
 
     @field_validator("hints", mode="before")
     @classmethod
     def _hinted_types(cls, value: Any) -> Any:
-        return _declared_types(value) if value else {}
+        return schema.declared_types(value) if value else {}
 
     @model_validator(mode="before")
     @classmethod

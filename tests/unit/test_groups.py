@@ -106,9 +106,11 @@ def test_pending_input_is_read_from_the_file_sources_log(tmp_path):
     (checkpoint / "_pipeline" / "accounting").mkdir(parents=True)
     (checkpoint / "_pipeline" / "accounting" / "0").write_text("{}")
     pending = pending_input(pipeline, RunRequest(pipeline.name, locations))
-    assert (pending.files, pending.bytes, pending.needs_spark) == (1, new.stat().st_size, None)  # b.json only
+    expected = (2, new.stat().st_size + old.stat().st_size, None)  # b.json and c.json, whatever its time
+    assert (pending.files, pending.bytes, pending.needs_spark) == expected
 
     new.unlink()
+    old.unlink()
     assert pending_input(pipeline, RunRequest(pipeline.name, locations)).nothing_new
     assert pending_input(pipeline, RunRequest(pipeline.name, locations, landing_glob="dt=*/*")).needs_spark
     # --landing-since: only the dt= folders the run lists (here from the 2nd to the 3rd).
