@@ -158,12 +158,13 @@ def _late(landing: str, new: list[str], listing: Listing, state: dict | None, no
     if not state or not state.get("newest_day"):
         return []
     since = _cutoff(state, listing, now_ms)
-    late = []
-    for uri in new:
-        day = folder_date(uri.removeprefix(landing.rstrip("/") + "/").split("/", 1)[0])
-        if day is not None and day < since and "/" in uri.removeprefix(landing.rstrip("/") + "/"):
-            late.append(uri)
-    return late
+    return [uri for uri in new if (day := _day_of(landing, uri)) is not None and day < since]
+
+
+def _day_of(landing: str, uri: str) -> date | None:
+    """The day of the top-level dt=YYYY-MM-DD folder of `landing` that holds `uri`, if any."""
+    relative = uri.removeprefix(landing.rstrip("/") + "/")
+    return folder_date(relative.split("/", 1)[0]) if "/" in relative else None
 
 
 def listed_days(landing: str, days_open: tuple[list[str], frozenset[str]] | None) -> listings.Listing:
@@ -190,10 +191,7 @@ def record_listing(ledger: Ledger, landings: list[str], pending: Pending, taken:
 def newest_day(landing: str, taken: TakenFiles, before: str | None) -> str | None:
     """The newest dt=YYYY-MM-DD folder of `landing` holding a file the source took, or `before`."""
     found = [before] if before else []
-    for uri in taken:
-        relative = uri.removeprefix(landing.rstrip("/") + "/")
-        if "/" in relative and (day := folder_date(relative.split("/", 1)[0])) is not None:
-            found.append(day.isoformat())
+    found += [day.isoformat() for uri in taken if (day := _day_of(landing, uri)) is not None]
     return max(found, default=None)
 
 

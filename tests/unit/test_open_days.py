@@ -51,3 +51,31 @@ def test_a_new_file_in_a_day_past_its_lateness_is_late_and_the_newest_day_taken_
     taken = {f"{landing}/dt=2026-11-30/y.json": 1, f"{landing}/flat.json": 1, f"{landing}/dt=x/z.json": 1}
     assert newest_day(landing, taken, "2026-11-02") == "2026-11-30"
     assert newest_day(landing, {}, "2026-11-02") == "2026-11-02"
+
+
+def test_the_docs_example_of_listing_loads_and_leaves_the_checkpoint_contract_alone():
+    """`source: listing` as docs/layout.md writes it loads as documented; misspelt, it is refused
+    with the name meant; it changes what a run lists, not what the state or the table holds, so
+    it is not in the checkpoint's contract (a change resumes)."""
+    import re
+
+    import pytest
+    import yaml
+
+    from jobs.declare.load import DeclarationError, from_mapping, pipelines_dir
+    from jobs.flow.patterns import pattern_of
+    from tests.unit.test_freshness import _docs_example
+
+    shipped = yaml.safe_load((pipelines_dir() / "clickstream.yaml").read_text())
+    example = _docs_example("layout.md", "Dated folders")["source"]
+    pipeline = from_mapping({**shipped, "source": {**shipped["source"], **example}})
+    (source,) = pipeline.sources
+    assert (source.listing.lateness_s, source.listing.whole_every_s) == (2 * 24 * 3600, 24 * 3600)
+    assert pattern_of(pipeline).contract() == pattern_of(from_mapping(shipped)).contract()
+    misspelt = {
+        "listng": (example["listing"], "did you mean 'listing'?"),
+        "listing": ({"latenes": "2 days"}, "did you mean 'lateness'?"),
+    }
+    for key, (value, said) in misspelt.items():
+        with pytest.raises(DeclarationError, match=re.escape(said)):
+            from_mapping({**shipped, "source": {**shipped["source"], key: value}})
