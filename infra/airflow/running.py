@@ -133,6 +133,19 @@ class Scheduler:
         folder = self.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}" / f"task_id={task_id}"
         return "".join(path.read_text(errors="replace") for path in sorted(folder.glob("attempt=*.log")))
 
+    def failures(self, dag_id: str, runs: list[dict]) -> str:
+        """Why the failed ones of `runs` failed: each task's state, and the end of a failed task's log."""
+        told = []
+        for run in runs:
+            if run["state"] != "failed":
+                continue
+            path = f"/api/v2/dags/{dag_id}/dagRuns/{urllib.request.quote(run['dag_run_id'], safe='')}/taskInstances"
+            for task in self._call("GET", path)["task_instances"]:
+                told.append(f"{run['dag_run_id']} {task['task_id']}: {task['state']} (tries {task['try_number']})")
+                if task["state"] not in ("success", "skipped"):
+                    told.append(self.task_log(dag_id, run["dag_run_id"], task["task_id"])[-6000:])
+        return "\n".join(told)
+
     def _call(self, method: str, path: str, body: dict | None = None) -> dict:
         request = urllib.request.Request(
             f"http://127.0.0.1:{self.port}{path}",

@@ -3,7 +3,7 @@
 A first run over a year of history, or a producer catching up after an outage, must not
 become one batch the driver cannot hold (state for every key of the backlog, at once).
 Each batch takes about `max_bytes` of new files (whole files, at least one), or, when
-asked for instead, at most `max_files` new files (Spark takes one or the other, not both).
+asked for instead, at most `max_files` new files (one or the other is given, not both).
 
 The default: about a sixteenth of the JVM's heap per batch, 64 MiB with Spark's default
 1 GiB driver. A batch's lines are parsed as they stream through; what stays is state,
@@ -20,6 +20,11 @@ more than an eighth of the heap (128 MiB at 1 GiB: on the benchmark's backlog, 2
 batches were slower than 128, make bench). A windowed count whose state is a few MiB takes
 the eighth; one key per event kept in state stays at the default. The run's report says
 what was chosen after each batch (`batch_sizes`).
+
+A batch by bytes takes at most `most_files` files too: however small the files, the driver
+keeps a few entries for each file of a batch (its slice of a task, its tally, its entry in
+the file log), about FILE_DRIVER_BYTES each. A sixteenth of the heap for them, as for the
+bytes: a million one-line files in one batch ran a 1 GiB driver out of memory (make bench).
 
 From the weakest to the strongest: the default, the declaration's `spark:` block, the
 run's own options (`--max-bytes-per-trigger` or `--max-files-per-trigger`, or the DAG
@@ -43,6 +48,8 @@ HEAP_SHARE = 16
 SIZED_HEAP_SHARE = 8  # the most a sized batch takes
 STATE_HEAP_SHARE = 4  # the most a sized batch lets the state grow to
 MIN_BYTES = 8 * 2**20
+FILE_DRIVER_BYTES = 2 * 2**10  # what the driver holds per file of a batch (docs/performance.md)
+MIN_FILES = 1_000
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,7 @@ class Limits:
     # most the state may hold; None: every batch takes max_bytes (or max_files).
     sized_cap: int | None = None
     state_budget: int | None = None
+    most_files: int | None = None  # with max_bytes: the most files a batch takes
 
     def describe(self) -> str:
         size = f"at most {self.max_files:,} new files" if self.max_files else f"about {self.max_bytes / 2**20:,.0f} MiB"
@@ -63,6 +71,8 @@ class Limits:
                 f"about {self.max_bytes * self.inflation / 2**20:,.0f} MiB of lines "
                 f"({self.max_bytes / 2**20:,.2f} MiB of gzip, which inflates up to {self.inflation:,.0f}x)"
             )
+        if self.max_bytes and self.most_files:
+            size += f", at most {self.most_files:,} files"
         sized = ""
         if self.sized_cap:
             sized = f", then sized by the state it keeps, up to {self.sized_cap * self.inflation / 2**20:,.0f} MiB"
@@ -81,7 +91,13 @@ def default_limits(heap_bytes: int) -> Limits:
     """The limits for a JVM whose heap is `heap_bytes`: its batches sized after the first."""
     floor = max(heap_bytes // HEAP_SHARE, MIN_BYTES)
     cap = max(heap_bytes // SIZED_HEAP_SHARE, floor)
-    return Limits(None, floor, "default", sized_cap=cap, state_budget=heap_bytes // STATE_HEAP_SHARE)
+    budget = heap_bytes // STATE_HEAP_SHARE
+    return Limits(None, floor, "default", sized_cap=cap, state_budget=budget, most_files=most_files(heap_bytes))
+
+
+def most_files(heap_bytes: int) -> int:
+    """The most files a batch by bytes takes, for a JVM whose heap is `heap_bytes`."""
+    return max(heap_bytes // HEAP_SHARE // FILE_DRIVER_BYTES, MIN_FILES)
 
 
 def batch_limits(
@@ -95,9 +111,11 @@ def batch_limits(
     if run_files and run_bytes:
         raise UsageError("give --max-files-per-trigger or --max-bytes-per-trigger, not both (Spark takes one)")
     if run_files or run_bytes:
-        return Limits(run_files, run_bytes, "run")
+        return Limits(run_files, run_bytes, "run", most_files=run_bytes and most_files(heap_bytes))
     if declared_files or declared_bytes:
-        return Limits(declared_files, declared_bytes, "declaration")
+        return Limits(
+            declared_files, declared_bytes, "declaration", most_files=declared_bytes and most_files(heap_bytes)
+        )
     return default_limits(heap_bytes)
 
 

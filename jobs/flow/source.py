@@ -55,6 +55,8 @@ def stream_lines(spark: SparkSession, path: str, landing: str, limits: Limits | 
         reader = reader.option("maxFilesPerTrigger", limits.max_files)
     if limits and limits.max_bytes:
         reader = reader.option("maxBytesPerTrigger", limits.max_bytes)
+    if limits and limits.max_bytes and limits.most_files:
+        reader = reader.option("sizing.maxFiles", limits.most_files)
     if limits and limits.sized_cap:
         reader = reader.option("sizing.cap", limits.sized_cap).option("sizing.stateBudget", limits.state_budget)
     lines = reader.load(path)

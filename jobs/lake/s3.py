@@ -167,6 +167,9 @@ _UNREACHABLE = (
     "Could not connect",
     "Couldn't connect",
 )
+# Of those, what says the endpoint refused the connection itself: decisive, even in a text
+# that also holds a 5xx (a request cut off as the server went away, then every retry refused).
+_NOT_LISTENING = tuple(marker for marker in _UNREACHABLE if marker != "Unable to execute HTTP request")
 _REFUSED = ("InvalidAccessKeyId", "SignatureDoesNotMatch", "403 Forbidden", "AccessDenied", "ACCESS_DENIED", "403")
 # ... and when it is throttled (503 SlowDown) or fails inside (500, 502), even after every retry.
 _BUSY = (
@@ -196,6 +199,8 @@ def is_transient(text: str) -> bool:
 def cause(text: str) -> str | None:
     """A short, actionable cause for an S3 failure described by `text`, or None if it is not one."""
     endpoint = describe_endpoint()
+    if any(marker in text for marker in _NOT_LISTENING) and not any(marker in text for marker in _STALLED):
+        return f"cannot reach the S3 endpoint {endpoint}; is the server up (make s3-up for the local one)?"
     if any(marker in text for marker in _BUSY) and not any(marker in text for marker in _REFUSED):
         tries = f"{settings().s3_attempts} tries with backoff"
         return f"S3 ({endpoint}) was busy or failing inside (throttled, or a 5xx error) through {tries}; run again"

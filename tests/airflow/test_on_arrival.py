@@ -123,7 +123,7 @@ def test_files_landing_start_one_run_a_burst_one_and_an_idle_landing_none(spark,
         readings = samples.arrivals("rack_alerts")[0]  # one member's landing: the whole group runs
         land(Locations.resolve("rack_alerts", root=str(root)).landing, readings)
         runs = ended(airflow, 1)
-        assert [run["state"] for run in runs] == ["success"]
+        assert [run["state"] for run in runs] == ["success"], airflow.failures(DAG_ID, runs)
         assert named(airflow, runs[0]) == ["first.json"]
         assert "started by files landing at" in airflow.task_log(DAG_ID, runs[0]["dag_run_id"], "run")
         assert "1 new file(s)" in airflow.task_log(DAG_ID, runs[0]["dag_run_id"], "run")
@@ -140,7 +140,7 @@ def test_files_landing_start_one_run_a_burst_one_and_an_idle_landing_none(spark,
             land(locations.landing, {f"burst-{number}.json": burst[f"burst-{number}.json"]})
             time.sleep(1)
         runs = ended(airflow, 2)
-        assert [run["state"] for run in runs] == ["success", "success"]
+        assert [run["state"] for run in runs] == ["success", "success"], airflow.failures(DAG_ID, runs)
         assert named(airflow, runs[1]) == ["burst-0.json", "burst-1.json", "burst-2.json"]
 
         time.sleep(3 * QUIET_S)  # every file taken: nothing more starts
@@ -154,7 +154,7 @@ def test_files_landing_start_one_run_a_burst_one_and_an_idle_landing_none(spark,
         last = arrival("after-restart", 30)
         land(locations.landing, last)
         runs = ended(airflow, 3)
-        assert [run["state"] for run in runs] == ["success"] * 3
+        assert [run["state"] for run in runs] == ["success"] * 3, airflow.failures(DAG_ID, runs)
         assert named(airflow, runs[2]) == ["after-restart.json"]
     finally:
         if restarted is not None:

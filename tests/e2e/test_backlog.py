@@ -34,6 +34,7 @@ def test_a_declared_limit_splits_a_backlog_and_a_run_option_overrides_it(spark, 
         "inflation": 1.0,
         "sized_cap": None,
         "state_budget": None,
+        "most_files": None,
     }
     assert report.batches == 3 + 1  # three of two files each, then the watermark's no-data batch
     assert "  start: at most 2 new files per batch (declaration)" in caplog.messages
@@ -60,6 +61,7 @@ def test_the_default_limit_is_a_sixteenth_of_the_driver_heap(spark, clickstream,
         "inflation": 1.0,
         "sized_cap": max(heap // 8, 8 * 2**20),
         "state_budget": heap // 4,
+        "most_files": max(heap // 16 // 2048, 1000),  # a few KiB of the driver's per file of a batch
     }
     # One batch of data and the watermark's batch after it, which reads no file: none sized.
     assert report.batch_sizes == []

@@ -248,6 +248,10 @@ def test_batches_after_the_first_are_sized_by_the_state_the_query_keeps(spark, t
     given = Limits(None, floor, "run")
     assert _batches_of_files(spark, landing, tmp_path / "given", given) == ([2] * 6, [])
 
+    # However many bytes are left, a batch takes at most `most_files` files.
+    few = Limits(None, floor, "default", sized_cap=cap, state_budget=2**30, most_files=5)
+    assert _batches_of_files(spark, landing, tmp_path / "few", few)[0] == [2, 5, 5]
+
 
 def test_many_small_files_are_read_by_a_few_tasks_and_listed_by_a_few(spark, tmp_path):
     """Spark's defaults give each tiny file the cost of 4 MiB and list a batch's files in a

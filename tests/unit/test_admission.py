@@ -15,8 +15,9 @@ def test_the_default_follows_the_driver_heap():
     assert default_limits(4 * GiB).max_bytes == 256 * MiB
     assert default_limits(64 * MiB).max_bytes == 8 * MiB  # never below 8 MiB
     assert default_limits(1 * GiB).describe() == (
-        "about 64 MiB per batch (default), then sized by the state it keeps, up to 128 MiB"
+        "about 64 MiB, at most 32,768 files per batch (default), then sized by the state it keeps, up to 128 MiB"
     )
+    assert (default_limits(1 * GiB).most_files, default_limits(16 * MiB).most_files) == (32_768, 1_000)
     assert (default_limits(1 * GiB).sized_cap, default_limits(1 * GiB).state_budget) == (128 * MiB, 256 * MiB)
 
 
@@ -25,9 +26,10 @@ def test_a_declaration_overrides_the_default_and_a_run_overrides_both():
     assert (declared.max_files, declared.max_bytes, declared.chosen_by) == (50, None, "declaration")
     run = batch_limits(GiB, declared_files=50, run_bytes=16 * MiB)
     assert (run.max_files, run.max_bytes, run.chosen_by) == (None, 16 * MiB, "run")
-    assert run.describe() == "about 16 MiB per batch (run)"
+    assert run.describe() == "about 16 MiB, at most 32,768 files per batch (run)"
     assert batch_limits(GiB, run_files=3).describe() == "at most 3 new files per batch (run)"
     assert run.sized_cap is None and declared.sized_cap is None  # only the default is sized
+    assert declared.most_files is None  # a limit in files is the only one
 
 
 def test_gzip_divides_the_sized_cap_as_it_divides_the_default():

@@ -164,9 +164,9 @@ def test_the_root_cause_of_common_faults_is_one_actionable_line(tmp_path, monkey
         assert root_cause(text, uses_s3=True).startswith("the S3 endpoint http://127.0.0.1:9000 stopped answering"), (
             text
         )
-    assert root_cause("Connect to 127.0.0.1:9000 failed: Connection refused", uses_s3=True).startswith(
-        "cannot reach the S3 endpoint http://127.0.0.1:9000"
-    )
+    gone = "Connect to 127.0.0.1:9000 failed: Connection refused"
+    for text in (gone, f"S3Exception: We encountered an internal error (Status Code: 500)\n{gone}"):
+        assert root_cause(text, uses_s3=True).startswith("cannot reach the S3 endpoint http://127.0.0.1:9000"), text
     assert "refused the credentials" in root_cause("InvalidAccessKeyId: The AWS Access Key Id ...", uses_s3=True)
     assert root_cause("AnalysisException: column x not found", uses_s3=True) is None
 

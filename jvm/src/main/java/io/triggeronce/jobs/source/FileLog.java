@@ -60,7 +60,6 @@ final class FileLog {
     private final FileSystem fs;
     private final Path folder;
     private final Path landing; // what folder keys are relative to
-    private final Map<String, Map<String, Entry>> folders = new HashMap<>(); // key -> path -> entry, as read
     private long head = Long.MIN_VALUE; // the newest entry, once known
 
     FileLog(Configuration conf, Path folder, Path landing) {
@@ -164,7 +163,7 @@ final class FileLog {
     synchronized Map<String, Entry> taken(Collection<String> keys) {
         Map<String, Entry> found = new HashMap<>();
         for (String key : keys) {
-            found.putAll(folders.computeIfAbsent(key, this::readFolder));
+            found.putAll(readFolder(key));
         }
         return found;
     }
@@ -235,15 +234,14 @@ final class FileLog {
             byFolder.computeIfAbsent(folderKey(entry.path()), k -> new ArrayList<>()).add(entry);
         }
         for (Map.Entry<String, List<Entry>> part : byFolder.entrySet()) {
-            String key = part.getKey();
-            Map<String, Entry> known = folders.computeIfAbsent(key, this::readFolder);
-            writeLines(partPath(key, Long.toString(id)), part.getValue());
-            part.getValue().forEach(e -> known.putIfAbsent(canonical(e.path()), e));
-            compactIfDue(key, id, known);
+            writeLines(partPath(part.getKey(), Long.toString(id)), part.getValue());
+            compactIfDue(part.getKey(), id);
         }
     }
 
-    private void compactIfDue(String key, long id, Map<String, Entry> known) throws IOException {
+    /** A folder's parts, once there are enough of them, as one (read when due, not kept: a run
+     * over a million files would hold every one of them). */
+    private void compactIfDue(String key, long id) throws IOException {
         Path part = new Path(new Path(folder, "folders"), key);
         FileStatus[] files = fs.listStatus(part);
         List<Path> older = new ArrayList<>();
@@ -260,7 +258,7 @@ final class FileLog {
         if (plain < COMPACT_EVERY) {
             return;
         }
-        writeLines(partPath(key, id + ".compact"), new ArrayList<>(known.values()));
+        writeLines(partPath(key, id + ".compact"), readFolder(key).values());
         for (Path path : older) {
             fs.delete(path, false);
         }

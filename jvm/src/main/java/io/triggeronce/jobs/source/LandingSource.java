@@ -20,9 +20,10 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * (`spark.readStream.format("io.triggeronce.jobs.source.LandingSource")`): every line of every
  * file under `path` (a folder or a Hadoop pattern), each with its file (LandingStream says how
  * files are taken, once each). Options: `landing` (the folder `path` lies in, which the file
- * log's index is kept by; `path` when left out), `maxFilesPerTrigger` or `maxBytesPerTrigger`,
- * `sizing.cap` and `sizing.stateBudget` (batches after a run's first sized by the state the
- * query keeps: jobs/flow/admission.py), and Hadoop settings for the files (`fs.file.impl`).
+ * log's index is kept by; `path` when left out), `maxFilesPerTrigger` or `maxBytesPerTrigger`
+ * (with `sizing.maxFiles`, the most files a batch by bytes takes), `sizing.cap` and
+ * `sizing.stateBudget` (batches after a run's first sized by the state the query keeps:
+ * jobs/flow/admission.py), and Hadoop settings for the files (`fs.file.impl`).
  */
 public final class LandingSource implements TableProvider {
     /** A line, the file it is in (a %-encoded URI), the first byte of the part of the file

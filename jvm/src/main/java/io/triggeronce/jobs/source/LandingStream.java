@@ -64,6 +64,7 @@ public final class LandingStream implements MicroBatchStream, SupportsTriggerAva
     private final FileLog log;
     private final int maxFiles;
     private final long maxBytes;
+    private final int mostFiles; // of a batch by bytes: the driver keeps entries per file
     private final long sizingCap;
     private final long stateBudget;
     private List<Found> availableNow; // listed once, at the start of an availableNow query
@@ -85,6 +86,7 @@ public final class LandingStream implements MicroBatchStream, SupportsTriggerAva
         this.maxFiles = options.getInt("maxFilesPerTrigger", 0);
         this.maxBytes = options.containsKey("maxBytesPerTrigger")
                 ? JavaUtils.byteStringAsBytes(options.get("maxBytesPerTrigger")) : 0;
+        this.mostFiles = options.getInt("sizing.maxFiles", 0);
         this.sizingCap = options.getLong("sizing.cap", 0);
         this.stateBudget = options.getLong("sizing.stateBudget", 0);
         this.log = new FileLog(conf, new Path(checkpointLocation), new Path(options.getOrDefault("landing", path)));
@@ -159,7 +161,8 @@ public final class LandingStream implements MicroBatchStream, SupportsTriggerAva
         return new LogOffset(id);
     }
 
-    /** The oldest of `files` a batch takes under `limit`: whole files, the first always. */
+    /** The oldest of `files` a batch takes under `limit`: whole files, the first always; by
+     * bytes, at most `sizing.maxFiles` of them. */
     private List<Found> take(List<Found> files, ReadLimit limit) {
         if (files.isEmpty()) {
             return files;
@@ -173,8 +176,9 @@ public final class LandingStream implements MicroBatchStream, SupportsTriggerAva
         long budget = sized(most.maxBytes());
         long bytes = 0;
         int count = 0;
+        int fileCap = mostFiles > 0 ? mostFiles : Integer.MAX_VALUE;
         for (Found file : files) {
-            if (count > 0 && bytes + file.size() > budget) {
+            if (count > 0 && (bytes + file.size() > budget || count >= fileCap)) {
                 break;
             }
             bytes += file.size();
