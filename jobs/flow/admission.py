@@ -48,7 +48,7 @@ HEAP_SHARE = 16
 SIZED_HEAP_SHARE = 8  # the most a sized batch takes
 STATE_HEAP_SHARE = 4  # the most a sized batch lets the state grow to
 MIN_BYTES = 8 * 2**20
-FILE_DRIVER_BYTES = 2 * 2**10  # what the driver holds per file of a batch (docs/performance.md)
+FILE_DRIVER_BYTES = 2 * 2**10  # an allowance per file of a batch (docs/performance.md: a million files)
 MIN_FILES = 1_000
 
 
