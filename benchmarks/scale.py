@@ -1,6 +1,6 @@
 """`make bench`: the product against Spark itself and DuckDB, on a backlog of any size.
 
-    python -m benchmarks.scale [--events 4000000] [--files 400] [--rounds 3] [--only backlog|nested|maintenance|...]
+    python -m benchmarks.scale [--events 4000000] [--files 400] [--rounds 3] [--only backlog small million ...]
 
 1. Backlog: deterministic clickstream data (benchmarks/clickstream_data.py), then, in
    interleaved rounds on the same files: the product's `python -m jobs run clickstream`
@@ -537,6 +537,9 @@ def main() -> None:
     parser.add_argument("--memory", default="1g", help="driver memory of every Spark process (default: %(default)s)")
     parser.add_argument(
         "--only",
+        nargs="+",
+        metavar="PART",
+        help="run these parts only, in the order below (default: every part)",
         choices=(
             "backlog",
             "nested",
@@ -556,41 +559,45 @@ def main() -> None:
         ),
     )
     args = parser.parse_args()
+
+    def wanted(part: str) -> bool:
+        return args.only is None or part in args.only
+
     WORK.mkdir(parents=True, exist_ok=True)
-    if args.only in (None, "backlog"):
+    if wanted("backlog"):
         print_backlog(backlog(args.events, args.files, args.rounds, args.memory), args.events)
-    if args.only in (None, "nested"):
+    if wanted("nested"):
         nested(150_000, args.rounds, args.memory)
-    if args.only in (None, "small"):
+    if wanted("small"):
         many_small(100_000, args.memory, args.rounds)
-    if args.only in (None, "million"):
+    if wanted("million"):
         a_million_small(1_000_000, args.memory, args.rounds)
-    if args.only in (None, "s3-listing"):
+    if wanted("s3-listing"):
         print(
             _checked(
                 "the S3 listing", measure([PY, "-m", "benchmarks.s3_listing", "--rounds", str(args.rounds)])
             ).stdout
         )
-    if args.only in (None, "incremental"):
+    if wanted("incremental"):
         incremental()
-    if args.only in (None, "state"):
+    if wanted("state"):
         state()
-    if args.only in (None, "rocksdb"):
+    if wanted("rocksdb"):
         rocksdb(args.events, args.files, args.memory)
-    if args.only in (None, "sizing"):
+    if wanted("sizing"):
         sizing(args.events, args.files, args.memory)
-    if args.only in (None, "stages"):
+    if wanted("stages"):
         stages(args.events, args.files, args.memory)
-    if args.only in (None, "maintenance"):
+    if wanted("maintenance"):
         print(_checked("maintenance", measure([PY, "-m", "benchmarks.maintenance"])).stdout)
-    if args.only in (None, "rebuild"):
+    if wanted("rebuild"):
         rebuild(args.events, args.files, args.memory)
-    if args.only in (None, "s3"):
+    if wanted("s3"):
         command = [PY, "-m", "benchmarks.s3_run", "--rounds", str(args.rounds)]
         print(_checked("the S3 run", measure(command)).stdout)
-    if args.only in (None, "history"):
+    if wanted("history"):
         print(_checked("the history", measure([PY, "-m", "benchmarks.history", "--rounds", str(args.rounds)])).stdout)
-    if args.only in (None, "small-delta"):
+    if wanted("small-delta"):
         rounds = str(max(args.rounds, 5))  # runs of 5 s: more rounds for a steady median
         command = [PY, "-m", "benchmarks.small", "--rounds", rounds, "--only", "one new file", "one new file, delta"]
         print("\nsmall runs into Delta and Parquet:\n" + _checked("the small runs", measure(command)).stdout)
