@@ -144,6 +144,9 @@ def describe_each(problems: list[ErrorDetails], where: str, declared: Any = None
             close = did_you_mean(tag, _QUOTED.findall(expected))
             field = field or "pattern"  # the union a whole declaration is: told apart by its pattern
             messages.append(f"{place} {field} {tag!r} is not one of {expected}{close}")
+        elif kind == "model_type":  # `quality: warn` where a block is meant: name what the block takes
+            settings = ", ".join(_settings_at(declared, problem["loc"]))
+            messages.append(f"{' '.join([where, *loc])}: a block of settings ({settings}), not {found!r}")
         elif kind in ("value_error", "assertion_error"):
             text = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
             messages.append(f"{' '.join([where, *loc])}: {text}")

@@ -488,6 +488,20 @@ def test_a_misspelt_setting_field_or_value_says_the_one_it_is_spelt_like(path, v
     assert "did you mean" not in str(refused.value).replace(message, "")  # no guess for anything else
 
 
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        ("quality", "warn", "pipeline 'demo_counts' quality: a block of settings (anomalies, min_runs), not 'warn'"),
+        ("window", "10 minutes", "pipeline 'demo_counts' window: a block of settings (duration, slide), not"),
+    ],
+)
+def test_a_word_where_a_block_of_settings_is_meant_names_the_block_s_settings(path, value, message):
+    with pytest.raises(declare.DeclarationError) as refused:
+        declare.from_mapping(with_change(path, value))
+    assert message in str(refused.value)
+    assert "valid dictionary" not in str(refused.value)
+
+
 def test_a_misspelt_nested_path_says_the_path_it_is_spelt_like():
     with pytest.raises(declare.DeclarationError) as refused:
         declare.from_mapping(nested_with("keys", ["type", "repo.nam"]))
