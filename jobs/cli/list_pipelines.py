@@ -7,6 +7,7 @@ import argparse
 from jobs import declare
 from jobs.declare.load import pipelines_dir
 from jobs.exit_codes import ExitCode
+from jobs.history import freshness
 from jobs.units import ON_ARRIVAL, ON_UPSTREAM, duration_words
 from jobs.validate.suite import load_suite
 
@@ -89,6 +90,11 @@ def _describe(pipeline: declare.PipelineBase, suite) -> None:
     )
     output = duration_words(kept.output_after_s) if kept.output_after_s else "kept"
     print(f"  retention  landed files {landed}; output files {output}")
+    limit, declared = freshness.limit_of(pipeline)
+    fresh = "none" if limit is None else f"{duration_words(round(limit))}{'' if declared else ' (from its schedule)'}"
+    judged = pipeline.quality
+    anomalies = "off" if judged.anomalies == "off" else f"{judged.anomalies}, judged from {judged.min_runs} runs"
+    print(f"  quality    freshness {fresh}; anomalies {anomalies}")
     print(
         f"  checks     {len(severities)} expectations ({severities.count('fail')} fail, "
         f"{severities.count('warn')} warn), {len(run_checks)} run report checks"

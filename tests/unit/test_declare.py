@@ -327,7 +327,20 @@ def test_list_verbose_says_how_a_pipeline_on_arrival_waits(monkeypatch, capsys):
 
     monkeypatch.delenv("JOBS_PIPELINES_DIR", raising=False)
     assert main(["list", "-v"]) == 0
-    assert "  schedule   on_arrival (quiet 30 seconds, at least every 1 hour)\n" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "  schedule   on_arrival (quiet 30 seconds, at least every 1 hour)\n" in said
+    # Its freshness from its schedule: twice the longest wait between runs.
+    assert "  quality    freshness 2 hours (from its schedule); anomalies warn, judged from 8 runs\n" in said
+
+
+def test_list_verbose_says_a_declared_freshness_and_anomalies(tmp_path, monkeypatch, capsys):
+    from jobs.cli import main
+    from tests.helpers import declaration_copy
+
+    folder = declaration_copy(tmp_path, "clickstream", freshness="90 minutes", quality={"anomalies": "off"})
+    monkeypatch.setenv("JOBS_PIPELINES_DIR", str(folder))
+    assert main(["list", "-v"]) == 0
+    assert "  quality    freshness 90 minutes; anomalies off\n" in capsys.readouterr().out
 
 
 def test_a_schema_error_is_in_the_user_s_words_never_pydantic_s():
