@@ -78,6 +78,18 @@ class Limits:
             sized = f", then sized by the state it keeps, up to {self.sized_cap * self.inflation / 2**20:,.0f} MiB"
         return f"{size} per batch ({self.chosen_by}){sized}"
 
+    def passed_by(self, files: int, size: int) -> str | None:
+        """How much more than one batch takes `files` new files of `size` bytes are, or None:
+        what a `once` run, whose one batch Spark gives no limit, takes anyway."""
+        most = self.max_files or self.most_files
+        if most and files > most:
+            return f"{files:,} new files, more than the {most:,} a batch takes"
+        if self.max_bytes and size > self.max_bytes:
+            return (
+                f"{size / 2**20:,.0f} MiB of new files, more than the {self.max_bytes / 2**20:,.0f} MiB a batch takes"
+            )
+        return None
+
 
 def inflated(limits: Limits, inflation: float) -> Limits:
     """The limits for new files whose lines are up to `inflation` times their size (gzip)."""

@@ -228,6 +228,9 @@ def _start(run: RunContext, report: RunReport, pending: Pending) -> StreamingQue
     limits = inflated(limits, pending.inflation)
     report.batch_limits = asdict(limits)
     run.log.info("  start: %s", limits.describe())
+    passed = options.trigger.kind == TriggerKind.ONCE and limits.passed_by(pending.files, pending.bytes)
+    if passed:  # Spark hands a Trigger.Once query no read limit: its one batch holds every new file
+        run.log.warning("  start: trigger once reads them all in one batch: %s (available-now reads batches)", passed)
     landed = source_landings(run.locations.landing, [s.name for s in run.pipeline.sources])
     listed = list(options.from_archive or [options.listed(landing) for landing in landed])
     check_table(run.spark, run.pipeline, run.checkpoint_log, run.dimension)  # a transform's columns

@@ -113,10 +113,12 @@ def test_rate_limited_run_matches_the_model_batch_by_batch(spark, clickstream, l
     assert table_rows(spark, locations.output) == model.rows()
 
 
-def test_trigger_once_reads_everything_in_one_batch(spark, clickstream, locations):
+def test_trigger_once_reads_everything_in_one_batch(spark, clickstream, locations, caplog):
     for arrival in ARRIVALS[:2]:
         land(locations.landing, arrival)
     report = run_pipeline(spark, clickstream, locations, trigger=Trigger("once"), max_files_per_trigger=1)
+    # Said before Spark reads them: the cap is not what bounds this batch.
+    assert "trigger once reads them all in one batch: 3 new files, more than the 1 a batch takes" in caplog.text
 
     model = ClickstreamModel()
     lines = [line for arrival in ARRIVALS[:2] for lines in arrival.values() for line in lines]

@@ -32,6 +32,15 @@ def test_a_declaration_overrides_the_default_and_a_run_overrides_both():
     assert declared.most_files is None  # a limit in files is the only one
 
 
+def test_what_passes_one_batch_is_said_in_files_or_bytes():
+    """What a `once` run takes in its one batch beyond what a batch is capped at."""
+    default = default_limits(GiB)
+    assert default.passed_by(32_768, 64 * MiB) is None
+    assert default.passed_by(1_000_000, 15 * MiB) == "1,000,000 new files, more than the 32,768 a batch takes"
+    assert default.passed_by(400, 589 * MiB) == "589 MiB of new files, more than the 64 MiB a batch takes"
+    assert batch_limits(GiB, run_files=3).passed_by(4, 1) == "4 new files, more than the 3 a batch takes"
+
+
 def test_gzip_divides_the_sized_cap_as_it_divides_the_default():
     gzip = inflated(default_limits(GiB), 8.0)
     assert (gzip.max_bytes, gzip.sized_cap, gzip.state_budget) == (8 * MiB, 16 * MiB, 256 * MiB)
