@@ -105,6 +105,32 @@ class Scheduler:
                 continue
         return found
 
+    def component(self, name: str) -> psutil.Process:
+        """The running Airflow's `name` (`triggerer`, `scheduler`, ...): the process whose own
+        command is `airflow <name>` and whose parent's is not (its forked runner has the same
+        command). Not the shell that started them all, whose command names every component; a
+        process that ends while the group is read (a task's) is passed over."""
+        commands = {}
+        for process in self.group():
+            try:
+                commands[process.pid] = (process, process.cmdline(), process.ppid())
+            except psutil.Error:
+                continue
+
+        def runs(command: list[str]) -> bool:
+            return any(
+                Path(arg).name == "airflow" and command[at + 1 : at + 2] == [name] for at, arg in enumerate(command)
+            )
+
+        found = [
+            process
+            for process, command, parent in commands.values()
+            if runs(command) and not (parent in commands and runs(commands[parent][1]))
+        ]
+        if len(found) != 1:
+            raise AssertionError(f"not one Airflow {name} but {len(found)}: {[commands[p.pid][1] for p in found]}")
+        return found[0]
+
     def kill_and_restart(self, component: psutil.Process) -> subprocess.Popen:
         """A component killed (SIGKILL, as by the OOM killer), and the same command started again
         (in a session of its own: the caller stops it; `stop` stops the first group only)."""

@@ -148,9 +148,7 @@ def test_files_landing_start_one_run_a_burst_one_and_an_idle_landing_none(spark,
 
         # The triggerer killed: a file landing meanwhile starts one run once another triggerer
         # takes the watcher over (Airflow hands a dead triggerer's triggers on).
-        triggerers = [p for p in airflow.group() if "airflow triggerer" in " ".join(p.cmdline())]
-        (triggerer,) = [p for p in triggerers if p.ppid() not in {t.pid for t in triggerers}]  # not its runner
-        restarted = airflow.kill_and_restart(triggerer)
+        restarted = airflow.kill_and_restart(airflow.component("triggerer"))
         last = arrival("after-restart", 30)
         land(locations.landing, last)
         runs = ended(airflow, 3)
