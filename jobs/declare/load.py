@@ -307,10 +307,7 @@ def load_all(directory: Path | Traversable | None = None) -> dict[str, PipelineB
     broken one)."""
     loaded = load_each(directory)
     if loaded.broken:
-        raise DeclarationError(
-            "; ".join(loaded.broken.values()),
-            loaded.problems,
-        )
+        raise DeclarationError("; ".join(loaded.broken.values()), loaded.problems)
     return loaded.pipelines
 
 

@@ -213,8 +213,7 @@ def _recover(run: RunContext, report: RunReport, accounting: Accounting) -> None
 
 
 def _start(run: RunContext, report: RunReport, pending: Pending) -> StreamingQuery:
-    """Start the query, each batch limited to what the driver's memory can take; new files
-    few and known (`pending`) are handed to the source by name, not listed again."""
+    """Start the query, batches limited to the driver's memory; few known new files (`pending`) named, not listed."""
     from jobs.session import heap_bytes
 
     declared, options = run.pipeline.spark_settings, run.request
@@ -228,8 +227,7 @@ def _start(run: RunContext, report: RunReport, pending: Pending) -> StreamingQue
     limits = inflated(limits, pending.inflation)
     report.batch_limits = asdict(limits)
     run.log.info("  start: %s", limits.describe())
-    passed = options.trigger.kind == TriggerKind.ONCE and limits.passed_by(pending.files, pending.bytes)
-    if passed:  # Spark hands a Trigger.Once query no read limit: its one batch holds every new file
+    if options.trigger.kind == TriggerKind.ONCE and (passed := limits.passed_by(pending.files, pending.bytes)):
         run.log.warning("  start: trigger once reads them all in one batch: %s (available-now reads batches)", passed)
     landed = source_landings(run.locations.landing, [s.name for s in run.pipeline.sources])
     listed = list(options.from_archive or [options.listed(landing) for landing in landed])
