@@ -90,8 +90,7 @@ def _describe(pipeline: declare.PipelineBase, suite) -> None:
     )
     output = duration_words(kept.output_after_s) if kept.output_after_s else "kept"
     print(f"  retention  landed files {landed}; output files {output}")
-    limit, declared = freshness.limit_of(pipeline)
-    fresh = "none" if limit is None else f"{duration_words(round(limit))}{'' if declared else ' (from its schedule)'}"
+    fresh = freshness.limit_said(*freshness.limit_of(pipeline), say=lambda s: duration_words(round(s)))
     judged = pipeline.quality
     anomalies = "off" if judged.anomalies == "off" else f"{judged.anomalies}, judged from {judged.min_runs} runs"
     print(f"  quality    freshness {fresh}; anomalies {anomalies}")

@@ -15,6 +15,7 @@ DAG), without Spark.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -62,6 +63,11 @@ def limit_s(declared_s: float | None, interval_s: float | None) -> tuple[float |
     return (FRESH_INTERVALS * interval_s if interval_s else None), False
 
 
+def limit_said(limit_s: float | None, declared: bool, say: Callable[[float], str] = duration) -> str:
+    """'2.0 h (from its schedule)', '90 minutes' (`say`: how a duration is written), or 'none'."""
+    return "none" if limit_s is None else f"{say(limit_s)}{'' if declared else ' (from its schedule)'}"
+
+
 def limit_of(pipeline: PipelineBase) -> tuple[float | None, bool]:
     return limit_s(pipeline.freshness_s, schedule_interval_s(pipeline.schedule, pipeline.on_arrival.at_least_every_s))
 
@@ -87,9 +93,7 @@ class Freshness:
 
     @property
     def limit_said(self) -> str:
-        if self.limit_s is None:
-            return "none"
-        return f"{duration(self.limit_s)}{'' if self.declared else ' (from its schedule)'}"
+        return limit_said(self.limit_s, self.declared)
 
     def describe(self) -> str:
         """'no rows appended for 5.0 h, freshness 2.0 h'."""

@@ -505,7 +505,11 @@ def test_a_misspelt_setting_field_or_value_says_the_one_it_is_spelt_like(path, v
     ("path", "value", "message"),
     [
         ("quality", "warn", "pipeline 'demo_counts' quality: a block of settings (anomalies, min_runs), not 'warn'"),
-        ("window", "10 minutes", "pipeline 'demo_counts' window: a block of settings (duration, slide), not"),
+        (
+            "window",
+            "10 minutes",
+            "pipeline 'demo_counts' window: a block of settings (duration, slide), not '10 minutes'",
+        ),
     ],
 )
 def test_a_word_where_a_block_of_settings_is_meant_names_the_block_s_settings(path, value, message):
