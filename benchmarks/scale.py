@@ -8,7 +8,8 @@
    Delta table (`output: {format: delta}`); a minimal availableNow stream of the same query (JSON source,
    and text + from_json as the product reads); the product and the JSON stream with clickstream
    declared with expressions (two computed columns, a where, a distinct count); a Spark
-   batch job; DuckDB. Per system: median
+   batch job; DuckDB (`--only expressions`: the expressions' pair alone, at least 6
+   rounds, the order reversed every other round). Per system: median
    wall time, the median of each round's peak memory (the proportional set size of the whole
    process tree, benchmarks/measure.py), rows/s, and the ratios.
 2. Nested events: 150,000 real code-host events (benchmarks/github_data.py, GH Archive's as
@@ -150,6 +151,51 @@ def backlog(events: int, files: int, rounds: int, memory: str) -> dict[str, list
     print(f"  the streams took batches of about {_product_cap(out / 'product') / 2**20:.0f} MiB, the product's first")
     print(f"  the product: {_batch_sizes(out / 'product', 'clickstream')}")
     return results
+
+
+def expressions(events: int, files: int, rounds: int, memory: str) -> None:
+    """Issue 72's pair on its own, with more rounds than the backlog's: the product and Spark's
+    minimal stream, each with and without the declared expressions (`_with_expressions`), the
+    order reversed every other round so that a machine's drift falls on each alike. The streams
+    take every batch at the product's first batch size; with the expressions the product's
+    sized batches stay at that size too (their distinct counts' state is over its budget)."""
+    data = generate(WORK / f"landing-{events}-{files}", events, files)
+    out = WORK / "out-expressions"
+    env = {"SPARK_DRIVER_MEMORY": memory}
+    declared = {**env, "JOBS_PIPELINES_DIR": str(_with_expressions(WORK / "expressions"))}
+    cap: list[int] = []  # the product's first batch size, read after its first run
+    systems = {
+        "product": lambda: _product(out / "product", data, env),
+        "stream": lambda: _reference("stream", data, out / "stream", memory, cap[0]),
+        "product, expressions": lambda: _product(out / "expressions", data, declared),
+        "stream, expressions": lambda: _reference(
+            "stream", data, out / "stream-expr", memory, cap[0], expressions=True
+        ),
+    }
+    print(f"\nexpressions: {events:,} events in {files} files, {rounds} round(s)")
+    seconds: dict[str, list[float]] = {name: [] for name in systems}
+    for round_number in range(rounds):
+        shutil.rmtree(out, ignore_errors=True)
+        order = list(systems) if round_number % 2 == 0 or not cap else list(systems)[::-1]
+        for name in order:
+            seconds[name].append(_checked(name, systems[name]()).seconds)
+            if not cap:
+                cap.append(_product_cap(out / "product"))
+        plain, declared_ratio = (
+            seconds["product"][-1] / seconds["stream"][-1],
+            seconds["product, expressions"][-1] / seconds["stream, expressions"][-1],
+        )
+        times = "  ".join(f"{name} {seconds[name][-1]:.1f} s" for name in systems)
+        print(f"  round {round_number + 1}: {times}; ratios {plain:.2f} without, {declared_ratio:.2f} with", flush=True)
+    medians = {name: statistics.median(runs) for name, runs in seconds.items()}
+    without = medians["product"] / medians["stream"]
+    with_them = medians["product, expressions"] / medians["stream, expressions"]
+    print(
+        f"  medians: {', '.join(f'{name} {medians[name]:.1f} s' for name in systems)}\n"
+        f"  product / stream: {with_them:.3f} with the expressions, {without:.3f} without ({with_them - without:+.3f})"
+    )
+    print(f"  the product: {_batch_sizes(out / 'product', 'clickstream')}")
+    print(f"  with the expressions: {_batch_sizes(out / 'expressions', 'clickstream')}")
 
 
 def _without_rules(folder: Path) -> Path:
@@ -556,6 +602,7 @@ def main() -> None:
             "s3-listing",
             "sizing",
             "history",
+            "expressions",
         ),
     )
     args = parser.parse_args()
@@ -566,6 +613,8 @@ def main() -> None:
     WORK.mkdir(parents=True, exist_ok=True)
     if wanted("backlog"):
         print_backlog(backlog(args.events, args.files, args.rounds, args.memory), args.events)
+    if args.only and "expressions" in args.only:  # the backlog's pair again, more rounds: asked for by name
+        expressions(args.events, args.files, max(args.rounds, 6), args.memory)
     if wanted("nested"):
         nested(150_000, args.rounds, args.memory)
     if wanted("small"):
