@@ -176,7 +176,7 @@ def expressions(events: int, files: int, rounds: int, memory: str) -> None:
     seconds: dict[str, list[float]] = {name: [] for name in systems}
     for round_number in range(rounds):
         shutil.rmtree(out, ignore_errors=True)
-        order = list(systems) if round_number % 2 == 0 or not cap else list(systems)[::-1]
+        order = list(systems)[:: -1 if round_number % 2 else 1]  # the product first in round 1: its cap
         for name in order:
             seconds[name].append(_checked(name, systems[name]()).seconds)
             if not cap:
