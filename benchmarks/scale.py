@@ -50,6 +50,7 @@ import random
 import shutil
 import statistics
 import sys
+from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -108,9 +109,9 @@ def backlog(events: int, files: int, rounds: int, memory: str) -> dict[str, list
     # The streams take batches of the size the product chose; the product runs first in each round.
     unruled = _without_rules(WORK / "unruled")
     as_delta = _as_delta(WORK / "delta")
-    with_expressions = _with_expressions(WORK / "expressions")
+    pair = _pair(data, out, memory, lambda: _product_cap(out / "product"))
     systems = {
-        "product": lambda: _product(out / "product", data, env={"SPARK_DRIVER_MEMORY": memory}),
+        "product": pair["product"],
         # The same run with the declaration's row rules left out: what the rules cost.
         "product, no rules": lambda: _product(
             out / "unruled", data, env={"SPARK_DRIVER_MEMORY": memory, "JOBS_PIPELINES_DIR": str(unruled)}
@@ -119,14 +120,10 @@ def backlog(events: int, files: int, rounds: int, memory: str) -> dict[str, list
         "product, delta": lambda: _product(
             out / "delta", data, env={"SPARK_DRIVER_MEMORY": memory, "JOBS_PIPELINES_DIR": str(as_delta)}
         ),
-        "stream (json)": lambda: _reference("stream", data, out / "stream", memory, _product_cap(out / "product")),
+        "stream (json)": pair["stream"],
         # The same run declared with expressions, and the stream with the same ones.
-        "product, expressions": lambda: _product(
-            out / "expressions", data, env={"SPARK_DRIVER_MEMORY": memory, "JOBS_PIPELINES_DIR": str(with_expressions)}
-        ),
-        "stream, expressions": lambda: _reference(
-            "stream", data, out / "stream-expr", memory, _product_cap(out / "product"), expressions=True
-        ),
+        "product, expressions": pair["product, expressions"],
+        "stream, expressions": pair["stream, expressions"],
         "stream (text)": lambda: _reference("stream-text", data, out / "text", memory, _product_cap(out / "product")),
         "batch": lambda: _reference("batch", data, out / "batch", memory, None),
     }
@@ -161,17 +158,8 @@ def expressions(events: int, files: int, rounds: int, memory: str) -> None:
     sized batches stay at that size too (their distinct counts' state is over its budget)."""
     data = generate(WORK / f"landing-{events}-{files}", events, files)
     out = WORK / "out-expressions"
-    env = {"SPARK_DRIVER_MEMORY": memory}
-    declared = {**env, "JOBS_PIPELINES_DIR": str(_with_expressions(WORK / "expressions"))}
     cap: list[int] = []  # the product's first batch size, read after its first run
-    systems = {
-        "product": lambda: _product(out / "product", data, env),
-        "stream": lambda: _reference("stream", data, out / "stream", memory, cap[0]),
-        "product, expressions": lambda: _product(out / "expressions", data, declared),
-        "stream, expressions": lambda: _reference(
-            "stream", data, out / "stream-expr", memory, cap[0], expressions=True
-        ),
-    }
+    systems = _pair(data, out, memory, lambda: cap[0])
     print(f"\nexpressions: {events:,} events in {files} files, {rounds} round(s)")
     seconds: dict[str, list[float]] = {name: [] for name in systems}
     for round_number in range(rounds):
@@ -196,6 +184,20 @@ def expressions(events: int, files: int, rounds: int, memory: str) -> None:
     )
     print(f"  the product: {_batch_sizes(out / 'product', 'clickstream')}")
     print(f"  with the expressions: {_batch_sizes(out / 'expressions', 'clickstream')}")
+
+
+def _pair(data: Path, out: Path, memory: str, cap: Callable[[], int]) -> dict[str, Callable[[], Measured]]:
+    """Issue 72's pair: the product and Spark's minimal stream, each without and with the
+    declared expressions (`_with_expressions`), at `memory`; the streams take every batch at
+    `cap()`, the product's first batch size (known once the product ran)."""
+    env = {"SPARK_DRIVER_MEMORY": memory}
+    declared = {**env, "JOBS_PIPELINES_DIR": str(_with_expressions(WORK / "expressions"))}
+    return {
+        "product": lambda: _product(out / "product", data, env),
+        "stream": lambda: _reference("stream", data, out / "stream", memory, cap()),
+        "product, expressions": lambda: _product(out / "expressions", data, declared),
+        "stream, expressions": lambda: _reference("stream", data, out / "stream-expr", memory, cap(), expressions=True),
+    }
 
 
 def _without_rules(folder: Path) -> Path:
